@@ -1,0 +1,121 @@
+//! Run statistics the engine writes at exit: per-direction counts, unintended drops and
+//! how punctually packets were handed back to the hosts.
+
+use serde::Serialize;
+
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct DirectionStats {
+    pub name: String,
+    pub arrivals: u64,
+    pub departures: u64,
+    pub bytes_departed: u64,
+    pub drops_queue_full: u64,
+    pub drops_random_loss: u64,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct UnintendedDrops {
+    pub no_route: u64,
+    pub not_ipv4: u64,
+    pub tun_write_failed: u64,
+}
+
+impl UnintendedDrops {
+    pub fn total(&self) -> u64 {
+        self.no_route + self.not_ipv4 + self.tun_write_failed
+    }
+}
+
+/// Hand-over lateness: real time at which a packet was written to its host minus the
+/// model's due time. Kept as a histogram of 1 µs buckets up to 10 ms (and one overflow
+/// bucket), enough for mean and percentiles without storing every sample.
+pub struct Lateness {
+    buckets: Vec<u64>,
+    count: u64,
+    sum_ns: u128,
+    max_ns: u64,
+}
+
+const BUCKETS: usize = 10_000;
+
+impl Default for Lateness {
+    fn default() -> Self {
+        Lateness { buckets: vec![0; BUCKETS + 1], count: 0, sum_ns: 0, max_ns: 0 }
+    }
+}
+
+impl Lateness {
+    pub fn add(&mut self, late_ns: u64) {
+        self.buckets[((late_ns / 1000) as usize).min(BUCKETS)] += 1;
+        self.count += 1;
+        self.sum_ns += late_ns as u128;
+        self.max_ns = self.max_ns.max(late_ns);
+    }
+
+    fn percentile_us(&self, q: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        let rank = ((q * self.count as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.buckets.iter().enumerate() {
+            seen += n;
+            if seen >= rank {
+                return i as f64 + 1.0; // upper edge of the bucket
+            }
+        }
+        BUCKETS as f64
+    }
+
+    pub fn summary(&self) -> LatenessSummary {
+        LatenessSummary {
+            count: self.count,
+            mean_us: if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 / 1000.0 },
+            p50_us: self.percentile_us(0.5),
+            p99_us: self.percentile_us(0.99),
+            max_us: self.max_ns as f64 / 1000.0,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct LatenessSummary {
+    pub count: u64,
+    pub mean_us: f64,
+    /// Percentiles are upper edges of 1 µs buckets.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RunStats {
+    pub directions: Vec<DirectionStats>,
+    pub unintended_drops: UnintendedDrops,
+    pub unintended_drops_total: u64,
+    pub packets_in: u64,
+    pub packets_out: u64,
+    pub handover_lateness: LatenessSummary,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub log_error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_percentiles_by_hand() {
+        let mut l = Lateness::default();
+        for us in [1u64, 2, 3, 4, 100] {
+            l.add(us * 1000 + 500);
+        }
+        let s = l.summary();
+        assert_eq!(s.count, 5);
+        assert!((s.mean_us - 22.5).abs() < 1e-9);
+        assert_eq!(s.p50_us, 4.0); // 3rd of 5 lies in bucket [3,4) µs
+        assert_eq!(s.p99_us, 101.0);
+        assert_eq!(s.max_us, 100.5);
+    }
+}

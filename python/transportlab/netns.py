@@ -1,0 +1,69 @@
+"""Network namespaces as hosts: create, configure (TUN inside, address, route,
+sysctls), run commands in them, remove. All netlink work goes through pyroute2."""
+
+from __future__ import annotations
+
+import subprocess
+
+from pyroute2 import IPRoute, NetNS, netns
+
+
+class HostSetupError(RuntimeError):
+    pass
+
+
+def create(name: str) -> None:
+    netns.create(name)
+
+
+def remove(name: str) -> None:
+    if name in netns.listnetns():
+        netns.remove(name)
+
+
+def list_names(prefix: str = "tlab") -> list[str]:
+    return [n for n in netns.listnetns() if n.startswith(prefix)]
+
+
+def exec_argv(name: str, argv: list[str]) -> list[str]:
+    """argv that runs `argv` inside namespace `name` (`ip netns exec` execs in place,
+    so the PID of the child is the PID of the command)."""
+    return ["ip", "netns", "exec", name, *argv]
+
+
+def set_sysctls(name: str, values: dict[str, str], host: str) -> None:
+    if not values:
+        return
+    args = [f"{k}={v}" for k, v in values.items()]
+    res = subprocess.run(exec_argv(name, ["sysctl", "-q", "-w", *args]), capture_output=True, text=True)
+    if res.returncode != 0:
+        raise HostSetupError(f"host {host!r}: sysctl failed: {res.stderr.strip()}")
+
+
+def move_link(ifname: str, name: str) -> None:
+    with IPRoute() as ipr:
+        idx = ipr.link_lookup(ifname=ifname)
+        if not idx:
+            raise HostSetupError(f"interface {ifname} not found in the root namespace")
+        ipr.link("set", index=idx[0], net_ns_fd=name)
+
+
+def configure_tun(name: str, ifname: str, address: str, mtu: int, txqueuelen: int) -> None:
+    """Brings lo and the TUN up, gives the TUN a /32 and sends everything through it."""
+    with NetNS(name) as ns:
+        lo = ns.link_lookup(ifname="lo")[0]
+        ns.link("set", index=lo, state="up")
+        idx = ns.link_lookup(ifname=ifname)[0]
+        ns.link("set", index=idx, mtu=mtu, txqlen=txqueuelen, state="up")
+        ns.addr("add", index=idx, address=address, prefixlen=32)
+        ns.route("add", dst="0.0.0.0/0", oif=idx)
+
+
+def remove_root_link(ifname: str) -> bool:
+    """Deletes a leftover TUN device in the root namespace; True if one was there."""
+    with IPRoute() as ipr:
+        idx = ipr.link_lookup(ifname=ifname)
+        if not idx:
+            return False
+        ipr.link("del", index=idx[0])
+        return True

@@ -1,0 +1,267 @@
+"""A live emulated network: one namespace per host with its TUN device, the engine
+forwarding between them, commands started inside hosts, and a teardown that always
+runs (success, error, SIGINT, SIGTERM) and leaves nothing behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from . import netns
+from .paths import binary
+from .registry import RunRecord, new_record
+from .topology import Topology
+from .tun import open_tun
+
+TUN_MTU = 1500
+# The TUN device's packet ring: if the engine falls behind for a moment, the host's
+# packets wait here instead of being dropped (a drop here is an unintended drop).
+TUN_TXQUEUELEN = 10_000
+ENGINE_READY_TIMEOUT_S = 10.0
+STOP_GRACE_S = 3.0
+
+# Linux defaults for the TCP socket-buffer limits (bytes).
+DEFAULT_TCP_RMEM_MAX = 6_291_456
+DEFAULT_TCP_WMEM_MAX = 4_194_304
+
+
+class NetworkError(RuntimeError):
+    pass
+
+
+def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
+    """Socket-buffer limits large enough that no flow from or to `host` is capped below
+    its path's bandwidth-delay product by accident: 4 × BDP (TCP's receive window takes
+    about half the buffer, and the queue adds to the RTT), never below Linux's defaults."""
+    need = 0.0
+    for other in topology.hosts:
+        if other == host:
+            continue
+        rate = min(filter(None, [topology.path_rate(host, other), topology.path_rate(other, host)]), default=None)
+        rtt = topology.path_rtt(host, other)
+        if rate:
+            need = max(need, 4 * rate / 8 * max(rtt, 0.001))
+    rmem = max(DEFAULT_TCP_RMEM_MAX, int(need))
+    wmem = max(DEFAULT_TCP_WMEM_MAX, int(need))
+    return {
+        "net.ipv4.tcp_rmem": f"4096 131072 {rmem}",
+        "net.ipv4.tcp_wmem": f"4096 16384 {wmem}",
+    }
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so `with Network(...)` tears down."""
+
+
+_HANDLER_PID = os.getpid()
+
+
+def _raise_terminated(signum, frame):
+    # Forked helpers (pyroute2 forks to open sockets inside a namespace) inherit this
+    # handler; they must just exit, not unwind the parent's stack in a copy of it.
+    if os.getpid() != _HANDLER_PID:
+        os._exit(128 + signum)
+    raise _Terminated()
+
+
+class Network:
+    """Use as a context manager: `with Network(topology, workdir) as net: net.popen(...)`."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        workdir: Path,
+        seed: int = 1,
+        run_id: str | None = None,
+        sysctls: dict[str, dict[str, str]] | None = None,
+        spin_us: float = 150.0,
+    ):
+        self.topology = topology
+        self.workdir = Path(workdir)
+        self.seed = seed
+        self.run_id = run_id or secrets.token_hex(3)
+        self.host_sysctls = sysctls or {}
+        self.spin_us = spin_us
+        self.record: RunRecord = new_record(self.run_id)
+        self._tun_fds: dict[str, int] = {}
+        self._engine: subprocess.Popen | None = None
+        self._children: list[subprocess.Popen] = []
+        self._old_sigterm = None
+        self.engine_stats: dict | None = None
+
+    # -- names -------------------------------------------------------------------
+    def namespace(self, host: str) -> str:
+        return f"tlab-{self.run_id}-{host}"
+
+    def tun_name(self, host: str) -> str:
+        return f"tlab{self.run_id}{self.topology.hosts.index(host)}"
+
+    def address(self, host: str) -> str:
+        return self.topology.address(host)
+
+    @property
+    def log_path(self) -> Path:
+        return self.workdir / "packets.tlog"
+
+    @property
+    def stats_path(self) -> Path:
+        return self.workdir / "engine.json"
+
+    # -- lifecycle ---------------------------------------------------------------
+    def __enter__(self) -> "Network":
+        global _HANDLER_PID
+        if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+            _HANDLER_PID = os.getpid()
+            self._old_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            self._restore_signals()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.stop()
+        finally:
+            self._restore_signals()
+        if exc_type is _Terminated:
+            raise SystemExit(128 + signal.SIGTERM)
+
+    def _restore_signals(self) -> None:
+        if self._old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._old_sigterm)
+            self._old_sigterm = None
+
+    def start(self) -> None:
+        if os.geteuid() != 0:
+            raise NetworkError("building the emulated network needs root (namespaces and TUN devices)")
+        engine_bin = binary("tlab-engine")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.record.save()
+        for host in self.topology.hosts:
+            self._create_host(host)
+        config = self.topology.engine_config(
+            self._tun_fds, self.seed, str(self.log_path), str(self.stats_path)
+        )
+        config["spin_ns"] = int(self.spin_us * 1000)
+        config_path = self.workdir / "engine-config.json"
+        config_path.write_text(json.dumps(config, indent=1))
+        stderr = open(self.workdir / "engine.stderr", "wb")
+        self._engine = subprocess.Popen(
+            [str(engine_bin), str(config_path)],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            pass_fds=list(self._tun_fds.values()),
+            start_new_session=True,
+        )
+        stderr.close()
+        self.record.add_process(self._engine.pid, str(engine_bin))
+        self._wait_ready(self._engine, "engine", ENGINE_READY_TIMEOUT_S, self.workdir / "engine.stderr")
+
+    def _create_host(self, host: str) -> None:
+        ns = self.namespace(host)
+        self.record.namespaces.append(ns)
+        self.record.save()
+        netns.create(ns)
+        sysctls = {
+            # No IPv6: its neighbour and router solicitations would be noise on the links.
+            "net.ipv6.conf.all.disable_ipv6": "1",
+            "net.ipv6.conf.default.disable_ipv6": "1",
+            **buffer_sysctls(self.topology, host),
+            **self.host_sysctls.get(host, {}),
+        }
+        netns.set_sysctls(ns, sysctls, host)
+        ifname = self.tun_name(host)
+        self.record.tun_devices.append(ifname)
+        self.record.save()
+        self._tun_fds[host] = open_tun(ifname)
+        netns.move_link(ifname, ns)
+        netns.configure_tun(ns, ifname, self.address(host), TUN_MTU, TUN_TXQUEUELEN)
+
+    @staticmethod
+    def _wait_ready(proc: subprocess.Popen, what: str, timeout: float, stderr_path: Path | None = None) -> str:
+        """Waits for the `READY ...` line a server prints once it is listening."""
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        line = b""
+        while time.monotonic() < deadline:
+            if sel.select(timeout=0.05):
+                line = proc.stdout.readline()
+                break
+            if proc.poll() is not None:
+                break
+        sel.close()
+        if not line.startswith(b"READY"):
+            detail = ""
+            if stderr_path and stderr_path.exists():
+                detail = stderr_path.read_text(errors="replace").strip()
+            raise NetworkError(f"{what} did not start (exit {proc.poll()}): {detail or 'no READY line'}")
+        return line.decode().strip()
+
+    def popen(self, host: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Starts `argv` inside `host`; it is stopped at teardown if still running."""
+        if host not in self.topology.hosts:
+            raise NetworkError(f"no host {host!r}")
+        proc = subprocess.Popen(netns.exec_argv(self.namespace(host), argv), start_new_session=True, **kwargs)
+        self._children.append(proc)
+        self.record.add_process(proc.pid, argv[0])
+        return proc
+
+    def start_server(self, host: str, argv: list[str], stderr_path: Path, timeout: float = 10.0) -> subprocess.Popen:
+        """Starts a server that prints `READY` when listening, and waits for it."""
+        with open(stderr_path, "wb") as err:
+            proc = self.popen(host, argv, stdout=subprocess.PIPE, stderr=err)
+        self._wait_ready(proc, f"{Path(argv[0]).name} on {host}", timeout, stderr_path)
+        return proc
+
+    def run(self, host: str, argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+        proc = self.popen(host, argv, **kwargs)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_process(proc)
+            raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s")
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def stop(self) -> None:
+        """Tears everything down; safe to call twice and after a partial start."""
+        for proc in self._children:
+            _stop_process(proc)
+        self._children.clear()
+        if self._engine is not None:
+            _stop_process(self._engine, grace=10.0)
+            if self._engine.stdout:
+                self._engine.stdout.close()
+            self._engine = None
+            if self.stats_path.exists():
+                self.engine_stats = json.loads(self.stats_path.read_text())
+        for fd in self._tun_fds.values():
+            os.close(fd)
+        self._tun_fds.clear()
+        for ns in self.record.namespaces:
+            netns.remove(ns)
+        for ifname in self.record.tun_devices:
+            netns.remove_root_link(ifname)
+        self.record.remove()
+
+
+def _stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; only ever the process we started."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,67 @@
+"""Reads the engine's packet event log (docs/packet-log.md) into NumPy/pandas without
+parsing: the file is a fixed-width record array behind a 16-byte header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+MAGIC = b"TLABLOG\0"
+HEADER_SIZE = 16
+RECORD = np.dtype(
+    [
+        ("t_ns", "<u8"),
+        ("packet_id", "<u8"),
+        ("src", "<u4"),
+        ("dst", "<u4"),
+        ("sport", "<u2"),
+        ("dport", "<u2"),
+        ("size", "<u2"),
+        ("direction", "<u2"),
+        ("proto", "u1"),
+        ("event", "u1"),
+        ("reason", "u1"),
+        ("flags", "u1"),
+        ("tcp_seq", "<u4"),
+    ]
+)
+assert RECORD.itemsize == 40
+
+ARRIVAL, DEPARTURE, DROP = 1, 2, 3
+NO_DIRECTION = 0xFFFF
+REASONS = {1: "queue_full", 2: "random_loss", 10: "no_route", 11: "tun_write_failed", 12: "not_ipv4"}
+UNINTENDED_REASONS = (10, 11, 12)
+
+
+class PacketLogError(ValueError):
+    pass
+
+
+def read_records(path: str | Path) -> np.ndarray:
+    """The log as a structured NumPy array (memory-mapped: no copy, no parsing)."""
+    path = Path(path)
+    with open(path, "rb") as f:
+        header = f.read(HEADER_SIZE)
+    if len(header) < HEADER_SIZE or header[:8] != MAGIC:
+        raise PacketLogError(f"{path}: not a transportlab packet log")
+    version = int.from_bytes(header[8:12], "little")
+    size = int.from_bytes(header[12:16], "little")
+    if version != 1 or size != RECORD.itemsize:
+        raise PacketLogError(f"{path}: unsupported log version {version} / record size {size}")
+    n = (path.stat().st_size - HEADER_SIZE) // RECORD.itemsize
+    if n == 0:
+        return np.zeros(0, dtype=RECORD)
+    return np.memmap(path, dtype=RECORD, mode="r", offset=HEADER_SIZE, shape=(n,))
+
+
+def read_frame(path: str | Path) -> pd.DataFrame:
+    return pd.DataFrame(read_records(path))
+
+
+def write_records(path: str | Path, records: np.ndarray) -> None:
+    """Writes a log (used by tests to build hand-made logs)."""
+    with open(path, "wb") as f:
+        f.write(MAGIC + (1).to_bytes(4, "little") + RECORD.itemsize.to_bytes(4, "little"))
+        f.write(np.asarray(records, dtype=RECORD).tobytes())

@@ -1,0 +1,200 @@
+"""The emulated network as data: hosts, links with a parameter set per direction, and
+the static routing computed from them. Pure: no system calls here (see `network`)."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from .units import to_ns
+
+# RFC 2544's benchmarking range: never routed on the Internet, meant for test networks.
+ADDRESS_BASE = ipaddress.IPv4Address("198.18.0.0")
+
+Distribution = Literal["uniform", "normal", "pareto", "paretonormal"]
+
+
+@dataclass(frozen=True)
+class GilbertElliott:
+    """netem's gemodel: p = P(good→bad), r = P(bad→good); a packet is lost with
+    probability 1−h in the bad state and 1−k in the good state."""
+
+    p: float
+    r: float
+    h: float = 0.0
+    k: float = 1.0
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One direction of a link, in SI units (seconds, bits/s, bytes). Unset = ideal."""
+
+    rate: float | None = None
+    trace_ms: tuple[int, ...] | None = None
+    queue_packets: int | None = None
+    queue_bytes: int | None = None
+    delay: float = 0.0
+    jitter: float = 0.0
+    distribution: Distribution = "normal"
+    reorder: bool = False
+    loss: float = 0.0
+    gilbert_elliott: GilbertElliott | None = None
+    duplicate: float = 0.0
+
+    def engine_spec(self) -> dict:
+        """The linkem `DirectionSpec` as the engine's JSON config expects it."""
+        if self.trace_ms is not None:
+            rate = {"trace": {"opportunities_ms": list(self.trace_ms)}}
+        elif self.rate is not None:
+            rate = {"constant": {"bits_per_sec": int(round(self.rate))}}
+        else:
+            rate = None
+        if self.queue_packets is not None:
+            queue: object = {"packets": self.queue_packets}
+        elif self.queue_bytes is not None:
+            queue = {"bytes": self.queue_bytes}
+        else:
+            queue = "unlimited"
+        if self.gilbert_elliott is not None:
+            ge = self.gilbert_elliott
+            loss = {"gilbert_elliott": {"p": ge.p, "r": ge.r, "h": ge.h, "k": ge.k}}
+        elif self.loss > 0:
+            loss = {"bernoulli": {"p": self.loss}}
+        else:
+            loss = None
+        jitter = None
+        if self.jitter > 0:
+            jitter = {"amount": to_ns(self.jitter), "distribution": self.distribution, "reorder": self.reorder}
+        return {
+            "rate": rate,
+            "queue": queue,
+            "delay": to_ns(self.delay),
+            "jitter": jitter,
+            "loss": loss,
+            "duplicate": self.duplicate,
+        }
+
+
+@dataclass(frozen=True)
+class Link:
+    """Joins nodes `a` and `b`; `forward` is a→b, `reverse` is b→a."""
+
+    name: str
+    a: str
+    b: str
+    forward: Direction = field(default_factory=Direction)
+    reverse: Direction = field(default_factory=Direction)
+
+
+@dataclass(frozen=True)
+class Route:
+    src: str
+    dst: str
+    directions: tuple[int, ...]  # indices into Topology.directions()
+
+
+class TopologyError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Hosts are network namespaces; any other node named by a link is a router that
+    exists only inside the engine."""
+
+    hosts: tuple[str, ...]
+    links: tuple[Link, ...]
+
+    def __post_init__(self) -> None:
+        if len(set(self.hosts)) != len(self.hosts):
+            raise TopologyError(f"hosts: duplicate names in {list(self.hosts)}")
+        names = [link.name for link in self.links]
+        if len(set(names)) != len(names):
+            raise TopologyError(f"links: duplicate names in {names}")
+        for link in self.links:
+            if link.a == link.b:
+                raise TopologyError(f"links.{link.name}.between: a link joins two different nodes, got {link.a!r} twice")
+        attached = {n for link in self.links for n in (link.a, link.b)}
+        for h in self.hosts:
+            if h not in attached:
+                raise TopologyError(f"hosts: {h!r} is not attached to any link")
+
+    def directions(self) -> list[tuple[str, Direction]]:
+        """All link directions in engine order: link i forward is 2i, reverse 2i+1."""
+        out = []
+        for link in self.links:
+            out.append((f"{link.name}.forward", link.forward))
+            out.append((f"{link.name}.reverse", link.reverse))
+        return out
+
+    def address(self, host: str) -> str:
+        return str(ADDRESS_BASE + 1 + self.hosts.index(host))
+
+    def route(self, src: str, dst: str) -> Route:
+        """Fewest-hops path; ties go to the link listed first, so routing is stable."""
+        adjacency: dict[str, list[tuple[str, int]]] = {}
+        for i, link in enumerate(self.links):
+            adjacency.setdefault(link.a, []).append((link.b, 2 * i))
+            adjacency.setdefault(link.b, []).append((link.a, 2 * i + 1))
+        previous: dict[str, tuple[str, int]] = {}
+        seen = {src}
+        queue = deque([src])
+        while queue:
+            node = queue.popleft()
+            if node == dst:
+                break
+            for nxt, direction in adjacency.get(node, []):
+                # Hosts are end points: traffic is never forwarded through another host.
+                if nxt not in seen and (nxt == dst or nxt not in self.hosts):
+                    seen.add(nxt)
+                    previous[nxt] = (node, direction)
+                    queue.append(nxt)
+        if dst not in seen:
+            raise TopologyError(f"no path from {src!r} to {dst!r}")
+        path = []
+        node = dst
+        while node != src:
+            node, direction = previous[node]
+            path.append(direction)
+        return Route(src, dst, tuple(reversed(path)))
+
+    def routes(self) -> list[Route]:
+        return [self.route(s, d) for s in self.hosts for d in self.hosts if s != d]
+
+    def engine_config(self, tun_fds: dict[str, int], seed: int, log_path: str, stats_path: str) -> dict:
+        """The engine's JSON configuration (crates/engine/src/config.rs)."""
+        from .seeds import derive_seed
+
+        return {
+            "log_path": log_path,
+            "stats_path": stats_path,
+            "hosts": [{"name": h, "tun_fd": tun_fds[h]} for h in self.hosts],
+            "directions": [
+                {"name": name, "seed": derive_seed(seed, name), "spec": d.engine_spec()}
+                for name, d in self.directions()
+            ],
+            "routes": [
+                {
+                    "ingress": self.hosts.index(r.src),
+                    "dst": self.address(r.dst),
+                    "directions": list(r.directions),
+                    "egress": self.hosts.index(r.dst),
+                }
+                for r in self.routes()
+            ],
+        }
+
+    def path_rtt(self, src: str, dst: str) -> float:
+        """Sum of fixed delays there and back (seconds)."""
+        dirs = self.directions()
+        there = self.route(src, dst).directions
+        back = self.route(dst, src).directions
+        return sum(dirs[i][1].delay for i in there + back)
+
+    def path_rate(self, src: str, dst: str) -> float | None:
+        """The lowest constant rate on the way from src to dst (None: unlimited)."""
+        dirs = self.directions()
+        rates = [dirs[i][1].rate for i in self.route(src, dst).directions if dirs[i][1].rate]
+        return min(rates) if rates else None
