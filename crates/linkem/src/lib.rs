@@ -19,6 +19,7 @@ pub mod rng;
 pub mod spec;
 
 pub use pipeline::{Pipeline, PipelineEvent};
+pub use spec::build_pipeline;
 
 /// Nanoseconds since an arbitrary origin chosen by the driver.
 pub type Nanos = u64;
@@ -32,11 +33,14 @@ pub struct Packet<P> {
     /// Size in bytes as it occupies the link (IP packet length).
     pub size: u32,
     pub payload: P,
+    /// `true` for the copy a [`duplicate::Duplicate`] stage made (the original keeps
+    /// `false`), so a driver can log it as a duplicate. [`Packet::new`] sets `false`.
+    pub copy: bool,
 }
 
 impl<P> Packet<P> {
     pub fn new(id: u64, size: u32, payload: P) -> Self {
-        Packet { id, size, payload }
+        Packet { id, size, payload, copy: false }
     }
 }
 

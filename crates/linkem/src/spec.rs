@@ -8,7 +8,12 @@
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-use crate::Nanos;
+use crate::delay::{Delay, Jitter};
+use crate::duplicate::Duplicate;
+use crate::loss::{Loss, LossModel};
+use crate::rate::{validate_trace, RateQueue};
+use crate::rng::{derive_seed, tag};
+use crate::{Nanos, Pipeline, Stage};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields, default))]
@@ -76,4 +81,84 @@ pub enum LossSpec {
     /// netem's gemodel: p = P(good→bad), r = P(bad→good), loss probability 1−h in the
     /// bad state and 1−k in the good state.
     GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
+}
+
+/// Builds the pipeline of one link direction. `seed` is this direction's seed (derive it
+/// from the run seed with [`crate::rng::derive_seed`], e.g. with the direction's index);
+/// each stage draws from its own sub-stream of it ([`crate::rng::tag`]).
+///
+/// Stages, in order, each omitted when ideal: loss (absent, or never losing) →
+/// duplicate (probability 0) → queue+rate (no rate: unlimited, and then the queue limit
+/// has no effect) → delay (no fixed delay and no jitter). A fully ideal spec gives an
+/// empty pipeline, in which a packet departs at its arrival time.
+pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64) -> Result<Pipeline<P>, String> {
+    validate(spec)?;
+    let mut stages: Vec<Box<dyn Stage<P> + Send>> = Vec::new();
+    if let Some(loss) = spec.loss {
+        let model = match loss {
+            LossSpec::Bernoulli { p } => LossModel::Bernoulli { p },
+            LossSpec::GilbertElliott { p, r, h, k } => LossModel::GilbertElliott { p, r, h, k },
+        };
+        let never = match model {
+            LossModel::Bernoulli { p } => p == 0.0,
+            LossModel::GilbertElliott { h, k, .. } => h == 1.0 && k == 1.0,
+        };
+        if !never {
+            stages.push(Box::new(Loss::new(model, derive_seed(seed, tag::LOSS))));
+        }
+    }
+    if spec.duplicate > 0.0 {
+        stages.push(Box::new(Duplicate::new(spec.duplicate, derive_seed(seed, tag::DUPLICATE))));
+    }
+    match &spec.rate {
+        None => {}
+        Some(RateSpec::Constant { bits_per_sec }) => stages.push(Box::new(RateQueue::constant(*bits_per_sec, spec.queue)?)),
+        Some(RateSpec::Trace { opportunities_ms }) => {
+            stages.push(Box::new(RateQueue::trace(opportunities_ms.clone(), spec.queue)?))
+        }
+    }
+    let jitter = spec
+        .jitter
+        .filter(|j| j.amount > 0)
+        .map(|j| Jitter { amount: j.amount, distribution: j.distribution, reorder: j.reorder });
+    if spec.delay > 0 || jitter.is_some() {
+        stages.push(Box::new(Delay::new(spec.delay, jitter, derive_seed(seed, tag::DELAY))));
+    }
+    Ok(Pipeline::new(stages))
+}
+
+/// Checks a spec: probabilities in [0, 1], rate > 0, a valid trace, non-zero queue limit.
+pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
+    fn prob(name: &str, v: f64) -> Result<(), String> {
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            Err(format!("{name} must be a probability in [0, 1], got {v}"))
+        }
+    }
+    prob("duplicate", spec.duplicate)?;
+    match spec.loss {
+        None => {}
+        Some(LossSpec::Bernoulli { p }) => prob("loss p", p)?,
+        Some(LossSpec::GilbertElliott { p, r, h, k }) => {
+            prob("gilbert_elliott p", p)?;
+            prob("gilbert_elliott r", r)?;
+            prob("gilbert_elliott h", h)?;
+            prob("gilbert_elliott k", k)?;
+        }
+    }
+    match &spec.rate {
+        None => {}
+        Some(RateSpec::Constant { bits_per_sec: 0 }) => {
+            return Err("rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into())
+        }
+        Some(RateSpec::Constant { .. }) => {}
+        Some(RateSpec::Trace { opportunities_ms }) => validate_trace(opportunities_ms)?,
+    }
+    match spec.queue {
+        QueueLimit::Packets(0) => return Err("queue limit of 0 packets would drop every packet".into()),
+        QueueLimit::Bytes(0) => return Err("queue limit of 0 bytes would drop every packet".into()),
+        _ => {}
+    }
+    Ok(())
 }
