@@ -1,0 +1,40 @@
+"""The metrics layer: turns a run's raw artefacts (the engine's packet event log as a
+NumPy record array or DataFrame, the agents' series as DataFrames) into numbers.
+
+Units everywhere: times in ns (CLOCK_MONOTONIC, as in the log), sizes in bytes (IP total
+length for log-based metrics), rates in bits/s. Windows are half-open [start, end).
+Every function is vectorised (NumPy/pandas); none reads files.
+"""
+
+from .convergence import crossing_time, delta_fair_convergence
+from .delay import one_way_delay, queueing_delay, sojourn
+from .delivery import bytes_delivered, goodput
+from .fairness import byte_difference, jain_index, pairwise_byte_difference
+from .flows import Flow, flow_codes, flow_mask, flow_path, flows, select
+from .jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
+from .loss import drops_by_reason, flow_loss, link_loss, unintended_drops
+from .retransmissions import (
+    count_retransmissions_from_log,
+    retransmissions_from_log,
+    retransmissions_from_tcp_info,
+    unwrap_seq,
+)
+from .rtt import probe_rtts, rtt_stats
+from .summary import summarize
+from .throughput import throughput, throughput_by_flow
+from .utilisation import link_utilisation, utilisation
+
+__all__ = [
+    "Flow", "flows", "flow_codes", "flow_mask", "flow_path", "select",
+    "throughput", "throughput_by_flow",
+    "bytes_delivered", "goodput",
+    "sojourn", "one_way_delay", "queueing_delay",
+    "jitter_rfc3550", "jitter_rfc3550_series", "ipdv_rfc3393", "ipdv_rfc3393_series",
+    "drops_by_reason", "link_loss", "flow_loss", "unintended_drops",
+    "retransmissions_from_log", "count_retransmissions_from_log", "retransmissions_from_tcp_info", "unwrap_seq",
+    "jain_index", "byte_difference", "pairwise_byte_difference",
+    "utilisation", "link_utilisation",
+    "crossing_time", "delta_fair_convergence",
+    "probe_rtts", "rtt_stats",
+    "summarize",
+]
