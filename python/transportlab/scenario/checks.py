@@ -1,0 +1,118 @@
+"""Checks across the tables of a scenario: names that refer to hosts and links, unique
+names, times within the scenario's duration, and that every flow and probe has a path.
+Each problem is (field sub-path from the scenario root, problem, value)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..topology import Link, Topology, TopologyError
+from .errors import MISSING
+
+if TYPE_CHECKING:
+    from .schema import Scenario
+
+Problem = tuple[tuple, str, Any]
+
+
+def _duplicates(names: list[str]) -> list[int]:
+    seen: set[str] = set()
+    out = []
+    for i, n in enumerate(names):
+        if n in seen:
+            out.append(i)
+        seen.add(n)
+    return out
+
+
+def check_scenario(s: "Scenario") -> list[Problem]:
+    out: list[Problem] = []
+    hosts, routers = s.hosts, s.routers
+    for i in _duplicates(hosts):
+        out.append((("hosts", i), "duplicate host name", hosts[i]))
+    for i in _duplicates(routers):
+        out.append((("routers", i), "duplicate router name", routers[i]))
+    for i, r in enumerate(routers):
+        if r in hosts:
+            out.append((("routers", i), "is also a host; a node is either a host or a router", r))
+    for i in _duplicates([link.name for link in s.links]):
+        out.append((("links", i, "name"), "duplicate link name", s.links[i].name))
+
+    nodes = set(hosts) | set(routers)
+    for i, link in enumerate(s.links):
+        for j, node in enumerate(link.between):
+            if node not in nodes:
+                known = f"hosts: {', '.join(hosts)}" + (f"; routers: {', '.join(routers)}" if routers else "")
+                out.append((("links", i, "between", j), f"unknown node; declare it in hosts or routers ({known})", node))
+    attached = {n for link in s.links for n in link.between}
+    for i, h in enumerate(hosts):
+        if h not in attached:
+            out.append((("hosts", i), "host is not attached to any link", h))
+    for i, r in enumerate(routers):
+        if r not in attached:
+            out.append((("routers", i), "router is not attached to any link", r))
+
+    # Probes without a name are called probe<index>.
+    for i, p in enumerate(s.probes):
+        if p.name is None:
+            p.name = f"probe{i}"
+    items = [("flows", i, f) for i, f in enumerate(s.flows)] + [("probes", i, p) for i, p in enumerate(s.probes)]
+    names = [item.name for _, _, item in items]
+    for k in _duplicates(names):
+        kind, i, item = items[k]
+        out.append(((kind, i, "name"), "duplicate name (flows and probes share one namespace)", item.name))
+    if not items:
+        out.append((("flows",), "nothing to run: add [[flows]] or [[probes]]", MISSING))
+
+    topology = None
+    if not out:
+        try:
+            topology = Topology(
+                hosts=tuple(hosts),
+                links=tuple(Link(link.name, link.between[0], link.between[1]) for link in s.links),
+            )
+        except TopologyError as e:  # pragma: no cover - the checks above catch these first
+            out.append(((), str(e), MISSING))
+    for kind, i, item in items:
+        for end in ("from", "to"):
+            node = getattr(item, "from_" if end == "from" else "to")
+            if node in routers:
+                out.append(((kind, i, end), "is a router; flows and probes run between hosts", node))
+            elif node not in hosts:
+                out.append(((kind, i, end), f"unknown host (hosts: {', '.join(hosts)})", node))
+        if item.from_ == item.to:
+            out.append(((kind, i, "to"), "from and to are the same host", item.to))
+        elif topology is not None and item.from_ in hosts and item.to in hosts:
+            for a, b in ((item.from_, item.to), (item.to, item.from_)):
+                try:
+                    topology.route(a, b)
+                except TopologyError:
+                    out.append(((kind, i, "to"), f"no path from {a!r} to {b!r} over the links", item.to))
+                    break
+        if item.start >= s.duration:
+            out.append(((kind, i, "start"), f"starts at or after the scenario's end (duration {s.duration:g}s)", MISSING))
+        end_field = "stop" if kind == "flows" else "until"
+        end_value = getattr(item, end_field)
+        if end_value is not None and end_value > s.duration:
+            out.append(((kind, i, end_field), f"after the scenario's end (duration {s.duration:g}s)", MISSING))
+
+    ports: dict[tuple[str, str, int], int] = {}
+    for kind, i, item in items:
+        if item.port is None:
+            continue
+        transport = "tcp" if kind == "flows" and item.protocol == "tcp" else "udp"
+        key = (item.to, transport, item.port)
+        if key in ports:
+            out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))
+        ports[key] = i
+
+    for host in s.sysctls:
+        if host not in hosts:
+            out.append((("sysctls", host), f"unknown host (hosts: {', '.join(hosts)})", host))
+
+    a = s.analysis
+    if a.window is not None and a.window[1] > s.duration:
+        out.append((("analysis", "window"), f"ends after the scenario's end (duration {s.duration:g}s)", MISSING))
+    if a.bottleneck is not None and a.bottleneck not in {link.name for link in s.links}:
+        out.append((("analysis", "bottleneck"), "unknown link", a.bottleneck))
+    return out

@@ -1,0 +1,417 @@
+"""The scenario file's schema: pydantic models, unknown keys forbidden everywhere.
+
+Values are parsed into SI units as they are validated (seconds, bits/s, bytes,
+probabilities), so a validated `Scenario` holds no unit strings. Checks that need
+several fields of one table live in that table's model; checks across tables (names
+that refer to hosts, links, the scenario's duration) live in `checks`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Callable, Literal, Union
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationInfo,
+    model_validator,
+)
+
+from .errors import FieldIssue
+from .queues import bdp_packets
+from .traces import TraceError, load_trace
+from .units import parse_duration, parse_percentage, parse_rate, parse_size
+
+# --- value types -------------------------------------------------------------------
+
+
+def _positive(parse: Callable[[Any], float], what: str) -> Callable[[Any], float]:
+    def check(value: Any) -> float:
+        v = parse(value)
+        if v <= 0:
+            raise ValueError(f"expected a {what} greater than zero")
+        return v
+
+    return check
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[float, BeforeValidator(_positive(parse_duration, "duration"))]
+Rate = Annotated[float, BeforeValidator(parse_rate)]
+Size = Annotated[int, BeforeValidator(parse_size)]
+PositiveSize = Annotated[int, BeforeValidator(_positive(parse_size, "size"))]
+Probability = Annotated[float, BeforeValidator(parse_percentage)]
+
+
+def _name(pattern: str, what: str) -> Callable[[Any], str]:
+    regex = re.compile(pattern)
+
+    def check(value: Any) -> str:
+        if not isinstance(value, str) or not regex.fullmatch(value):
+            raise ValueError(f"expected {what}")
+        return value
+
+    return check
+
+
+HostName = Annotated[
+    str, BeforeValidator(_name(r"[a-z][a-z0-9_]{0,15}", "a node name: a lowercase letter, then up to 15 of a-z 0-9 _"))
+]
+ItemName = Annotated[
+    str, BeforeValidator(_name(r"[a-z][a-z0-9_-]{0,31}", "a name: a lowercase letter, then up to 31 of a-z 0-9 _ -"))
+]
+ScenarioName = Annotated[
+    str, BeforeValidator(_name(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", "a scenario name: up to 64 of A-Z a-z 0-9 _ . -"))
+]
+SysctlKey = Annotated[
+    str, BeforeValidator(_name(r"[a-z][a-z0-9_]*(\.[a-z0-9_]+)+", "a sysctl name like 'net.core.rmem_max'"))
+]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Count = Annotated[int, Field(ge=1)]
+
+# Congestion controls. TCP is the kernel's: this machine's kernel offers these three.
+KERNEL_TCP_CC = ("reno", "cubic", "bbr")
+_OTHER_LINUX_TCP_CC = {
+    "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
+    "scalable", "vegas", "veno", "westwood", "yeah",
+}  # fmt: skip
+QUIC_CC = ("newreno", "cubic", "vegas", "ledbat", "bbr", "delay-correlation")
+UTP_CC = ("ledbat",)
+DEFAULT_CC = {"tcp": "cubic", "quic": "cubic", "utp": "ledbat"}
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+# --- links -------------------------------------------------------------------------
+
+
+class GilbertElliottSpec(_Table):
+    """netem's gemodel: p = P(good→bad), r = P(bad→good); loss 1−h in bad, 1−k in good."""
+
+    p: Probability
+    r: Probability
+    h: Probability = 0.0
+    k: Probability = 1.0
+
+
+class LossModelSpec(_Table):
+    gilbert_elliott: GilbertElliottSpec
+
+
+def _loss_kind(value: Any) -> str:
+    return "~model" if isinstance(value, dict) else "~percentage"
+
+
+# `loss = "1%"` or `loss = { gilbert_elliott = { p = "1%", r = "10%" } }`. The "~" tags
+# are dropped from error paths.
+Loss = Annotated[
+    Union[Annotated[Probability, Tag("~percentage")], Annotated[LossModelSpec, Tag("~model")]],
+    Discriminator(_loss_kind),
+]
+
+
+class QueueSpec(_Table):
+    """Exactly one of `packets`, `bytes`, `bdp` (with an optional `rtt` for `bdp`)."""
+
+    packets: Count | None = None
+    bytes: Size | None = None
+    bdp: Annotated[float, Field(gt=0)] | None = None
+    rtt: PositiveDuration | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "QueueSpec":
+        kinds = [k for k in ("packets", "bytes", "bdp") if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise FieldIssue("a queue is exactly one of {packets = N}, {bytes = SIZE}, {bdp = X}")
+        if self.rtt is not None and self.bdp is None:
+            raise FieldIssue("rtt only goes with bdp", ("rtt",))
+        if self.bytes is not None and self.bytes < 1500:
+            raise FieldIssue("a byte queue must hold at least one 1500-byte packet", ("bytes",))
+        return self
+
+
+class DirectionSpec(_Table):
+    """One direction of a link. Unset = ideal (no delay, unlimited rate, no loss)."""
+
+    rate: Rate | None = None
+    trace: str | None = None
+    delay: Duration = 0.0
+    jitter: Duration = 0.0
+    distribution: Literal["uniform", "normal", "pareto", "paretonormal"] = "normal"
+    reorder: bool = False
+    loss: Loss | None = None
+    duplicate: Probability = 0.0
+    queue: QueueSpec | None = None
+
+    _trace_ms: tuple[int, ...] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> "DirectionSpec":
+        if self.rate is not None and self.trace is not None:
+            raise FieldIssue("rate and trace exclude each other: a trace is the rate", ("trace",))
+        if self.queue is not None and self.rate is None and self.trace is None:
+            raise FieldIssue("a queue needs a rate or a trace in the same direction (nothing waits otherwise)", ("queue",))
+        if self.queue is not None and self.queue.bdp is not None and self.rate is None:
+            raise FieldIssue("a queue in bdp needs a constant rate; with a trace give packets or bytes", ("queue",))
+        if self.trace is not None:
+            base = (info.context or {}).get("base_dir") if info else None
+            path = Path(self.trace)
+            if not path.is_absolute() and base is not None:
+                path = Path(base) / path
+            try:
+                self._trace_ms = load_trace(path)
+            except TraceError as e:
+                raise FieldIssue(str(e), ("trace",)) from None
+            self.trace = str(path)
+        return self
+
+    @property
+    def trace_ms(self) -> tuple[int, ...] | None:
+        if self.trace is not None and self._trace_ms is None:
+            self._trace_ms = load_trace(self.trace)
+        return self._trace_ms
+
+
+class LinkSpec(_Table):
+    """Joins `between[0]` and `between[1]`; `forward` is 0→1, `reverse` is 1→0."""
+
+    name: ItemName
+    between: Annotated[list[HostName], Field(min_length=2, max_length=2)]
+    forward: DirectionSpec = Field(default_factory=DirectionSpec)
+    reverse: DirectionSpec = Field(default_factory=DirectionSpec)
+
+    @model_validator(mode="after")
+    def _check(self) -> "LinkSpec":
+        if self.between[0] == self.between[1]:
+            raise FieldIssue("a link joins two different nodes", ("between",))
+        for which in ("forward", "reverse"):
+            q = getattr(self, which).queue
+            if q is not None and q.bdp is not None and q.rtt is None and self.rtt() <= 0:
+                raise FieldIssue(
+                    "a queue in bdp needs a round-trip time: this link has no delay; give one, e.g. "
+                    "queue = {bdp = 1, rtt = \"100ms\"}",
+                    (which, "queue"),
+                )
+        return self
+
+    def rtt(self) -> float:
+        """This link's own round trip: forward delay + reverse delay (seconds)."""
+        return self.forward.delay + self.reverse.delay
+
+    def queue_packets(self, which: Literal["forward", "reverse"]) -> int | None:
+        """The queue of one direction in packets when it is given in packets or bdp."""
+        d: DirectionSpec = getattr(self, which)
+        if d.queue is None:
+            return None
+        if d.queue.packets is not None:
+            return d.queue.packets
+        if d.queue.bdp is not None:
+            assert d.rate is not None
+            rtt = d.queue.rtt if d.queue.rtt is not None else self.rtt()
+            return bdp_packets(d.rate, rtt, d.queue.bdp)
+        return None
+
+
+# --- flows and probes --------------------------------------------------------------
+
+
+class ObjectsSpec(_Table):
+    count: Count
+    size: PositiveSize
+
+
+class FlowSpec(_Table):
+    """A transfer between two hosts. `from` is the client that connects, `to` the server;
+    direction "upload" sends data client→server, "download" server→client."""
+
+    name: ItemName
+    from_: HostName = Field(alias="from")
+    to: HostName
+    protocol: Literal["tcp", "udp", "quic", "utp"]
+    cc: str | None = None
+    cc_params: dict[str, Union[bool, int, float, str]] | None = None
+    direction: Literal["upload", "download"] = "upload"
+    start: Duration = 0.0
+    # How it ends: at most one of these; none = runs until the scenario's duration.
+    stop: PositiveDuration | None = None
+    bytes: PositiveSize | None = None
+    objects: ObjectsSpec | None = None
+    count: Count | None = None
+    # UDP sending pattern: `size` and one of `rate` / `interval`; `burst` per deadline.
+    rate: Rate | None = None
+    interval: PositiveDuration | None = None
+    size: Size | None = None
+    burst: Count = 1
+    streams: Count = 1
+    mss: int | None = None
+    tcp_info_interval: PositiveDuration = 0.010
+    port: Port | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "FlowSpec":
+        p = self.protocol
+        given = self.model_fields_set
+        self._check_cc()
+        ends = [k for k in ("stop", "bytes", "objects", "count") if getattr(self, k) is not None]
+        if len(ends) > 1:
+            raise FieldIssue(f"{' and '.join(ends)} exclude each other: give at most one way to end a flow", (ends[1],))
+        if self.stop is not None and self.stop <= self.start:
+            raise FieldIssue(f"stop must come after start ({self.start:g}s)", ("stop",))
+        if self.objects is not None:
+            if p == "udp":
+                raise FieldIssue("objects are for tcp, quic and utp flows", ("objects",))
+            if "direction" in given and self.direction != "download":
+                raise FieldIssue("objects are downloaded from the server: direction must be \"download\"", ("direction",))
+            self.direction = "download"
+        if p == "udp":
+            if self.size is None:
+                raise FieldIssue("a udp flow needs size (the datagram payload)", ("size",))
+            if not 16 <= self.size <= 65507:
+                raise FieldIssue("a udp datagram payload is 16 to 65507 bytes", ("size",))
+            if (self.rate is None) == (self.interval is None):
+                which = ("interval",) if self.rate is not None else ("rate",)
+                raise FieldIssue("a udp flow needs exactly one of rate and interval", which)
+        else:
+            for k in ("rate", "interval", "size", "burst", "count"):
+                if k in given:
+                    raise FieldIssue(f"{k} is only for udp flows", (k,))
+        if "streams" in given and p != "quic" and self.streams != 1:
+            raise FieldIssue("several streams on one connection need protocol = \"quic\"", ("streams",))
+        if self.mss is not None:
+            limits = {"tcp": (88, 65495), "quic": (1200, 1472)}.get(p)
+            if limits is None:
+                raise FieldIssue("mss is only for tcp (TCP_MAXSEG) and quic (datagram size)", ("mss",))
+            if not limits[0] <= self.mss <= limits[1]:
+                raise FieldIssue(f"a {p} mss is {limits[0]} to {limits[1]} bytes", ("mss",))
+        if "tcp_info_interval" in given and p != "tcp":
+            raise FieldIssue("tcp_info_interval is only for tcp flows", ("tcp_info_interval",))
+        return self
+
+    def _check_cc(self) -> None:
+        p, cc = self.protocol, self.cc
+        if p == "udp":
+            if cc is not None:
+                raise FieldIssue("udp has no congestion control", ("cc",))
+            if self.cc_params is not None:
+                raise FieldIssue("udp has no congestion control", ("cc_params",))
+            return
+        if cc is None:
+            self.cc = DEFAULT_CC[p]
+        elif p == "tcp" and cc not in KERNEL_TCP_CC:
+            avail = ", ".join(KERNEL_TCP_CC)
+            if cc in _OTHER_LINUX_TCP_CC:
+                hint = ' (the userspace one runs with protocol = "quic")' if cc in QUIC_CC else ""
+                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}{hint}", ("cc",))
+            if cc == "newreno":
+                raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
+            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}", ("cc",))
+        elif p == "quic" and cc not in QUIC_CC:
+            raise FieldIssue(f"unknown QUIC congestion control; expected one of {', '.join(QUIC_CC)}", ("cc",))
+        elif p == "utp" and cc not in UTP_CC:
+            raise FieldIssue(f"uTP uses {', '.join(UTP_CC)}", ("cc",))
+        if self.cc_params is not None and p == "tcp":
+            raise FieldIssue("kernel congestion controls take no per-flow parameters", ("cc_params",))
+
+
+class ProbeSpec(_Table):
+    """Timestamped UDP echo probes from `from` to `to` (RTT and one-way delay)."""
+
+    name: ItemName | None = None
+    from_: HostName = Field(alias="from")
+    to: HostName
+    interval: PositiveDuration
+    start: Duration = 0.0
+    count: Count | None = None
+    until: PositiveDuration | None = None
+    size: Size = 64
+    port: Port | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "ProbeSpec":
+        if self.count is not None and self.until is not None:
+            raise FieldIssue("count and until exclude each other", ("until",))
+        if self.until is not None and self.until <= self.start:
+            raise FieldIssue(f"until must come after start ({self.start:g}s)", ("until",))
+        if not 16 <= self.size <= 65507:
+            raise FieldIssue("a probe payload is 16 to 65507 bytes", ("size",))
+        return self
+
+
+# --- the scenario ------------------------------------------------------------------
+
+
+class AnalysisSpec(_Table):
+    bin: PositiveDuration = 0.100
+    window: Annotated[list[Duration], Field(min_length=2, max_length=2)] | None = None
+    fairness_delta: Probability | None = None
+    fairness_hold: PositiveDuration = 1.0
+    bottleneck: ItemName | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "AnalysisSpec":
+        if self.window is not None and self.window[0] >= self.window[1]:
+            raise FieldIssue("window is [start, end] with start before end", ("window",))
+        return self
+
+
+def _check_sweep(value: Any) -> Any:
+    """Shape only (paths are checked against the file by `sweep`): path → non-empty
+    array, and `together.<name>` = table of path → arrays of one common length."""
+    if not isinstance(value, dict):
+        raise FieldIssue("expected a table of field path = [values]", (), value)
+    for key, values in value.items():
+        if key == "together":
+            if not isinstance(values, dict):
+                raise FieldIssue("expected a table of groups: [sweep.together.<name>]", (key,), values)
+            for group, paths in values.items():
+                if not isinstance(paths, dict) or not paths:
+                    raise FieldIssue("expected a table of field path = [values]", (key, group), paths)
+                lengths = set()
+                for path, vs in paths.items():
+                    if not isinstance(vs, list) or not vs:
+                        raise FieldIssue("expected a non-empty array of values", (key, group, path), vs)
+                    lengths.add(len(vs))
+                if len(lengths) != 1:
+                    raise FieldIssue("the arrays of a group are swept together and need one common length",
+                                     (key, group), paths)  # fmt: skip
+        elif not isinstance(values, list) or not values:
+            raise FieldIssue("expected a non-empty array of values", (key,), values)
+    return value
+
+
+class Scenario(_Table):
+    name: ScenarioName
+    description: str | None = None
+    duration: PositiveDuration
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
+    repetitions: Count = 1
+    hosts: Annotated[list[HostName], Field(min_length=1)]
+    routers: list[HostName] = Field(default_factory=list)
+    links: list[LinkSpec] = Field(default_factory=list)
+    flows: list[FlowSpec] = Field(default_factory=list)
+    probes: list[ProbeSpec] = Field(default_factory=list)
+    sysctls: dict[HostName, dict[SysctlKey, Union[int, str]]] = Field(default_factory=dict)
+    sweep: Annotated[dict[str, Any], BeforeValidator(_check_sweep)] = Field(default_factory=dict)
+    analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> "Scenario":
+        from .checks import check_scenario
+
+        issues = check_scenario(self)
+        if issues:
+            (field, problem, value), *more = issues
+            raise FieldIssue(problem, field, value, more=more)
+        return self
+
+    def link(self, name: str) -> LinkSpec:
+        return next(link for link in self.links if link.name == name)

@@ -1,0 +1,139 @@
+"""Lower a validated `Scenario` into the runner's inputs: the `Topology` (SI units, queues
+in packets or bytes, traces loaded) and the flows and probes (`flows`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..topology import Direction, GilbertElliott, Link, Topology
+from .flows import Analysis, Flow, Objects, Probe, Resolved
+from .schema import LinkSpec, Scenario
+
+FIRST_PORT = 5201
+
+
+def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direction:
+    d = getattr(link, which)
+    loss, ge = 0.0, None
+    if isinstance(d.loss, float):
+        loss = d.loss
+    elif d.loss is not None:
+        g = d.loss.gilbert_elliott
+        ge = GilbertElliott(p=g.p, r=g.r, h=g.h, k=g.k)
+    return Direction(
+        rate=d.rate,
+        trace_ms=d.trace_ms,
+        queue_packets=link.queue_packets(which),
+        queue_bytes=d.queue.bytes if d.queue is not None else None,
+        delay=d.delay,
+        jitter=d.jitter,
+        distribution=d.distribution,
+        reorder=d.reorder,
+        loss=loss,
+        gilbert_elliott=ge,
+        duplicate=d.duplicate,
+    )
+
+
+def to_topology(s: Scenario) -> Topology:
+    links = tuple(
+        Link(
+            name=link.name,
+            a=link.between[0],
+            b=link.between[1],
+            forward=to_direction(link, "forward"),
+            reverse=to_direction(link, "reverse"),
+        )
+        for link in s.links
+    )
+    return Topology(hosts=tuple(s.hosts), links=links)
+
+
+def _ports(s: Scenario) -> tuple[list[int], list[int]]:
+    """Explicit ports as given; the others numbered from FIRST_PORT, skipping used ones."""
+    used = {f.port for f in s.flows if f.port} | {p.port for p in s.probes if p.port}
+    nxt = FIRST_PORT
+
+    def assign(port: int | None) -> int:
+        nonlocal nxt
+        if port is not None:
+            return port
+        while nxt in used:
+            nxt += 1
+        used.add(nxt)
+        return nxt
+
+    return [assign(f.port) for f in s.flows], [assign(p.port) for p in s.probes]
+
+
+def to_flows(s: Scenario) -> list[Flow]:
+    ports, _ = _ports(s)
+    out = []
+    for f, port in zip(s.flows, ports):
+        out.append(
+            Flow(
+                name=f.name,
+                from_=f.from_,
+                to=f.to,
+                protocol=f.protocol,
+                direction=f.direction,
+                start=f.start,
+                end=f.stop if f.stop is not None else s.duration,
+                port=port,
+                stop=f.stop,
+                bytes=f.bytes,
+                objects=Objects(f.objects.count, f.objects.size) if f.objects else None,
+                count=f.count,
+                cc=f.cc,
+                cc_params=dict(f.cc_params or {}),
+                rate=f.rate,
+                interval=f.interval,
+                size=f.size,
+                burst=f.burst,
+                streams=f.streams,
+                mss=f.mss,
+                tcp_info_interval=f.tcp_info_interval if f.protocol == "tcp" else None,
+            )
+        )
+    return out
+
+
+def to_probes(s: Scenario) -> list[Probe]:
+    _, ports = _ports(s)
+    return [
+        Probe(
+            name=p.name or f"probe{i}",
+            from_=p.from_,
+            to=p.to,
+            interval=p.interval,
+            start=p.start,
+            end=p.until if p.until is not None else s.duration,
+            port=port,
+            count=p.count,
+            size=p.size,
+        )
+        for i, (p, port) in enumerate(zip(s.probes, ports))
+    ]
+
+
+def resolve(s: Scenario) -> Resolved:
+    a = s.analysis
+    return Resolved(
+        name=s.name,
+        description=s.description,
+        duration=s.duration,
+        seed=s.seed,
+        repetitions=s.repetitions,
+        topology=to_topology(s),
+        routers=tuple(s.routers),
+        flows=tuple(to_flows(s)),
+        probes=tuple(to_probes(s)),
+        sysctls={h: {k: str(v) for k, v in kv.items()} for h, kv in s.sysctls.items()},
+        analysis=Analysis(
+            bin=a.bin,
+            window=(a.window[0], a.window[1]) if a.window else (0.0, s.duration),
+            fairness_delta=a.fairness_delta,
+            fairness_hold=a.fairness_hold,
+            bottleneck=a.bottleneck,
+        ),
+    )

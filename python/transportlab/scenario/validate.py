@@ -1,0 +1,100 @@
+"""Validate a raw scenario document (a dict from TOML) into a `Scenario`, turning
+pydantic's errors into one-line `Issue`s with the scenario's own field paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import MISSING, FieldIssue, Issue, ScenarioError
+from .paths import format_path, keys_of, lookup
+from .schema import Scenario
+
+
+def validate(raw: dict, file: str = "<scenario>", base_dir: str | Path | None = None,
+             notes: dict[tuple, str] | None = None) -> Scenario:  # fmt: skip
+    """`notes` maps resolved paths (tuples) to a remark appended to issues at that path,
+    e.g. "(set by --set)"."""
+    try:
+        return Scenario.model_validate(raw, context={"base_dir": base_dir})
+    except ValidationError as e:
+        raise ScenarioError(file, issues_from(e, raw, notes)) from None
+
+
+def issues_from(err: ValidationError, raw: Any, notes: dict[tuple, str] | None = None) -> list[Issue]:
+    out: list[Issue] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(seg for seg in e["loc"] if not (isinstance(seg, str) and (seg.startswith("~") or seg == "[key]")))
+        ctx = e.get("ctx") or {}
+        cause = ctx.get("error")
+        if isinstance(cause, FieldIssue):
+            for field, problem, value in cause.issues:
+                full = loc + tuple(field)
+                if value is MISSING:
+                    value = lookup(raw, full)
+                out.append(_issue(full, problem, value, raw, notes))
+            continue
+        problem, value = _describe(e, loc), e.get("input", MISSING)
+        if e["type"] == "missing":
+            value = MISSING
+        out.append(_issue(loc, problem, value, raw, notes))
+    # pydantic may report one place twice (e.g. both union branches); keep the first.
+    seen, unique = set(), []
+    for issue in out:
+        if (issue.path, issue.problem) not in seen:
+            seen.add((issue.path, issue.problem))
+            unique.append(issue)
+    return unique
+
+
+def _issue(loc: tuple, problem: str, value: Any, raw: Any, notes: dict[tuple, str] | None) -> Issue:
+    if notes:
+        for path, note in notes.items():
+            if loc[: len(path)] == path:
+                problem = f"{problem} {note}"
+                break
+    return Issue(format_path(loc, raw), problem, value)
+
+
+_SIMPLE = {
+    "missing": "missing required field",
+    "int_type": "expected an integer",
+    "float_type": "expected a number",
+    "string_type": "expected a string",
+    "bool_type": "expected true or false",
+    "list_type": "expected an array",
+    "dict_type": "expected a table",
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+    "union_tag_invalid": "expected a value of another kind",
+}
+
+
+def _describe(e: dict, loc: tuple) -> str:
+    t, ctx = e["type"], e.get("ctx") or {}
+    if t == "extra_forbidden":
+        keys = keys_of(Scenario, list(loc[:-1]))
+        return "unknown key" + (f" (expected one of: {', '.join(keys)})" if keys else "")
+    if t in _SIMPLE:
+        return _SIMPLE[t]
+    if t == "literal_error":
+        return f"expected one of {ctx.get('expected')}"
+    if t == "greater_than_equal":
+        return f"expected a number ≥ {ctx.get('ge')}"
+    if t == "greater_than":
+        return f"expected a number > {ctx.get('gt')}"
+    if t == "less_than_equal":
+        return f"expected a number ≤ {ctx.get('le')}"
+    if t == "less_than":
+        return f"expected a number < {ctx.get('lt')}"
+    if t == "too_short":
+        return f"expected at least {ctx.get('min_length')} item(s)"
+    if t == "too_long":
+        return f"expected at most {ctx.get('max_length')} item(s)"
+    msg = e.get("msg", "invalid value")
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    return msg[:1].lower() + msg[1:]
