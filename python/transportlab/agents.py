@@ -65,7 +65,7 @@ class PairResult:
 
 
 def run_probes(net: Network, src: str, dst: str, workdir: Path, interval: float, count: int, port: int = 7000, tag: str = "probe") -> dict:
-    """Probes from `src` to an echo server on `dst`; returns the probe summary."""
+    """Probes from `src` to an echo server on `dst`; returns the probe summary's results."""
     workdir.mkdir(parents=True, exist_ok=True)
     server = net.start_server(dst, echo("0.0.0.0", port), workdir / f"{tag}-echo.stderr")
     summary = workdir / f"{tag}.json"
@@ -74,7 +74,7 @@ def run_probes(net: Network, src: str, dst: str, workdir: Path, interval: float,
     server.terminate()
     if res.returncode != 0:
         raise NetworkError(f"probe {src}->{dst} failed: {res.stderr.decode(errors='replace').strip()}")
-    return read_summary(summary)
+    return read_summary(summary)["results"]
 
 
 def run_tcp(net: Network, src: str, dst: str, workdir: Path, *, duration: float, cc: str = "cubic", port: int = 5001, tag: str = "tcp") -> PairResult:
@@ -93,4 +93,4 @@ def run_tcp(net: Network, src: str, dst: str, workdir: Path, *, duration: float,
     except subprocess.TimeoutExpired:
         server.terminate()
         server.wait()
-    return PairResult(read_summary(client_summary), read_summary(server_summary))
+    return PairResult(read_summary(client_summary)["results"], read_summary(server_summary)["results"])

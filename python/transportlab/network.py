@@ -80,6 +80,7 @@ class Network:
         run_id: str | None = None,
         sysctls: dict[str, dict[str, str]] | None = None,
         spin_us: float = 150.0,
+        realtime_priority: int | None = 10,
     ):
         self.topology = topology
         self.workdir = Path(workdir)
@@ -87,6 +88,7 @@ class Network:
         self.run_id = run_id or secrets.token_hex(3)
         self.host_sysctls = sysctls or {}
         self.spin_us = spin_us
+        self.realtime_priority = realtime_priority
         self.record: RunRecord = new_record(self.run_id)
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
@@ -151,6 +153,7 @@ class Network:
             self._tun_fds, self.seed, str(self.log_path), str(self.stats_path)
         )
         config["spin_ns"] = int(self.spin_us * 1000)
+        config["realtime_priority"] = self.realtime_priority
         config_path = self.workdir / "engine-config.json"
         config_path.write_text(json.dumps(config, indent=1))
         stderr = open(self.workdir / "engine.stderr", "wb")

@@ -22,6 +22,11 @@ pub struct Config {
     /// Packets read from one TUN device per turn, so one busy host cannot starve others.
     #[serde(default = "default_read_batch")]
     pub read_batch: usize,
+    /// SCHED_FIFO priority for the forwarding thread (None: normal scheduling). Other
+    /// work on the machine (agents, a compiler) then cannot delay a due packet by a
+    /// scheduler time slice; the kernel's RT throttling still bounds its CPU share.
+    #[serde(default)]
+    pub realtime_priority: Option<i32>,
     pub hosts: Vec<HostConfig>,
     pub directions: Vec<DirectionConfig>,
     pub routes: Vec<RouteConfig>,

@@ -51,6 +51,10 @@ fn run(cfg: Config) -> Result<(), String> {
     let started = clock::now_ns();
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
     let mut fwd = Forwarder::new(&cfg, log)?;
+    // After the log thread exists, so only the forwarding thread runs real-time.
+    if let Some(prio) = cfg.realtime_priority {
+        sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
+    }
 
     let epoll = sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
     for (i, &fd) in fwd.tun_fds().iter().enumerate() {

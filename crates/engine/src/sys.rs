@@ -117,3 +117,11 @@ pub fn stop_signals() -> io::Result<RawFd> {
 pub fn die_with_parent() {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) };
 }
+
+/// Puts the calling thread under SCHED_FIFO at `priority`.
+pub fn set_realtime(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // SAFETY: valid pointer; pid 0 = calling thread.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
