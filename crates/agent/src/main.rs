@@ -1,0 +1,279 @@
+//! `agent`: traffic endpoints that the transportlab runner starts inside host namespaces.
+//!
+//! Subcommands: tcp-server, tcp-client (bulk upload/download and request/response objects
+//! over kernel TCP with a chosen congestion control), udp-send / udp-recv (constant bit
+//! rate with per-packet one-way delay), echo / probe (RTT). Each writes a JSON summary and,
+//! optionally, a columnar Arrow IPC time series. See docs/agent.md.
+
+mod echo;
+mod output;
+mod proto;
+mod stats;
+mod sys;
+mod tcp;
+mod tcpinfo;
+mod udp;
+mod units;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+/// A bad-argument error detected after parsing (exit status 2, like clap's own errors).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Returns early with a usage error (exit status 2).
+#[macro_export]
+macro_rules! usage {
+    ($($t:tt)*) => { return Err(anyhow::Error::new($crate::UsageError(format!($($t)*)))) };
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "agent",
+    version,
+    about = "transportlab traffic endpoint (run inside a host namespace)"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// TCP server: serves upload, download and objects requests; prints `READY <port>`.
+    TcpServer(TcpServerArgs),
+    /// TCP client: one connection doing an upload, a download or a series of objects.
+    TcpClient(TcpClientArgs),
+    /// UDP sender: timestamped datagrams paced at a constant rate or interval.
+    UdpSend(UdpSendArgs),
+    /// UDP receiver: loss, duplicates, reordering, one-way delay, jitter; prints `READY <port>`.
+    UdpRecv(UdpRecvArgs),
+    /// UDP echo server: reflects every datagram; prints `READY <port>`.
+    Echo(EchoArgs),
+    /// RTT probe: timestamped datagrams to an echo server at a fixed interval.
+    Probe(ProbeArgs),
+}
+
+fn positive_duration(s: &str) -> Result<u64, String> {
+    match units::parse_duration_ns(s)? {
+        0 => Err(format!("'{s}': must be greater than zero")),
+        v => Ok(v),
+    }
+}
+fn size(s: &str) -> Result<u64, String> {
+    units::parse_size_bytes(s)
+}
+fn positive_size(s: &str) -> Result<u64, String> {
+    match units::parse_size_bytes(s)? {
+        0 => Err(format!("'{s}': must be greater than zero")),
+        v => Ok(v),
+    }
+}
+fn rate(s: &str) -> Result<u64, String> {
+    units::parse_rate_bps(s)
+}
+
+#[derive(Args, Debug)]
+pub struct TcpServerArgs {
+    /// Address and port to listen on (port 0 = ephemeral; the chosen port is printed).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    /// Congestion control for accepted connections (TCP_CONGESTION), e.g. cubic, bbr, reno.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// TCP_INFO sampling interval.
+    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
+    pub tcp_info_interval: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC time series path (TCP_INFO samples of every connection).
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+    /// Serve one connection, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after this long even if no connection (or not all) completed.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Direction {
+    /// Client sends, server receives.
+    Upload,
+    /// Server sends, client receives.
+    Download,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("amount").required(true).args(["duration", "bytes", "objects"])))]
+pub struct TcpClientArgs {
+    /// Server address and port.
+    #[arg(long)]
+    pub connect: SocketAddr,
+    /// Congestion control for this socket (TCP_CONGESTION), e.g. cubic, bbr, reno.
+    #[arg(long)]
+    pub cc: Option<String>,
+    /// Transfer for this long (from connection establishment).
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Transfer exactly this many bytes.
+    #[arg(long, value_parser = positive_size)]
+    pub bytes: Option<u64>,
+    /// Request this many objects one after another on the connection.
+    #[arg(long, requires = "object_size", value_parser = clap::value_parser!(u64).range(1..))]
+    pub objects: Option<u64>,
+    /// Size of each object (with --objects).
+    #[arg(long, requires = "objects", value_parser = positive_size)]
+    pub object_size: Option<u64>,
+    /// Direction of a bulk transfer.
+    #[arg(long, value_enum, default_value_t = Direction::Upload, conflicts_with = "objects")]
+    pub direction: Direction,
+    /// TCP_INFO sampling interval.
+    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
+    pub tcp_info_interval: u64,
+    /// TCP_MAXSEG set before connect (bytes).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(88..=65495))]
+    pub mss: Option<u32>,
+    /// Give up connecting after this long.
+    #[arg(long, default_value = "10s", value_parser = positive_duration)]
+    pub connect_timeout: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC time series path (TCP_INFO samples).
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("pace").required(true).args(["rate", "interval"])))]
+#[command(group(ArgGroup::new("stop").required(true).args(["duration", "count"])))]
+pub struct UdpSendArgs {
+    /// Destination address and port.
+    #[arg(long)]
+    pub to: SocketAddr,
+    /// UDP payload size in bytes (at least 16: seq + timestamp).
+    #[arg(long, value_parser = size)]
+    pub size: u64,
+    /// Payload bit rate (UDP payload bytes × 8 per second).
+    #[arg(long, value_parser = rate)]
+    pub rate: Option<u64>,
+    /// Interval between bursts (between datagrams when --burst is 1).
+    #[arg(long, value_parser = positive_duration)]
+    pub interval: Option<u64>,
+    /// Send for this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Send this many datagrams in total.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Datagrams sent back to back at each deadline.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub burst: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct UdpRecvArgs {
+    /// Address and port to bind (port 0 = ephemeral; the chosen port is printed).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    /// Stop this long after binding.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Stop when no datagram arrived for this long (counted from the first datagram).
+    #[arg(long, value_parser = positive_duration)]
+    pub idle_timeout: Option<u64>,
+    /// Socket receive buffer to request (UDP has no autotuning; a burst must fit).
+    #[arg(long, default_value = "8MiB", value_parser = positive_size)]
+    pub rcvbuf: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC per-packet series path.
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct EchoArgs {
+    /// Address and port to bind (port 0 = ephemeral; the chosen port is printed).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    /// Stop this long after binding (default: until SIGTERM/SIGINT).
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Write the echo's CLOCK_MONOTONIC receive time (u64 BE) at payload offset 16 of
+    /// datagrams of at least 24 bytes, so probes can split RTT into one-way delays.
+    #[arg(long)]
+    pub stamp: bool,
+    /// Socket receive buffer to request.
+    #[arg(long, default_value = "8MiB", value_parser = positive_size)]
+    pub rcvbuf: u64,
+    /// Optional JSON summary path (packet and byte counts).
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("stop").required(true).args(["count", "duration"])))]
+pub struct ProbeArgs {
+    /// Echo server address and port.
+    #[arg(long)]
+    pub to: SocketAddr,
+    /// Interval between probes.
+    #[arg(long, value_parser = positive_duration)]
+    pub interval: u64,
+    /// Number of probes.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Send probes for this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Probe payload size in bytes (at least 24).
+    #[arg(long, default_value = "64", value_parser = size)]
+    pub size: u64,
+    /// A probe without an echo within this time of its sending is lost.
+    #[arg(long, default_value = "1s", value_parser = positive_duration)]
+    pub timeout: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC per-probe series path.
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+}
+
+fn main() {
+    let cli = Cli::parse(); // exits with status 2 on bad arguments
+    sys::install_stop_handlers();
+    sys::set_min_timer_slack();
+    let (name, result) = match cli.cmd {
+        Cmd::TcpServer(a) => ("tcp-server", tcp::server(a)),
+        Cmd::TcpClient(a) => ("tcp-client", tcp::client(a)),
+        Cmd::UdpSend(a) => ("udp-send", udp::send(a)),
+        Cmd::UdpRecv(a) => ("udp-recv", udp::recv(a)),
+        Cmd::Echo(a) => ("echo", echo::echo(a)),
+        Cmd::Probe(a) => ("probe", echo::probe(a)),
+    };
+    if let Err(e) = result {
+        let msg = format!("{e:#}").replace('\n', " ");
+        eprintln!("agent {name}: error: {msg}");
+        let code = if e.is::<UsageError>() { 2 } else { 1 };
+        std::process::exit(code);
+    }
+}

@@ -1,0 +1,304 @@
+//! udp-send and udp-recv: paced timestamped datagrams and their receive-side statistics.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use arrow_array::{ArrayRef, BooleanArray, Int64Array, UInt32Array, UInt64Array};
+use serde_json::{json, Value};
+
+use crate::proto::{get_u64, put_u64, UDP_HEADER_LEN};
+use crate::{output, stats, sys, usage, UdpRecvArgs, UdpSendArgs};
+
+/// Largest UDP payload over IPv4.
+pub const MAX_PAYLOAD: u64 = 65507;
+/// Sequence numbers above this are treated as malformed (bounds the duplicate bitmap).
+const MAX_SEQ: u64 = 1 << 30;
+
+pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
+    match addr {
+        SocketAddr::V4(_) => "0.0.0.0:0".parse().unwrap(),
+        SocketAddr::V6(_) => "[::]:0".parse().unwrap(),
+    }
+}
+
+fn is_retry(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock
+            | std::io::ErrorKind::TimedOut
+            | std::io::ErrorKind::Interrupted
+    )
+}
+
+pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
+    if a.size < UDP_HEADER_LEN as u64 || a.size > MAX_PAYLOAD {
+        usage!(
+            "--size {} out of range: must be {UDP_HEADER_LEN}..={MAX_PAYLOAD} bytes",
+            a.size
+        );
+    }
+    let params = json!({
+        "to": a.to.to_string(),
+        "size": a.size,
+        "rate_bps": a.rate,
+        "interval_ns": a.interval,
+        "duration_ns": a.duration,
+        "count": a.count,
+        "burst": a.burst,
+        "summary": a.summary,
+    });
+    let sock = UdpSocket::bind(unspecified_for(&a.to)).context("cannot create UDP socket")?;
+    sock.connect(a.to)
+        .with_context(|| format!("cannot connect UDP socket to {}", a.to))?;
+    let mut buf = vec![0u8; a.size as usize];
+    let burst_bits = a.burst as u128 * a.size as u128 * 8;
+
+    let start_ns = sys::now_ns();
+    // Deadline of burst k, computed from the start so rounding never accumulates.
+    let deadline = |k: u64| -> u64 {
+        match (a.rate, a.interval) {
+            (Some(r), _) => start_ns + (k as u128 * burst_bits * 1_000_000_000 / r as u128) as u64,
+            (None, Some(i)) => start_ns + k * i,
+            (None, None) => unreachable!("clap requires --rate or --interval"),
+        }
+    };
+    let end = a.duration.map(|d| start_ns + d);
+    let mut attempts = 0u64;
+    let mut seq = 0u64;
+    let mut bytes = 0u64;
+    let mut errors = std::collections::BTreeMap::<String, u64>::new();
+    let mut lateness = Vec::new();
+    let mut first_send_ns = None;
+    let mut last_send_ns = None;
+    let mut k = 0u64;
+    let stopped_by = 'outer: loop {
+        let dl = deadline(k);
+        if end.is_some_and(|e| dl >= e) {
+            break "duration";
+        }
+        sys::sleep_until(dl);
+        if sys::stop_requested() {
+            break "signal";
+        }
+        lateness.push((sys::now_ns().saturating_sub(dl)) as f64);
+        for _ in 0..a.burst {
+            if a.count.is_some_and(|c| attempts >= c) {
+                break 'outer "count";
+            }
+            attempts += 1;
+            let now = sys::now_ns();
+            put_u64(&mut buf, 0, seq);
+            put_u64(&mut buf, 8, now);
+            match sock.send(&buf) {
+                Ok(n) => {
+                    seq += 1;
+                    bytes += n as u64;
+                    first_send_ns.get_or_insert(now);
+                    last_send_ns = Some(now);
+                }
+                Err(e) => *errors.entry(e.kind().to_string()).or_default() += 1,
+            }
+        }
+        if a.count.is_some_and(|c| attempts >= c) {
+            break "count";
+        }
+        k += 1;
+    };
+    let end_ns = sys::now_ns();
+    let span = match (first_send_ns, last_send_ns) {
+        (Some(f), Some(l)) if l > f => l - f,
+        _ => 0,
+    };
+    let results = json!({
+        "sent": seq,
+        "attempts": attempts,
+        "send_errors": attempts - seq,
+        "send_errors_by_kind": errors,
+        "bytes": bytes,
+        "first_send_ns": first_send_ns,
+        "last_send_ns": last_send_ns,
+        "duration_s": span as f64 / 1e9,
+        "rate_bps": if span > 0 && seq > 1 {
+            // Rate over the span covers all but the last interval's datagrams.
+            json!(bytes as f64 * 8.0 * (seq - 1) as f64 / seq as f64 / (span as f64 / 1e9))
+        } else { Value::Null },
+        "bursts": lateness.len(),
+        "lateness": stats::describe_json(&lateness, 1e3, "us"),
+    });
+    let summary = output::envelope("udp-send", params, start_ns, end_ns, stopped_by, results);
+    output::write_summary(&a.summary, &summary)
+}
+
+/// Everything udp-recv records per datagram, as columns.
+#[derive(Default)]
+struct Packets {
+    seq: Vec<u64>,
+    send_ns: Vec<u64>,
+    recv_ns: Vec<u64>,
+    size: Vec<u32>,
+    duplicate: Vec<bool>,
+}
+
+pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
+    let params = json!({
+        "bind": a.bind.to_string(),
+        "duration_ns": a.duration,
+        "idle_timeout_ns": a.idle_timeout,
+        "rcvbuf": a.rcvbuf,
+        "summary": a.summary,
+        "series": a.series,
+    });
+    let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
+    let rcvbuf = sys::set_rcvbuf(&sock, a.rcvbuf).context("cannot set SO_RCVBUF")?;
+    let poll_ns = a
+        .idle_timeout
+        .unwrap_or(u64::MAX)
+        .clamp(1_000_000, 100_000_000);
+    sock.set_read_timeout(Some(Duration::from_nanos(poll_ns)))?;
+    let port = sock.local_addr()?.port();
+    let start_ns = sys::now_ns();
+    output::announce_ready(port);
+
+    let mut p = Packets::default();
+    let mut seen: Vec<u64> = Vec::new();
+    let mut malformed = 0u64;
+    let mut max_seq: Option<u64> = None;
+    let mut reordered = 0u64;
+    let mut buf = vec![0u8; 65536];
+    let deadline = a.duration.map(|d| start_ns + d);
+    let stopped_by = loop {
+        if sys::stop_requested() {
+            break "signal";
+        }
+        let now = sys::now_ns();
+        if deadline.is_some_and(|d| now >= d) {
+            break "duration";
+        }
+        if let (Some(idle), Some(&last)) = (a.idle_timeout, p.recv_ns.last()) {
+            if now.saturating_sub(last) >= idle {
+                break "idle_timeout";
+            }
+        }
+        let n = match sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e) if is_retry(&e) => continue,
+            Err(e) => return Err(e).context("recv failed"),
+        };
+        let recv_ns = sys::now_ns();
+        if n < UDP_HEADER_LEN {
+            malformed += 1;
+            continue;
+        }
+        let seq = get_u64(&buf, 0);
+        if seq >= MAX_SEQ {
+            malformed += 1;
+            continue;
+        }
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if word >= seen.len() {
+            seen.resize((word + 1).next_power_of_two(), 0);
+        }
+        let dup = seen[word] & (1 << bit) != 0;
+        seen[word] |= 1 << bit;
+        if !dup {
+            match max_seq {
+                Some(m) if seq < m => reordered += 1,
+                Some(m) if seq <= m => {}
+                _ => max_seq = Some(seq),
+            }
+        }
+        p.seq.push(seq);
+        p.send_ns.push(get_u64(&buf, 8));
+        p.recv_ns.push(recv_ns);
+        p.size.push(n as u32);
+        p.duplicate.push(dup);
+    };
+    let end_ns = sys::now_ns();
+    let socket_drops = sys::udp_socket_drops(&sock);
+
+    let received = p.seq.len() as u64;
+    let duplicates = p.duplicate.iter().filter(|&&d| d).count() as u64;
+    let unique = received - duplicates;
+    let bytes: u64 = p.size.iter().map(|&s| s as u64).sum();
+    let expected = max_seq.map(|m| m + 1).unwrap_or(0);
+    let uniq_idx: Vec<usize> = (0..p.seq.len()).filter(|&i| !p.duplicate[i]).collect();
+    let owd: Vec<f64> = uniq_idx
+        .iter()
+        .map(|&i| p.recv_ns[i] as f64 - p.send_ns[i] as f64)
+        .collect();
+    let interarrival: Vec<f64> = uniq_idx
+        .windows(2)
+        .map(|w| (p.recv_ns[w[1]] - p.recv_ns[w[0]]) as f64)
+        .collect();
+    let arrivals: Vec<(i64, i64)> = uniq_idx
+        .iter()
+        .map(|&i| (p.send_ns[i] as i64, p.recv_ns[i] as i64))
+        .collect();
+    let by_seq: Vec<(u64, i64)> = uniq_idx
+        .iter()
+        .map(|&i| (p.seq[i], p.recv_ns[i] as i64 - p.send_ns[i] as i64))
+        .collect();
+    let ipdv = stats::rfc3393_ipdv(&by_seq);
+    let first = p.recv_ns.first().copied();
+    let last = p.recv_ns.last().copied();
+    let span = match (first, last) {
+        (Some(f), Some(l)) => l - f,
+        _ => 0,
+    };
+    let results = json!({
+        "port": port,
+        "received": received,
+        "unique": unique,
+        "duplicates": duplicates,
+        "reordered": reordered,
+        "malformed": malformed,
+        "socket_drops": socket_drops,
+        "rcvbuf": rcvbuf,
+        "max_seq": max_seq,
+        "expected": expected,
+        "lost": expected - unique,
+        "loss_rate": if expected > 0 { json!((expected - unique) as f64 / expected as f64) } else { Value::Null },
+        "bytes": bytes,
+        "first_recv_ns": first,
+        "last_recv_ns": last,
+        "duration_s": span as f64 / 1e9,
+        "throughput_bps": if span > 0 && received > 1 {
+            json!(bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9))
+        } else { Value::Null },
+        "owd": stats::describe_json(&owd, 1e6, "ms"),
+        "interarrival": stats::describe_json(&interarrival, 1e6, "ms"),
+        "jitter_rfc3550_ms": if arrivals.len() > 1 { json!(stats::rfc3550_jitter(&arrivals) / 1e6) } else { Value::Null },
+        "ipdv_rfc3393_ms": ipdv.map(|(m, _)| m / 1e6),
+        "ipdv_pairs": ipdv.map(|(_, n)| n).unwrap_or(0),
+    });
+    if let Some(path) = &a.series {
+        let owd_col: Vec<i64> = (0..p.seq.len())
+            .map(|i| p.recv_ns[i] as i64 - p.send_ns[i] as i64)
+            .collect();
+        output::write_series(
+            path,
+            vec![
+                ("seq", Arc::new(UInt64Array::from(p.seq)) as ArrayRef),
+                (
+                    "send_ns",
+                    Arc::new(Int64Array::from_iter_values(
+                        p.send_ns.iter().map(|&x| x as i64),
+                    )),
+                ),
+                (
+                    "recv_ns",
+                    Arc::new(Int64Array::from_iter_values(
+                        p.recv_ns.iter().map(|&x| x as i64),
+                    )),
+                ),
+                ("owd_ns", Arc::new(Int64Array::from(owd_col))),
+                ("size", Arc::new(UInt32Array::from(p.size))),
+                ("duplicate", Arc::new(BooleanArray::from(p.duplicate))),
+            ],
+        )?;
+    }
+    let summary = output::envelope("udp-recv", params, start_ns, end_ns, stopped_by, results);
+    output::write_summary(&a.summary, &summary)
+}

@@ -1,0 +1,451 @@
+//! End-to-end tests of the agent binary on 127.0.0.1 (no namespaces needed). Servers bind
+//! port 0 and announce the chosen port with `READY <port>`. Every child is killed if it
+//! overruns its deadline, so each test ends by itself within seconds.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const AGENT: &str = env!("CARGO_BIN_EXE_agent");
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("agent-it-{}-{}", name, std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Starts a server and returns it with the port from its `READY <port>` line.
+fn start_server(args: &[&str]) -> (Child, u16) {
+    let mut child = Command::new(AGENT)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn agent");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(l) => l,
+        Err(_) => {
+            let _ = child.kill();
+            panic!("server did not print READY");
+        }
+    };
+    let port = line
+        .strip_prefix("READY ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    (child, port)
+}
+
+/// Waits for a child, killing it and failing after `limit`.
+fn wait(mut child: Child, limit: Duration) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("agent did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn run(args: &[&str], limit: Duration) -> i32 {
+    wait(
+        Command::new(AGENT).args(args).spawn().expect("spawn agent"),
+        limit,
+    )
+}
+
+fn summary(path: &str) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    serde_json::from_str(&text).unwrap()
+}
+
+fn is_arrow_file(path: &str) -> bool {
+    let b = std::fs::read(Path::new(path)).unwrap();
+    b.len() > 12 && &b[..6] == b"ARROW1" && &b[b.len() - 6..] == b"ARROW1"
+}
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+#[test]
+fn tcp_upload_20mb_both_ends_agree() {
+    let d = TempDir::new("upload");
+    let (srv_sum, srv_ser, cli_sum, cli_ser) = (
+        d.file("srv.json"),
+        d.file("srv.arrow"),
+        d.file("cli.json"),
+        d.file("cli.arrow"),
+    );
+    let (srv, port) = start_server(&[
+        "tcp-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--once",
+        "--summary",
+        &srv_sum,
+        "--series",
+        &srv_ser,
+    ]);
+    let to = format!("127.0.0.1:{port}");
+    let rc = run(
+        &[
+            "tcp-client",
+            "--connect",
+            &to,
+            "--bytes",
+            "20MB",
+            "--summary",
+            &cli_sum,
+            "--series",
+            &cli_ser,
+        ],
+        LIMIT,
+    );
+    assert_eq!(rc, 0);
+    assert_eq!(wait(srv, LIMIT), 0);
+
+    let c = summary(&cli_sum);
+    let s = summary(&srv_sum);
+    assert_eq!(c["subcommand"], "tcp-client");
+    assert_eq!(c["results"]["mode"], "upload");
+    assert_eq!(c["results"]["bytes"], 20_000_000);
+    assert_eq!(c["results"]["complete"], true);
+    assert!(c["results"]["completion_s"].as_f64().unwrap() > 0.0);
+    assert!(c["results"]["throughput_bps"].as_f64().unwrap() > 0.0);
+    assert!(c["results"]["retransmits"].is_u64());
+    assert_eq!(s["stopped_by"], "once");
+    let conn = &s["results"]["connections"][0];
+    assert_eq!(conn["mode"], "upload");
+    assert_eq!(conn["bytes_received"], 20_000_000);
+    assert_eq!(conn["complete"], true);
+    assert!(is_arrow_file(&cli_ser) && is_arrow_file(&srv_ser));
+}
+
+#[test]
+fn tcp_download_by_bytes() {
+    let d = TempDir::new("download");
+    let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
+    let (srv, port) = start_server(&[
+        "tcp-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--once",
+        "--summary",
+        &srv_sum,
+    ]);
+    let to = format!("127.0.0.1:{port}");
+    let rc = run(
+        &[
+            "tcp-client",
+            "--connect",
+            &to,
+            "--bytes",
+            "5MB",
+            "--direction",
+            "download",
+            "--summary",
+            &cli_sum,
+        ],
+        LIMIT,
+    );
+    assert_eq!(rc, 0);
+    assert_eq!(wait(srv, LIMIT), 0);
+    let c = summary(&cli_sum);
+    assert_eq!(c["results"]["sender"], "server");
+    assert_eq!(c["results"]["bytes_received"], 5_000_000);
+    assert_eq!(c["results"]["complete"], true);
+    let conn = &summary(&srv_sum)["results"]["connections"][0];
+    assert_eq!(conn["bytes_sent"], 5_000_000);
+    assert!(conn["retransmits"].is_u64());
+}
+
+#[test]
+fn tcp_objects() {
+    let d = TempDir::new("objects");
+    let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
+    let (srv, port) = start_server(&[
+        "tcp-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--once",
+        "--summary",
+        &srv_sum,
+    ]);
+    let to = format!("127.0.0.1:{port}");
+    let rc = run(
+        &[
+            "tcp-client",
+            "--connect",
+            &to,
+            "--objects",
+            "10",
+            "--object-size",
+            "64KiB",
+            "--summary",
+            &cli_sum,
+        ],
+        LIMIT,
+    );
+    assert_eq!(rc, 0);
+    assert_eq!(wait(srv, LIMIT), 0);
+    let r = &summary(&cli_sum)["results"];
+    assert_eq!(r["mode"], "objects");
+    assert_eq!(r["complete"], true);
+    assert_eq!(r["objects_completed"], 10);
+    assert_eq!(r["bytes"], 10 * 65536);
+    let objs = r["objects"].as_array().unwrap();
+    assert_eq!(objs.len(), 10);
+    for o in objs {
+        let ttfb = o["ttfb_s"].as_f64().unwrap();
+        let done = o["completion_s"].as_f64().unwrap();
+        assert!(ttfb > 0.0 && ttfb <= done, "ttfb {ttfb} completion {done}");
+    }
+    assert_eq!(r["ttfb"]["count"], 10);
+    let conn = &summary(&srv_sum)["results"]["connections"][0];
+    assert_eq!(conn["objects_served"], 10);
+    assert_eq!(conn["complete"], true);
+}
+
+#[test]
+fn udp_send_recv_count() {
+    let d = TempDir::new("udp");
+    let (rs, rser, ss) = (
+        d.file("recv.json"),
+        d.file("recv.arrow"),
+        d.file("send.json"),
+    );
+    let (recv, port) = start_server(&[
+        "udp-recv",
+        "--bind",
+        "127.0.0.1:0",
+        "--idle-timeout",
+        "500ms",
+        "--duration",
+        "10s",
+        "--summary",
+        &rs,
+        "--series",
+        &rser,
+    ]);
+    let to = format!("127.0.0.1:{port}");
+    let rc = run(
+        &[
+            "udp-send",
+            "--to",
+            &to,
+            "--size",
+            "1200",
+            "--rate",
+            "24Mbit",
+            "--count",
+            "1000",
+            "--summary",
+            &ss,
+        ],
+        LIMIT,
+    );
+    assert_eq!(rc, 0);
+    assert_eq!(wait(recv, LIMIT), 0);
+    let s = summary(&ss);
+    assert_eq!(s["results"]["sent"], 1000);
+    assert_eq!(s["stopped_by"], "count");
+    // 1000 × 1200 B at 24 Mbit/s = one datagram per 400 µs, so 999 intervals ≈ 0.4 s.
+    let span = s["results"]["duration_s"].as_f64().unwrap();
+    assert!((0.39..0.5).contains(&span), "send span {span}");
+    let r = summary(&rs);
+    assert_eq!(r["stopped_by"], "idle_timeout");
+    assert_eq!(r["results"]["received"], 1000);
+    assert_eq!(r["results"]["lost"], 0);
+    assert_eq!(r["results"]["duplicates"], 0);
+    assert!(r["results"]["owd"]["mean_ms"].as_f64().unwrap() < 5.0);
+    assert!(r["results"]["jitter_rfc3550_ms"].is_f64());
+    assert!(r["results"]["ipdv_rfc3393_ms"].is_f64());
+    assert!(is_arrow_file(&rser));
+}
+
+#[test]
+fn probe_against_echo() {
+    let d = TempDir::new("probe");
+    let (es, ps, pser) = (
+        d.file("echo.json"),
+        d.file("probe.json"),
+        d.file("probe.arrow"),
+    );
+    let (echo, port) = start_server(&[
+        "echo",
+        "--bind",
+        "127.0.0.1:0",
+        "--stamp",
+        "--duration",
+        "10s",
+        "--summary",
+        &es,
+    ]);
+    let to = format!("127.0.0.1:{port}");
+    let rc = run(
+        &[
+            "probe",
+            "--to",
+            &to,
+            "--interval",
+            "2ms",
+            "--count",
+            "200",
+            "--summary",
+            &ps,
+            "--series",
+            &pser,
+        ],
+        LIMIT,
+    );
+    assert_eq!(rc, 0);
+    // SIGTERM ends the echo early and it still writes its summary.
+    unsafe { libc::kill(echo.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait(echo, LIMIT), 0);
+    let r = &summary(&ps)["results"];
+    assert_eq!(r["sent"], 200);
+    assert_eq!(r["received"], 200);
+    assert_eq!(r["lost"], 0);
+    let p50 = r["rtt"]["p50_ms"].as_f64().unwrap();
+    let mean = r["rtt"]["mean_ms"].as_f64().unwrap();
+    assert!(
+        p50 > 0.0 && p50 < 5.0 && mean < 5.0,
+        "rtt p50 {p50} mean {mean}"
+    );
+    assert_eq!(r["owd_forward"]["count"], 200);
+    let e = summary(&es);
+    assert_eq!(e["stopped_by"], "signal");
+    assert_eq!(e["results"]["packets"], 200);
+    assert!(is_arrow_file(&pser));
+}
+
+#[test]
+fn sigterm_writes_summary() {
+    let d = TempDir::new("sigterm");
+    let rs = d.file("recv.json");
+    let (recv, _port) = start_server(&["udp-recv", "--bind", "127.0.0.1:0", "--summary", &rs]);
+    std::thread::sleep(Duration::from_millis(100));
+    unsafe { libc::kill(recv.id() as i32, libc::SIGTERM) };
+    assert_eq!(wait(recv, LIMIT), 0);
+    let r = summary(&rs);
+    assert_eq!(r["stopped_by"], "signal");
+    assert_eq!(r["results"]["received"], 0);
+}
+
+#[test]
+fn exit_codes() {
+    let d = TempDir::new("exit");
+    let s = d.file("x.json");
+    let quiet = |args: &[&str]| {
+        let c = Command::new(AGENT)
+            .args(args)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = c.wait_with_output().unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    // Bad arguments: 2.
+    assert_eq!(
+        quiet(&[
+            "tcp-client",
+            "--connect",
+            "127.0.0.1:9",
+            "--bytes",
+            "10Mbit",
+            "--summary",
+            &s
+        ])
+        .0,
+        2
+    );
+    assert_eq!(
+        quiet(&[
+            "udp-send",
+            "--to",
+            "127.0.0.1:9",
+            "--size",
+            "8",
+            "--count",
+            "1",
+            "--rate",
+            "1Mbit",
+            "--summary",
+            &s
+        ])
+        .0,
+        2
+    );
+    assert_eq!(
+        quiet(&[
+            "probe",
+            "--to",
+            "127.0.0.1:9",
+            "--interval",
+            "1ms",
+            "--summary",
+            &s
+        ])
+        .0,
+        2
+    );
+    // Runtime failures: 1, with a one-line message naming the problem.
+    let (code, err) = quiet(&[
+        "tcp-client",
+        "--connect",
+        "127.0.0.1:1",
+        "--bytes",
+        "1MB",
+        "--summary",
+        &s,
+    ]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("cannot connect") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+    let (code, err) = quiet(&[
+        "tcp-client",
+        "--connect",
+        "127.0.0.1:1",
+        "--bytes",
+        "1MB",
+        "--cc",
+        "no-such-cc",
+        "--summary",
+        &s,
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no-such-cc"), "{err}");
+}
