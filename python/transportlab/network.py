@@ -40,7 +40,7 @@ def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
     about half the buffer, and the queue adds to the RTT), never below Linux's defaults."""
     need = 0.0
     for other in topology.hosts:
-        if other == host:
+        if other == host or not topology.connected(host, other):
             continue
         rate = min(filter(None, [topology.path_rate(host, other), topology.path_rate(other, host)]), default=None)
         rtt = topology.path_rtt(host, other)
@@ -79,7 +79,7 @@ class Network:
         seed: int = 1,
         run_id: str | None = None,
         sysctls: dict[str, dict[str, str]] | None = None,
-        spin_us: float = 150.0,
+        spin_us: float = 20.0,
         realtime_priority: int | None = 10,
     ):
         self.topology = topology

@@ -160,8 +160,17 @@ class Topology:
             path.append(direction)
         return Route(src, dst, tuple(reversed(path)))
 
+    def connected(self, src: str, dst: str) -> bool:
+        try:
+            self.route(src, dst)
+        except TopologyError:
+            return False
+        return True
+
     def routes(self) -> list[Route]:
-        return [self.route(s, d) for s in self.hosts for d in self.hosts if s != d]
+        """Routes between every pair of hosts that has a path (separate networks may
+        share one engine; a packet to an unreachable host is dropped as `no_route`)."""
+        return [self.route(s, d) for s in self.hosts for d in self.hosts if s != d and self.connected(s, d)]
 
     def engine_config(self, tun_fds: dict[str, int], seed: int, log_path: str, stats_path: str) -> dict:
         """The engine's JSON configuration (crates/engine/src/config.rs)."""

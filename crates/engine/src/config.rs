@@ -33,7 +33,7 @@ pub struct Config {
 }
 
 fn default_spin_ns() -> u64 {
-    150_000
+    20_000
 }
 
 fn default_read_batch() -> usize {
