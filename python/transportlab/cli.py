@@ -4,6 +4,84 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+from .paths import PROJECT_ROOT
+
+DEFAULT_OUT = Path("results")
+DEMO_SCENARIO = PROJECT_ROOT / "scenarios" / "demo.toml"
+
+
+def _scenario_errors(fn):
+    """Bad scenarios: one clear message, exit status 2, no traceback, nothing created."""
+
+    def wrapped(args) -> int:
+        from .scenario import ScenarioError, format_error
+        from .schedule import NotSupported
+
+        try:
+            return fn(args)
+        except ScenarioError as e:
+            print(format_error(e), file=sys.stderr)
+            return 2
+        except NotSupported as e:
+            print(f"not yet supported: {e}", file=sys.stderr)
+            return 2
+
+    return wrapped
+
+
+@_scenario_errors
+def _cmd_run(args) -> int:
+    from .runner import run_scenario
+
+    sweep_dir, run_dirs = run_scenario(Path(args.scenario), Path(args.out), args.set, progress=not args.quiet)
+    _print_outcome(sweep_dir, run_dirs)
+    return 0
+
+
+def _print_outcome(sweep_dir: Path, run_dirs: list[Path]) -> None:
+    import json
+
+    for d in run_dirs:
+        m = json.loads((d / "metrics.json").read_text())
+        flows = ", ".join(f"{n} {f.get('throughput_bps', 0) / 1e6:.2f} Mbit/s" for n, f in m["flows"].items())
+        warn = f"  UNINTENDED DROPS: {m['unintended_drops']}" if m["unintended_drops"] else ""
+        print(f"{d}: {flows}{warn}")
+    report = sweep_dir / "report.html" if len(run_dirs) > 1 else run_dirs[0] / "report.html"
+    print(f"report: {report.resolve()}")
+
+
+def _cmd_demo(args) -> int:
+    args.scenario, args.set = str(DEMO_SCENARIO), []
+    return _cmd_run(args)
+
+
+def _cmd_report(args) -> int:
+    from .report import render_run, render_sweep
+
+    d = Path(args.dir)
+    if (d / "metrics.json").exists():
+        print(render_run(d))
+        return 0
+    runs = sorted(p.parent for p in d.glob("**/metrics.json"))
+    if not runs:
+        print(f"tlab report: no runs (metrics.json) under {d}", file=sys.stderr)
+        return 2
+    for r in runs:
+        render_run(r)
+    print(render_sweep(d, runs))
+    return 0
+
+
+def _cmd_query(args) -> int:
+    import pandas as pd
+
+    from .catalogue import query
+
+    with pd.option_context("display.max_rows", 200, "display.width", 200):
+        print(query(Path(args.dir), args.sql))
+    return 0
 
 
 def _cmd_clean(args) -> int:
@@ -28,6 +106,21 @@ def _cmd_doctor(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlab", description="transportlab: transport protocols on an emulated network")
     sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a scenario file (all sweep points and repetitions)")
+    run.add_argument("scenario")
+    for sp in (run, demo := sub.add_parser("demo", help="run the default scenario and print where its report is")):
+        sp.add_argument("--out", default=str(DEFAULT_OUT), help="results folder (default: results/)")
+        sp.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a field, e.g. links.bottleneck.forward.rate=5Mbit")
+    run.set_defaults(func=_cmd_run)
+    demo.set_defaults(func=_cmd_demo)
+    rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
+    rep.add_argument("dir")
+    rep.set_defaults(func=_cmd_report)
+    q = sub.add_parser("query", help="SQL over the run catalogue (a view named `runs`)")
+    q.add_argument("dir")
+    q.add_argument("sql")
+    q.set_defaults(func=_cmd_query)
     sub.add_parser("clean", help="remove what killed runs left behind").set_defaults(func=_cmd_clean)
     sub.add_parser("doctor", help="check that this machine can run experiments").set_defaults(func=_cmd_doctor)
     return p

@@ -1,0 +1,470 @@
+"""Plots of one run and of a sweep, as PNG files.
+
+Per run (`run_plots`): throughput over time, queueing delay over time, RTT over time,
+one-way delay CDF, cwnd over time. Per sweep (`sweep_plots`): each metric against the
+swept value (median with min–max bars over repetitions) and box plots across
+repetitions. Each function returns `Plot` records; a plot whose data is absent is
+returned with `path=None` and the reason in `skipped`, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import metrics as M
+from .rundata import RunData
+from .style import Colors, figure, legend, rate_scale, save
+
+
+@dataclass
+class Plot:
+    key: str  # file stem
+    title: str
+    caption: str  # what the plot shows and how it was computed
+    path: Path | None = None
+    skipped: str | None = None  # why there is no plot
+
+
+def _skip(key: str, title: str, caption: str, why: str) -> Plot:
+    return Plot(key, title, caption, None, why)
+
+
+def _safe(fn, key: str, title: str, *args) -> Plot:
+    """Runs a plot function; an unexpected error becomes a skipped plot with the message
+    (a report must never fail on one plot)."""
+    try:
+        return fn(*args)
+    except Exception as e:  # noqa: BLE001 - reported in the page
+        return _skip(key, title, "", f"failed: {type(e).__name__}: {e}")
+
+
+def _time_axis(ax, rd: RunData) -> None:
+    ax.set_xlabel("time since scenario start (s)")
+    if rd.duration_s:
+        ax.set_xlim(0, rd.duration_s)
+
+
+# ---- per run ------------------------------------------------------------------------
+
+
+def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "throughput", "Throughput over time"
+    bin_s = rd.bin_s
+    caption = (
+        f"Bits per second of each flow's data packets leaving the last link direction of its path "
+        f"(engine packet log, IP bytes incl. retransmissions), in bins of {bin_s * 1e3:g} ms. "
+        f"Dashed lines: configured capacity of each flow's bottleneck direction."
+    )
+    if rd.records is None:
+        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+    if not rd.flows:
+        return _skip(key, title, caption, "the run has no flows")
+    bin_ns = max(1, int(round(bin_s * 1e9)))
+    curves, caps = {}, {}
+    for name, f in rd.flows.items():
+        path = f.get("path") or ([f["bottleneck"]] if f.get("bottleneck") is not None else [])
+        concrete = rd.log_flows(name)
+        if not path or not concrete:
+            continue
+        tp = M.throughput_by_flow(rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns,
+                                  flows={str(c): c for c in concrete})
+        curves[name] = (tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64))
+        if f.get("bottleneck") is not None:
+            b = int(f["bottleneck"])
+            cap = rd.capacity_bps(b)
+            if cap:
+                caps[b] = cap
+    if not curves:
+        return _skip(key, title, caption, "no flow's packets were found in the packet log")
+    peak = max([float(v.max()) for _, v in curves.values() if len(v)] + list(caps.values()) + [0.0])
+    div, unit = rate_scale(peak)
+    fig, ax = figure()
+    for name, (t, v) in curves.items():
+        if not len(t):
+            continue
+        x = np.append(rd.seconds(t), rd.seconds(t[-1] + bin_ns))
+        ax.step(x, np.append(v, v[-1]) / div, where="post", color=colors[name], label=name)
+    for b, cap in caps.items():
+        ax.axhline(cap / div, color="0.35", ls="--", lw=1)
+        ax.annotate(f"capacity {rd.direction_name(b)}", (1, cap / div), xycoords=("axes fraction", "data"),
+                    ha="right", va="bottom", fontsize=8, color="0.35")
+    ax.set_ylabel(f"throughput ({unit})")
+    ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
+    _time_axis(ax, rd)
+    ax.set_title(title)
+    legend(ax, loc="lower right")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def _flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
+    b = f.get("bottleneck")
+    concrete = rd.log_flows(name)
+    if b is None or not concrete:
+        return None, ""
+    b = int(b)
+    spec = rd.link_spec(b)
+    rate = None if spec.get("trace") else rd.capacity_bps(b)
+    fixed = rd.fixed_delay_s(b) * 1e9
+    parts = [M.queueing_delay(rd.records, b, c, rate_bps=rate, fixed_delay_ns=fixed) for c in concrete]
+    how = "configured rate and delay" if rate else "smallest sojourn per packet size"
+    return pd.concat(parts, ignore_index=True).sort_values("departure_ns"), how
+
+
+def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "queueing_delay", "Queueing delay at the bottleneck"
+    caption = (
+        "Per-packet queueing delay of each flow's data packets at its bottleneck link direction, "
+        "plotted at the packet's departure time: sojourn (departure − arrival in the engine log) minus "
+        "the minimum possible sojourn (serialisation at the configured rate + configured delay; for "
+        "trace-driven links the smallest sojourn seen per packet size). Includes jitter draws if the "
+        "link has jitter."
+    )
+    if rd.records is None:
+        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+    data = {}
+    for name, f in rd.flows.items():
+        q, how = _flow_queueing(rd, name, f)
+        if q is not None and len(q):
+            data[name] = (q, int(f["bottleneck"]), how)
+    if not data:
+        return _skip(key, title, caption, "no flow with a bottleneck direction and packets in the log")
+    fig, ax = figure()
+    many = sum(len(q) for q, _, _ in data.values()) > 20000
+    for name, (q, b, how) in data.items():
+        ax.plot(rd.seconds(q["departure_ns"].to_numpy()), q["queueing_ns"].to_numpy() / 1e6,
+                color=colors[name], lw=0.6 if many else 1.0, label=f"{name} @ {rd.direction_name(b)}",
+                rasterized=many)
+    ax.set_ylabel("queueing delay (ms)")
+    ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+    _time_axis(ax, rd)
+    ax.set_title(title)
+    legend(ax, loc="upper right")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "rtt", "Round-trip time over time"
+    caption = (
+        "RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) "
+        "and the smoothed RTT (srtt) the sending TCP socket reports in its TCP_INFO samples."
+    )
+    fig, ax = figure()
+    drawn = 0
+    for name in rd.probes:
+        df = rd.series(name)
+        if df is None or not len(df) or "send_ns" not in df or "rtt_ns" not in df:
+            continue
+        rtt = pd.to_numeric(df["rtt_ns"], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+        send = pd.to_numeric(df["send_ns"], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+        ok = ~np.isnan(rtt) & (rtt >= 0)
+        t = rd.seconds(df["send_ns"].to_numpy(np.int64)) if df["send_ns"].dtype.kind in "iu" else rd.seconds(send)
+        lost = int((~ok).sum())
+        label = f"probe {name}" + (f" ({lost} lost)" if lost else "")
+        ax.plot(t[ok], rtt[ok] / 1e6, color=colors[f"probe:{name}"], lw=0.9, label=label)
+        if lost:
+            ax.plot(t[~ok], np.zeros(lost), "x", color=colors[f"probe:{name}"], ms=4, clip_on=False)
+        drawn += 1
+    for name in rd.flows:
+        df, side = rd.tcp_sender_series(name)
+        if df is None or "srtt_us" not in df:
+            continue
+        groups = df.groupby("conn") if "conn" in df and df["conn"].nunique() > 1 else [(None, df)]
+        for conn, g in groups:
+            g = g.sort_values("t_ns")
+            srtt = pd.to_numeric(g["srtt_us"], errors="coerce").to_numpy(np.float64, na_value=np.nan)
+            keep = srtt > 0
+            label = f"{name} srtt ({side})" + (f" conn {conn}" if conn is not None else "")
+            ax.plot(rd.seconds(g["t_ns"].to_numpy())[keep], srtt[keep] / 1e3, color=colors[name], lw=1.2, label=label)
+            drawn += 1
+    if not drawn:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return _skip(key, title, caption, "no probe series and no TCP_INFO series with srtt")
+    ax.set_ylabel("RTT (ms)")
+    ax.set_ylim(bottom=0)
+    _time_axis(ax, rd)
+    ax.set_title(title)
+    legend(ax, loc="upper right")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "delay_cdf", "One-way delay distribution"
+    caption = (
+        "Empirical CDF of each flow's per-packet one-way delay across its path "
+        "(departure from the last link direction − arrival at the first, engine log); dropped packets excluded."
+    )
+    if rd.records is None:
+        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+    fig, ax = figure()
+    drawn = 0
+    for name, f in rd.flows.items():
+        path = f.get("path")
+        concrete = rd.log_flows(name)
+        if not concrete:
+            continue
+        d = np.concatenate([M.one_way_delay(rd.records, c, path or None)["delay_ns"].to_numpy(np.float64)
+                            for c in concrete]) / 1e6
+        if not len(d):
+            continue
+        d.sort()
+        y = np.arange(1, len(d) + 1) / len(d)
+        p50, p99 = np.percentile(d, [50, 99])
+        ax.plot(d, y, color=colors[name], label=f"{name} (p50 {p50:.2f} ms, p99 {p99:.2f} ms)", drawstyle="steps-post")
+        drawn += 1
+    if not drawn:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return _skip(key, title, caption, "no flow's packets crossed their path in the packet log")
+    ax.set_xlabel("one-way delay (ms)")
+    ax.set_ylabel("fraction of packets ≤ x")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(title)
+    legend(ax, loc="lower right")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "cwnd", "Congestion window over time"
+    caption = "Congestion window (cwnd × MSS) of each TCP flow's sending socket, from its TCP_INFO samples."
+    fig, ax = figure()
+    drawn = 0
+    for name in rd.flows:
+        df, side = rd.tcp_sender_series(name)
+        if df is None:
+            continue
+        if "cwnd_bytes" in df:
+            cw = pd.to_numeric(df["cwnd_bytes"], errors="coerce")
+        elif "cwnd" in df and "snd_mss" in df:
+            cw = pd.to_numeric(df["cwnd"], errors="coerce") * pd.to_numeric(df["snd_mss"], errors="coerce")
+        else:
+            continue
+        df = df.assign(_cw=cw.to_numpy(np.float64, na_value=np.nan))
+        groups = df.groupby("conn") if "conn" in df and df["conn"].nunique() > 1 else [(None, df)]
+        for conn, g in groups:
+            g = g.sort_values("t_ns")
+            label = f"{name} ({side})" + (f" conn {conn}" if conn is not None else "")
+            ax.step(rd.seconds(g["t_ns"].to_numpy()), g["_cw"].to_numpy() / 1e3, where="post",
+                    color=colors[name], label=label)
+            drawn += 1
+    if not drawn:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return _skip(key, title, caption, "no TCP_INFO series (raw/<flow>-client.arrow / -server.arrow)")
+    ax.set_ylabel("cwnd (kB)")
+    ax.set_ylim(bottom=0)
+    _time_axis(ax, rd)
+    ax.set_title(title)
+    legend(ax, loc="upper right")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+RUN_PLOTS = [
+    ("throughput", "Throughput over time", plot_throughput),
+    ("queueing_delay", "Queueing delay at the bottleneck", plot_queueing_delay),
+    ("rtt", "Round-trip time over time", plot_rtt),
+    ("delay_cdf", "One-way delay distribution", plot_delay_cdf),
+    ("cwnd", "Congestion window over time", plot_cwnd),
+]
+
+
+def run_plots(rd: RunData, out: Path | None = None) -> list[Plot]:
+    """Writes the run's plots into `out` (default <run_dir>/plots) and returns them."""
+    out = Path(out) if out is not None else rd.dir / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    colors = Colors(list(rd.flows) + [f"probe:{p}" for p in rd.probes])
+    return [_safe(fn, key, title, rd, out, colors) for key, title, fn in RUN_PLOTS]
+
+
+# ---- per sweep ----------------------------------------------------------------------
+
+# (column, title, axis label, divisor or "rate")
+SWEEP_METRICS = [
+    ("throughput_bps", "Throughput", "throughput", "rate"),
+    ("goodput_bps", "Goodput", "goodput", "rate"),
+    ("completion_s", "Completion time", "completion time (s)", 1.0),
+    ("queueing_delay_mean_ms", "Mean queueing delay", "mean queueing delay (ms)", 1.0),
+    ("rtt_mean_ms", "Mean RTT", "mean RTT (ms)", 1.0),
+    ("loss_rate", "Loss rate", "loss rate (%)", 0.01),
+    ("retransmissions", "Retransmissions", "retransmitted segments", 1.0),
+    ("jain_index", "Jain's fairness index", "Jain's index (all flows)", 1.0),
+]
+
+
+def _parse_value(v):
+    """A swept value as a number (rates, durations, sizes, percentages parsed; plain
+    numbers kept) and the kind of unit; None if not numeric."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v), None
+    if isinstance(v, str):
+        from ..scenario import units as U
+
+        s = v.strip()
+        for kind, fn in (("%", U.parse_percentage), ("rate", U.parse_rate), ("duration", U.parse_duration),
+                         ("size", U.parse_size)):
+            if kind == "%" and not s.endswith("%"):
+                continue
+            try:
+                return float(fn(s)), kind
+            except (ValueError, TypeError):
+                continue
+    return None
+
+
+def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, list[str]]:
+    """Chooses the x axis of a sweep plot: the first swept path whose values are all
+    numeric (or else the first path, or the point label when nothing is swept). Returns
+    (path or None, {value-as-text: x position}, numeric?, other paths that split lines)."""
+    if not swept:
+        labels = list(dict.fromkeys(df["point"].astype(str)))
+        return None, {l: i for i, l in enumerate(labels)}, False, []
+    parsed = {}
+    for p in swept:
+        vals = list(dict.fromkeys(df[p].map(_fmt)))
+        raw = {_fmt(v): v for v in df[p]}
+        conv = [_parse_value(raw[v]) for v in vals]
+        if all(c is not None for c in conv) and len({c[1] for c in conv}) == 1:
+            parsed[p] = {v: c[0] for v, c in zip(vals, conv)}
+    path = next((p for p in swept if p in parsed), swept[0])
+    if path in parsed:
+        pos, numeric = parsed[path], True
+    else:
+        pos, numeric = {v: i for i, v in enumerate(dict.fromkeys(df[path].map(_fmt)))}, False
+    others = [p for p in swept if p != path and df.groupby(df[path].map(_fmt))[p].agg(lambda s: s.map(_fmt).nunique()).max() > 1]
+    return path, pos, numeric, others
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _line_key(row, others: list[str]) -> str:
+    extra = ",".join(f"{p.rsplit('.', 1)[-1]}={_fmt(row[p])}" for p in others)
+    return f"{row['flow']}" + (f" [{extra}]" if extra else "")
+
+
+def plot_sweep_metric(df: pd.DataFrame, swept: list[str], col: str, title: str, ylabel: str, scale, out: Path,
+                      probes: pd.DataFrame | None = None) -> Plot:
+    key = f"sweep_{col}"
+    caption = (f"{title} of each flow at each sweep point: marker = median over repetitions, "
+               f"bar = min … max over repetitions.")
+    if col == "jain_index":
+        d = df.drop_duplicates("run_dir").assign(flow="all flows")
+        caption = f"{title} over all flows of a run: median over repetitions, bar = min … max."
+    else:
+        d = df
+    if col not in d or d[col].isna().all():
+        return _skip(key, title, caption, f"no run has a value for {col}")
+    if col == "rtt_mean_ms" and probes is not None and len(probes) and "rtt_mean_ms" in probes:
+        d = pd.concat([d, probes.assign(flow="probe " + probes["probe"].astype(str))], ignore_index=True)
+        caption += " Probe lines: mean probe RTT."
+    path, pos, numeric, others = x_axis(d, swept)
+    xcol = d[path].map(_fmt) if path else d["point"].astype(str)
+    d = d.assign(_x=xcol.map(pos), _line=d.apply(lambda r: _line_key(r, others), axis=1))
+    d = d[~d[col].isna()]
+    if scale == "rate":
+        div, unit = rate_scale(float(d[col].abs().max()))
+        ylabel = f"{ylabel} ({unit})"
+    else:
+        div = scale
+    lines = list(dict.fromkeys(d["_line"]))
+    colors = Colors(lines)
+    fig, ax = figure()
+    log = numeric and min(pos.values()) > 0 and max(pos.values()) / min(pos.values()) >= 50
+    n = len(lines)
+    for i, line in enumerate(lines):
+        g = d[d["_line"] == line].groupby("_x")[col].agg(["min", "median", "max"]).sort_index()
+        x = g.index.to_numpy(np.float64)
+        if not numeric and n > 1:
+            x = x + (i - (n - 1) / 2) * min(0.25, 0.6 / n)
+        elif numeric and n > 1:
+            x = x * (1 + (i - (n - 1) / 2) * 0.015) if log else x
+        med, lo, hi = g["median"] / div, g["min"] / div, g["max"] / div
+        ax.errorbar(x, med, yerr=[med - lo, hi - med], marker="o", ms=5, capsize=3, color=colors[line],
+                    label=line, lw=1.3)
+    if log:
+        ax.set_xscale("log")
+    ticks = sorted(pos.items(), key=lambda kv: kv[1])
+    ax.set_xticks([p for _, p in ticks])
+    ax.set_xticklabels([l for l, _ in ticks], rotation=30 if len(ticks) > 5 or any(len(l) > 10 for l, _ in ticks) else 0,
+                       ha="right" if len(ticks) > 5 else "center")
+    ax.minorticks_off()
+    ax.set_xlabel(path if path else "sweep point")
+    ax.set_ylabel(ylabel)
+    if col != "jain_index":
+        ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
+    else:
+        ax.set_ylim(0, 1.05)
+    ax.set_title(f"{title} vs {path.rsplit('.', 1)[-1] if path else 'sweep point'}")
+    legend(ax)
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale, out: Path) -> Plot:
+    key = f"box_{col}"
+    caption = f"{title} across repetitions: one panel per flow, one box per sweep point (box = quartiles, whiskers = 1.5 IQR, dots = outliers)."
+    if col not in df or df[col].isna().all():
+        return _skip(key, title, caption, f"no run has a value for {col}")
+    d = df[~df[col].isna()]
+    reps = d.groupby(["point", "flow"], dropna=False)[col].size()
+    if reps.max() < 2:
+        return _skip(key, title, caption, "one repetition per point: nothing to spread")
+    if scale == "rate":
+        div, unit = rate_scale(float(d[col].abs().max()))
+        ylabel = f"{ylabel} ({unit})"
+    else:
+        div = scale
+    flows = list(dict.fromkeys(d["flow"]))
+    points = list(dict.fromkeys(df["point"].astype(str)))
+    ncols = min(3, len(flows))
+    nrows = math.ceil(len(flows) / ncols)
+    w = max(4.0, min(14.0, 0.6 * len(points) * ncols + 2))
+    fig, axes = figure(nrows, ncols, figsize=(max(9.0, w), 3.6 * nrows), squeeze=False, sharey=True)
+    colors = Colors(flows)
+    for k, flow in enumerate(flows):
+        ax = axes[k // ncols][k % ncols]
+        g = d[d["flow"] == flow]
+        data = [(g[g["point"].astype(str) == p][col] / div).to_numpy() for p in points]
+        bp = ax.boxplot([x if len(x) else [np.nan] for x in data], patch_artist=True, widths=0.6,
+                        medianprops={"color": "black"})
+        for patch in bp["boxes"]:
+            patch.set_facecolor(colors[flow])
+            patch.set_alpha(0.55)
+        ax.set_xticks(range(1, len(points) + 1))
+        ax.set_xticklabels([p or "default" for p in points], rotation=30 if len(points) > 3 else 0,
+                           ha="right" if len(points) > 3 else "center", fontsize=8)
+        ax.set_title(flow, fontsize=10)
+        if k % ncols == 0:
+            ax.set_ylabel(ylabel)
+    for k in range(len(flows), nrows * ncols):
+        axes[k // ncols][k % ncols].set_visible(False)
+    fig.suptitle(f"{title} across repetitions", fontweight="bold")
+    fig.tight_layout()
+    return Plot(key, f"{title} (box plot)", caption, save(fig, out / f"{key}.png"))
+
+
+BOX_METRICS = ("throughput_bps", "goodput_bps", "completion_s", "queueing_delay_mean_ms", "rtt_mean_ms")
+
+
+def sweep_plots(df: pd.DataFrame, swept: list[str], out: Path, probes: pd.DataFrame | None = None) -> list[Plot]:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+    for col, title, ylabel, scale in SWEEP_METRICS:
+        plots.append(_safe(plot_sweep_metric, f"sweep_{col}", title, df, swept, col, title, ylabel, scale, out, probes))
+    for col, title, ylabel, scale in SWEEP_METRICS:
+        if col in BOX_METRICS:
+            plots.append(_safe(plot_sweep_boxes, f"box_{col}", title, df, col, title, ylabel, scale, out))
+    return plots
