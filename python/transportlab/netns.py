@@ -67,3 +67,15 @@ def remove_root_link(ifname: str) -> bool:
             return False
         ipr.link("del", index=idx[0])
         return True
+
+
+def tx_dropped(name: str, ifname: str) -> int:
+    """Packets the kernel dropped on their way out of the host into its TUN device
+    (the device's ring was full because the engine did not read fast enough)."""
+    with NetNS(name) as ns:
+        idx = ns.link_lookup(ifname=ifname)
+        if not idx:
+            return 0
+        link = ns.get_links(idx[0])[0]
+        stats = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS")
+        return int(stats["tx_dropped"]) if stats else 0

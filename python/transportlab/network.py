@@ -9,6 +9,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -236,11 +237,22 @@ class Network:
             raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s")
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
+    def _tun_drops(self) -> dict[str, int]:
+        drops = {}
+        for host in self._tun_fds:
+            try:
+                drops[host] = netns.tx_dropped(self.namespace(host), self.tun_name(host))
+            except Exception as e:  # teardown goes on; the count is then unknown
+                drops[host] = -1
+                print(f"warning: could not read TUN statistics of {host}: {e}", file=sys.stderr)
+        return drops
+
     def stop(self) -> None:
         """Tears everything down; safe to call twice and after a partial start."""
         for proc in self._children:
             _stop_process(proc)
         self._children.clear()
+        tun_drops = self._tun_drops()
         if self._engine is not None:
             _stop_process(self._engine, grace=10.0)
             if self._engine.stdout:
@@ -248,6 +260,11 @@ class Network:
             self._engine = None
             if self.stats_path.exists():
                 self.engine_stats = json.loads(self.stats_path.read_text())
+                # TUN ring overflows happen in the kernel, before the engine sees a
+                # packet: they are unintended drops too.
+                self.engine_stats["unintended_drops"]["tun_queue_overflow"] = tun_drops
+                self.engine_stats["unintended_drops_total"] += sum(v for v in tun_drops.values() if v > 0)
+                self.stats_path.write_text(json.dumps(self.engine_stats, indent=1))
         for fd in self._tun_fds.values():
             os.close(fd)
         self._tun_fds.clear()
