@@ -18,7 +18,7 @@ import pandas as pd
 
 from .. import metrics as M
 from .rundata import RunData
-from .style import Colors, figure, legend, rate_scale, save
+from .style import Colors, figure, legend, legend_below, rate_scale, save
 
 
 @dataclass
@@ -90,14 +90,12 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         x = np.append(rd.seconds(t), rd.seconds(t[-1] + bin_ns))
         ax.step(x, np.append(v, v[-1]) / div, where="post", color=colors[name], label=name)
     for b, cap in caps.items():
-        ax.axhline(cap / div, color="0.35", ls="--", lw=1)
-        ax.annotate(f"capacity {rd.direction_name(b)}", (1, cap / div), xycoords=("axes fraction", "data"),
-                    ha="right", va="bottom", fontsize=8, color="0.35")
+        ax.axhline(cap / div, color="0.35", ls="--", lw=1, label=f"capacity of {rd.direction_name(b)}")
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
     _time_axis(ax, rd)
     ax.set_title(title)
-    legend(ax, loc="lower right")
+    legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -137,13 +135,13 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
     many = sum(len(q) for q, _, _ in data.values()) > 20000
     for name, (q, b, how) in data.items():
         ax.plot(rd.seconds(q["departure_ns"].to_numpy()), q["queueing_ns"].to_numpy() / 1e6,
-                color=colors[name], lw=0.6 if many else 1.0, label=f"{name} @ {rd.direction_name(b)}",
+                color=colors[name], lw=0.6 if many else 1.0, alpha=0.8, label=f"{name} @ {rd.direction_name(b)}",
                 rasterized=many)
     ax.set_ylabel("queueing delay (ms)")
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
     _time_axis(ax, rd)
     ax.set_title(title)
-    legend(ax, loc="upper right")
+    legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -190,7 +188,7 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylim(bottom=0)
     _time_axis(ax, rd)
     ax.set_title(title)
-    legend(ax, loc="upper right")
+    legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -227,7 +225,7 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylabel("fraction of packets ≤ x")
     ax.set_ylim(0, 1.01)
     ax.set_title(title)
-    legend(ax, loc="lower right")
+    legend(ax, loc="upper left")
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -263,7 +261,7 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylim(bottom=0)
     _time_axis(ax, rd)
     ax.set_title(title)
-    legend(ax, loc="upper right")
+    legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -408,7 +406,7 @@ def plot_sweep_metric(df: pd.DataFrame, swept: list[str], col: str, title: str, 
     else:
         ax.set_ylim(0, 1.05)
     ax.set_title(f"{title} vs {path.rsplit('.', 1)[-1] if path else 'sweep point'}")
-    legend(ax)
+    legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
@@ -431,7 +429,7 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
     ncols = min(3, len(flows))
     nrows = math.ceil(len(flows) / ncols)
     w = max(4.0, min(14.0, 0.6 * len(points) * ncols + 2))
-    fig, axes = figure(nrows, ncols, figsize=(max(9.0, w), 3.6 * nrows), squeeze=False, sharey=True)
+    fig, axes = figure(nrows, ncols, figsize=(max(9.0, w), 3.6 * nrows), squeeze=False)
     colors = Colors(flows)
     for k, flow in enumerate(flows):
         ax = axes[k // ncols][k % ncols]
@@ -446,8 +444,7 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
         ax.set_xticklabels([p or "default" for p in points], rotation=30 if len(points) > 3 else 0,
                            ha="right" if len(points) > 3 else "center", fontsize=8)
         ax.set_title(flow, fontsize=10)
-        if k % ncols == 0:
-            ax.set_ylabel(ylabel)
+        ax.set_ylabel(ylabel)
     for k in range(len(flows), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle(f"{title} across repetitions", fontweight="bold")

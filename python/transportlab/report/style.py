@@ -75,3 +75,10 @@ def legend(ax, **kw):
     if handles:
         kw.setdefault("loc", "best")
         ax.legend(**kw)
+
+
+def legend_below(ax) -> None:
+    """A legend under the x axis label, out of the data's way (time series)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(handles), 4))

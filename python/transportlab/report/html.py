@@ -1,0 +1,485 @@
+"""Self-contained HTML reports (plots embedded as base64 PNG, inline CSS, no external
+resources): one per run and one per sweep."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import json
+import math
+import os
+from collections.abc import Iterable, Sequence
+from html import escape
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .plots import Plot
+from .rundata import RunData, as_float
+from .table import FLOW_METRICS, RUN_COLUMNS
+
+CSS = """
+:root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --bg:#ffffff; --alt:#f6f8fa; --accent:#0969da;
+        --bad:#cf222e; --badbg:#ffebe9; --warn:#9a6700; --warnbg:#fff8c5; --ok:#1a7f37; --okbg:#dafbe1; }
+* { box-sizing: border-box; }
+body { font: 14px/1.5 -apple-system, "Segoe UI", "Helvetica Neue", Arial, sans-serif; color: var(--fg);
+       background: var(--bg); margin: 0; }
+main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 60px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 22px 0 8px; }
+.sub { color: var(--muted); margin: 0 0 14px; }
+.banner { border-radius: 6px; padding: 10px 14px; margin: 12px 0; border: 1px solid; }
+.banner.bad { background: var(--badbg); border-color: var(--bad); color: var(--bad); font-weight: 600; }
+.banner.warn { background: var(--warnbg); border-color: #d4a72c; color: var(--warn); }
+.banner.ok { background: var(--okbg); border-color: #4ac26b; color: var(--ok); }
+table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
+th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
+th { background: var(--alt); text-align: left; font-weight: 600; white-space: nowrap; }
+tbody tr:nth-child(even) td { background: #fbfcfd; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.na { color: var(--muted); text-align: center; }
+.scroll { overflow-x: auto; }
+table.kv th { width: 14em; }
+nav { font-size: 13px; margin: 8px 0 0; }
+nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
+figure { margin: 18px 0 26px; }
+figure img { max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
+figcaption { color: var(--muted); font-size: 13px; max-width: 980px; margin-top: 4px; }
+ul.skipped li { color: var(--muted); }
+details { margin: 8px 0; }
+summary { cursor: pointer; color: var(--accent); }
+pre { background: var(--alt); border: 1px solid var(--line); border-radius: 4px; padding: 10px; overflow-x: auto;
+      font-size: 12px; line-height: 1.4; }
+code { font-size: 12.5px; }
+.small { font-size: 12px; color: var(--muted); }
+"""
+
+NA = '<td class="na">—</td>'
+
+
+# ---- value formatting -----------------------------------------------------------------
+
+
+def _nan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    if _nan(v):
+        return "—"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
+        return f"{int(v):,}"
+    v = float(v)
+    if v == 0:
+        return "0"
+    if abs(v) >= 100:
+        return f"{v:,.1f}"
+    return f"{v:.{digits}g}"
+
+
+def fmt_rate(bps: Any) -> str:
+    v = as_float(bps)
+    if math.isnan(v):
+        return "—"
+    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
+        if abs(v) >= div:
+            return f"{v / div:.3g} {unit}" if abs(v / div) < 100 else f"{v / div:.4g} {unit}"
+    return f"{v:.3g} bit/s"
+
+
+def fmt_bytes(b: Any) -> str:
+    v = as_float(b)
+    if math.isnan(v):
+        return "—"
+    for div, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if abs(v) >= div:
+            return f"{v / div:.3g} {unit}" if abs(v / div) < 100 else f"{v / div:.4g} {unit}"
+    return f"{int(v)} B"
+
+
+def fmt_s(s: Any) -> str:
+    v = as_float(s)
+    if math.isnan(v):
+        return "—"
+    if v != 0 and abs(v) < 1:
+        return f"{v * 1e3:.3g} ms"
+    return f"{v:.4g} s"
+
+
+def fmt_ms(ms: Any) -> str:
+    v = as_float(ms)
+    return "—" if math.isnan(v) else f"{v:.3g} ms" if abs(v) < 1000 else f"{v:,.0f} ms"
+
+
+def fmt_pct(p: Any) -> str:
+    v = as_float(p)
+    if math.isnan(v):
+        return "—"
+    return "0 %" if v == 0 else f"{v * 100:.3g} %"
+
+
+def fmt_us(us: Any) -> str:
+    v = as_float(us)
+    return "—" if math.isnan(v) else f"{v:.3g} µs" if abs(v) < 1000 else f"{v:,.0f} µs"
+
+
+def cell(text: str, num: bool = True) -> str:
+    if text == "—":
+        return NA
+    return f'<td class="num">{escape(text)}</td>' if num else f"<td>{escape(text)}</td>"
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[str]], cls: str = "") -> str:
+    """Rows are sequences of ready <td> cells (use `cell`)."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def kv_table(items: Iterable[tuple[str, str]]) -> str:
+    rows = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in items)
+    return f'<table class="kv"><tbody>{rows}</tbody></table>'
+
+
+def img_tag(path: Path, alt: str) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+
+
+def plots_section(plots: list[Plot]) -> str:
+    parts = []
+    for p in plots:
+        if p.path is None:
+            continue
+        parts.append(f'<figure id="plot-{escape(p.key)}">{img_tag(p.path, p.title)}'
+                     f"<figcaption><b>{escape(p.title)}.</b> {escape(p.caption)}</figcaption></figure>")
+    skipped = [p for p in plots if p.path is None]
+    if skipped:
+        items = "".join(f"<li><b>{escape(p.title)}</b>: not drawn — {escape(p.skipped or '')}</li>" for p in skipped)
+        parts.append(f'<h3>Plots not drawn</h3><ul class="skipped">{items}</ul>')
+    if not parts:
+        parts.append("<p>No plots.</p>")
+    return "".join(parts)
+
+
+def page(title: str, body: str) -> str:
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{body}</main></body></html>\n"
+    )
+
+
+def _now() -> str:
+    return _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+# ---- scenario ------------------------------------------------------------------------
+
+_DIR_FORMAT = {"rate": fmt_rate, "delay": fmt_s, "jitter": fmt_s, "loss": fmt_pct, "duplicate": fmt_pct,
+               "bytes": fmt_bytes, "size": lambda v: f"{int(v)} B", "interval": fmt_s}
+
+
+def _fmt_param(key: str, v: Any) -> str:
+    if key in _DIR_FORMAT and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return _DIR_FORMAT[key](v)
+    if key.endswith("_s") and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return fmt_s(v)
+    if key.endswith("_bps") and isinstance(v, (int, float)):
+        return fmt_rate(v)
+    if isinstance(v, dict):
+        return ", ".join(f"{k} {_fmt_param(k, x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return ", ".join(_fmt_param(key, x) for x in v)
+    return str(v)
+
+
+def _direction(d: Any) -> str:
+    if not d:
+        return '<span class="small">ideal</span>'
+    return "<br>".join(f"{escape(k)} = {escape(_fmt_param(k, v))}" for k, v in d.items() if v is not None)
+
+
+def _items_table(items: list[dict], first: Sequence[str]) -> str:
+    keys = list(first)
+    for it in items:
+        for k in it:
+            if k not in keys:
+                keys.append(k)
+    keys = [k for k in keys if any(k in it for it in items)]
+    rows = []
+    for it in items:
+        rows.append([f"<td>{escape(_fmt_param(k, it[k]))}</td>" if k in it and it[k] is not None else NA for k in keys])
+    return table(keys, rows)
+
+
+def scenario_section(sc: dict) -> str:
+    if not sc:
+        return "<p>scenario.json is missing.</p>"
+    point = sc.get("point") or {}
+    general = [
+        ("name", escape(str(sc.get("name", "—")))),
+        ("description", escape(str(sc.get("description") or "—"))),
+        ("duration", escape(fmt_s(sc.get("duration_s")))),
+        ("seed", escape(str(sc.get("seed", "—")))),
+        ("repetition", escape(str(sc.get("repetition", "—")))),
+        ("sweep point", escape(point.get("label") or "— (no sweep)")),
+    ]
+    for p, v in (point.get("values") or {}).items():
+        general.append((f"  {p}", f"<code>{escape(str(v))}</code>"))
+    hosts = sc.get("hosts") or []
+    general.append(("hosts", escape(", ".join(h if isinstance(h, str) else json.dumps(h) for h in hosts)) or "—"))
+    if sc.get("routers"):
+        general.append(("routers", escape(", ".join(map(str, sc["routers"])))))
+    out = [kv_table(general)]
+    links = sc.get("links") or []
+    if links:
+        rows = [[f"<td><b>{escape(str(l.get('name')))}</b></td>",
+                 f"<td>{escape(' → '.join(map(str, l.get('between') or [])))}</td>",
+                 f"<td>{_direction(l.get('forward'))}</td>", f"<td>{_direction(l.get('reverse'))}</td>"]
+                for l in links]
+        out.append("<h3>Links</h3>" + table(["link", "between (forward →)", "forward", "reverse"], rows))
+    if sc.get("flows"):
+        out.append("<h3>Flows</h3>" + _items_table(sc["flows"], ["name", "protocol", "cc", "from", "to", "direction",
+                                                                 "start_s", "end_s"]))
+    if sc.get("probes"):
+        out.append("<h3>Probes</h3>" + _items_table(sc["probes"], ["name", "from", "to", "interval_s"]))
+    out.append("<details><summary>scenario.json (as run)</summary><pre>"
+               + escape(json.dumps(sc, indent=2, sort_keys=False)) + "</pre></details>")
+    return "".join(out)
+
+
+# ---- run report ----------------------------------------------------------------------
+
+
+def _flows_table(rd: RunData) -> str:
+    if not rd.flows:
+        return "<p>No flows.</p>"
+    headers = ["flow", "protocol", "cc", "from → to", "complete", "bytes delivered", "throughput", "goodput", "completion",
+               "queueing delay mean", "p50", "p95", "p99", "RTT mean", "RTT p95", "RTT p99", "loss",
+               "retransmissions", "bottleneck"]
+    rows = []
+    for name, f in rd.flows.items():
+        q = f.get("queueing_delay_ms") or {}
+        r = f.get("rtt_ms") or {}
+        rows.append([
+            f"<td><b>{escape(name)}</b></td>", cell(str(f.get("protocol") or "—"), False),
+            cell(str(f.get("cc") or "—"), False), cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
+            cell({True: "yes", False: "NO"}.get(f.get("complete"), "—"), False),
+            cell(fmt_bytes(f.get("bytes_delivered"))), cell(fmt_rate(f.get("throughput_bps"))),
+            cell(fmt_rate(f.get("goodput_bps"))), cell(fmt_s(f.get("completion_s"))),
+            cell(fmt_ms(stat(q, "mean"))), cell(fmt_ms(stat(q, "p50"))), cell(fmt_ms(stat(q, "p95"))),
+            cell(fmt_ms(stat(q, "p99"))), cell(fmt_ms(stat(r, "mean"))), cell(fmt_ms(stat(r, "p95"))),
+            cell(fmt_ms(stat(r, "p99"))),
+            cell(fmt_pct(f.get("loss_rate"))), cell(fmt_num(f.get("retransmissions"))),
+            cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False),
+        ])
+    return table(headers, rows)
+
+
+def stat(d: Any, k: str) -> Any:
+    """A statistic from {"mean": …} or the agents' {"mean_ms": …} form."""
+    if not isinstance(d, dict):
+        return None
+    return d.get(k, d.get(f"{k}_ms"))
+
+
+def _probes_table(rd: RunData) -> str:
+    if not rd.probes:
+        return "<p>No probes.</p>"
+    owd = any(isinstance(p.get("owd_forward_ms"), dict) for p in rd.probes.values())
+    headers = ["probe", "sent", "received", "lost", "RTT mean", "std", "min", "p50", "p95", "p99", "max"]
+    if owd:
+        headers += ["one-way fwd mean", "fwd p99", "one-way rev mean", "rev p99"]
+    rows = []
+    for name, p in rd.probes.items():
+        r = p.get("rtt_ms") or {}
+        row = [f"<td><b>{escape(name)}</b></td>", cell(fmt_num(p.get("sent"))), cell(fmt_num(p.get("received"))),
+               cell(fmt_num(p.get("lost")))] + [cell(fmt_ms(stat(r, k))) for k in
+                                                 ("mean", "std", "min", "p50", "p95", "p99", "max")]
+        if owd:
+            f, b = p.get("owd_forward_ms"), p.get("owd_reverse_ms")
+            row += [cell(fmt_ms(stat(f, "mean"))), cell(fmt_ms(stat(f, "p99"))),
+                    cell(fmt_ms(stat(b, "mean"))), cell(fmt_ms(stat(b, "p99")))]
+        rows.append(row)
+    return table(headers, rows)
+
+
+def _links_table(rd: RunData) -> str:
+    if not rd.links:
+        return "<p>No link statistics.</p>"
+    headers = ["link direction", "index", "capacity", "delivered", "utilisation", "drops: queue full", "drops: random loss"]
+    rows = []
+    items = sorted(rd.links.items(), key=lambda kv: (kv[1].get("index") is None, kv[1].get("index") or 0))
+    for name, l in items:
+        drops = l.get("drops") or {}
+        rows.append([f"<td><b>{escape(name)}</b></td>", cell(fmt_num(l.get("index"))), cell(fmt_rate(l.get("capacity_bps"))),
+                     cell(fmt_bytes(as_float(l.get("delivered_bits")) / 8)), cell(fmt_pct(l.get("utilisation"))),
+                     cell(fmt_num(drops.get("queue_full"))), cell(fmt_num(drops.get("random_loss")))])
+    return table(headers, rows)
+
+
+def _engine_section(engine: Any) -> str:
+    if not isinstance(engine, dict) or not engine:
+        return "<p>No engine statistics.</p>"
+    lat = engine.get("handover_lateness") if isinstance(engine.get("handover_lateness"), dict) else (
+        engine if "mean_us" in engine else None)
+    out = []
+    if lat:
+        out.append("<p>Hand-over lateness: real time a packet was written to its host minus the model's due time.</p>")
+        out.append(table(["samples", "mean", "p50", "p99", "max"],
+                         [[cell(fmt_num(lat.get("count"))), cell(fmt_us(lat.get("mean_us"))), cell(fmt_us(lat.get("p50_us"))),
+                           cell(fmt_us(lat.get("p99_us"))), cell(fmt_us(lat.get("max_us")))]]))
+    rest = {k: v for k, v in engine.items() if k != "handover_lateness" and not (lat is engine)}
+    if rest:
+        out.append("<details><summary>other engine statistics</summary><pre>" + escape(json.dumps(rest, indent=2))
+                   + "</pre></details>")
+    return "".join(out)
+
+
+def unintended_banner(n: Any, what: str = "this run") -> str:
+    v = as_float(n)
+    if math.isnan(v):
+        return '<div class="banner warn">Unintended drops were not reported for ' + escape(what) + ".</div>"
+    if v > 0:
+        return (f'<div class="banner bad">⚠ {int(v):,} unintended drop{"s" if v != 1 else ""} in {escape(what)} '
+                "(no route, TUN write failed or not IPv4): packets were lost outside the emulated network, "
+                "so the measurements are not trustworthy.</div>")
+    return f'<div class="banner ok">0 unintended drops in {escape(what)}.</div>'
+
+
+def render_run_html(rd: RunData, plots: list[Plot]) -> str:
+    m = rd.metrics
+    r = rd.run
+    title = f"transportlab run — {rd.name}"
+    sub = " · ".join(x for x in [
+        f"run id <code>{escape(str(r.get('run_id')))}</code>" if r.get("run_id") else "",
+        f"seed {escape(str(r.get('seed')))}" if r.get("seed") is not None else "",
+        f"duration {escape(fmt_s(rd.duration_s))}" if rd.duration_s else "",
+        f"report generated {escape(_now())}",
+    ] if x)
+    body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{sub}</p>",
+            '<nav><a href="#summary">Summary</a><a href="#plots">Plots</a><a href="#links">Links</a>'
+            '<a href="#engine">Engine</a><a href="#scenario">Scenario</a></nav>']
+    body.append(unintended_banner(m.get("unintended_drops")))
+    limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
+    if limited:
+        body.append('<div class="banner warn">Window-limited: ' + escape(", ".join(limited)) + " — the socket's "
+                    "send buffer or the receive window, not the network, limited the flow for part of the run "
+                    "(TCP_INFO rwnd_limited / sndbuf_limited).</div>")
+    incomplete = [n for n, f in rd.flows.items() if f.get("complete") is False]
+    if incomplete:
+        body.append('<div class="banner warn">Incomplete transfer: ' + escape(", ".join(incomplete)) + ".</div>")
+    for p in rd.problems:
+        body.append(f'<div class="banner warn">{escape(p)}</div>')
+    body.append('<h2 id="summary">Flows</h2>' + _flows_table(rd))
+    jain = m.get("jain_index")
+    body.append(kv_table([
+        ("Jain's fairness index", escape(fmt_num(jain, 4)) + ' <span class="small">(Σx)²/(n·Σx²) over the flows\' throughputs</span>'),
+        ("unintended drops", escape(fmt_num(m.get("unintended_drops")))),
+    ]))
+    body.append("<h2>Probes</h2>" + _probes_table(rd))
+    body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
+    body.append('<h2 id="links">Links</h2>' + _links_table(rd))
+    body.append('<h2 id="engine">Engine</h2>' + _engine_section(m.get("engine")))
+    body.append('<h2 id="scenario">Scenario</h2>' + scenario_section(rd.scenario))
+    files = sorted(p for p in rd.raw.glob("*") if p.is_file()) if rd.raw.is_dir() else []
+    if files:
+        body.append("<h2>Raw artefacts</h2>" + table(["file", "size"], [[cell(f"raw/{p.name}", False),
+                                                                        cell(fmt_bytes(p.stat().st_size))] for p in files]))
+    return page(title, "".join(body))
+
+
+# ---- sweep report --------------------------------------------------------------------
+
+_SWEEP_FMT = {"throughput_bps": fmt_rate, "goodput_bps": fmt_rate, "completion_s": fmt_s,
+              "queueing_delay_mean_ms": fmt_ms, "rtt_mean_ms": fmt_ms, "loss_rate": fmt_pct,
+              "retransmissions": fmt_num}
+
+
+def _mean_std(row, m: str, f) -> str:
+    if _nan(row.get(f"{m}_mean")):
+        return NA
+    s = f(row[f"{m}_mean"])
+    if not _nan(row.get(f"{m}_std")):
+        s += f" ({f(row[f'{m}_std'])})"
+    return cell(s)
+
+
+def _mmm(row, m: str, f) -> str:
+    if _nan(row.get(f"{m}_median")):
+        return NA
+    return cell(" / ".join(f(row[f"{m}_{k}"]) for k in ("min", "median", "max")))
+
+
+def sweep_summary_table(agg: pd.DataFrame) -> str:
+    if agg.empty:
+        return "<p>No flows.</p>"
+    metrics = [(c, l) for c, l, _ in FLOW_METRICS if f"{c}_mean" in agg]
+    head1 = "".join(f"<th rowspan=2>{h}</th>" for h in ("point", "flow", "protocol / cc", "runs"))
+    head1 += "".join(f'<th colspan=2 style="text-align:center">{escape(l)}</th>' for _, l in metrics)
+    head2 = "".join("<th>mean (std)</th><th>min / median / max</th>" for _ in metrics)
+    rows = []
+    for _, row in agg.iterrows():
+        pc = "/".join(str(x) for x in (row.get("protocol"), row.get("cc")) if not _nan(x))
+        tds = [cell(str(row.get("point") or "default"), False), f"<td><b>{escape(str(row['flow']))}</b></td>",
+               cell(pc or "—", False), cell(fmt_num(row["n"]))]
+        for m, _ in metrics:
+            f = _SWEEP_FMT.get(m, fmt_num)
+            tds += [_mean_std(row, m, f), _mmm(row, m, f)]
+        rows.append("<tr>" + "".join(tds) + "</tr>")
+    return (f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _simple_agg_table(agg: pd.DataFrame, label: str, m: str, f) -> str:
+    rows = []
+    for _, row in agg.iterrows():
+        rows.append([cell(str(row.get("point") or "default"), False)]
+                    + ([f"<td><b>{escape(str(row[label]))}</b></td>"] if label in agg else [])
+                    + [cell(fmt_num(row["n"])), _mean_std(row, m, f), _mmm(row, m, f)])
+    return table(["point"] + ([label] if label in agg else []) + ["runs", "mean (std)", "min / median / max"], rows)
+
+
+def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain: pd.DataFrame,
+                      probes_agg: pd.DataFrame | None, runs: list[RunData], plots: list[Plot]) -> str:
+    swept = df.attrs.get("swept", [])
+    names = sorted({str(rd.run.get("scenario") or rd.scenario.get("name") or "") for rd in runs} - {""})
+    title = f"transportlab sweep — {', '.join(names) or sweep_dir.name}"
+    points = list(dict.fromkeys(str(rd.run.get("point") or "") for rd in runs))
+    sub = (f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {len(points)} point{'s' if len(points) != 1 else ''}"
+           + (f", swept: {', '.join(swept)}" if swept else "") + f" · report generated {_now()}")
+    body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{escape(sub)}</p>",
+            '<nav><a href="#table">Table</a><a href="#plots">Plots</a><a href="#runs">Runs</a></nav>']
+    bad = [rd for rd in runs if as_float(rd.metrics.get("unintended_drops")) > 0]
+    if bad:
+        total = sum(int(as_float(rd.metrics.get("unintended_drops"))) for rd in bad)
+        body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs (" + ", ".join(rd.name for rd in bad) + ")"))
+    elif runs:
+        body.append(unintended_banner(0, f"all {len(runs)} runs"))
+    body.append('<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
+                "and min / median / max.</p>" + sweep_summary_table(agg))
+    if jain is not None and not jain.empty and not jain["jain_index_mean"].isna().all():
+        body.append("<h2>Jain's fairness index per point</h2>" + _simple_agg_table(jain, "", "jain_index", lambda v: fmt_num(v, 4)))
+    if probes_agg is not None and not probes_agg.empty:
+        body.append("<h2>Probe RTT per point</h2>" + _simple_agg_table(probes_agg, "probe", "rtt_mean_ms", fmt_ms))
+    body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
+    rows = []
+    for rd in runs:
+        rep = rd.dir / "report.html"
+        link = (f'<a href="{escape(os.path.relpath(rep, sweep_dir))}">report</a>' if rep.is_file() else "—")
+        rows.append([cell(str(rd.run.get("point") or "default"), False), cell(fmt_num(rd.run.get("repetition"))),
+                     cell(fmt_num(rd.run.get("seed"))), cell(str(rd.run.get("run_id") or "—"), False),
+                     cell(fmt_num(rd.metrics.get("unintended_drops"))), f"<td>{link}</td>",
+                     cell(str(rd.dir), False)])
+    body.append('<h2 id="runs">Runs</h2>' + table(["point", "repetition", "seed", "run id", "unintended drops",
+                                                   "report", "directory"], rows))
+    return page(title, "".join(body))
+
+
+__all__ = ["render_run_html", "render_sweep_html", "RUN_COLUMNS"]
