@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import catalogue
 from .network import Network
+from .report import render_run, render_sweep
 from .scenario import load_points, resolve
 from .scenario.flows import Resolved
 from .schedule import Job, flow_jobs, probe_jobs
@@ -134,12 +135,7 @@ def execute(run: PlannedRun, run_id: str, on_progress=None) -> Path:
 
     write_metrics(run_dir, t0_ns=t0)
     catalogue.write(run_dir)
-    try:
-        from .report import render_run
-
-        render_run(run_dir)
-    except ImportError:
-        pass
+    render_run(run_dir)
     (run_dir / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     return run_dir
 
@@ -175,10 +171,5 @@ def run_scenario(path: Path, out: Path, overrides: list[str] = (), progress: boo
             bar.advance(overall)
     run_dirs = [r.run_dir for r in runs]
     if len(runs) > 1:
-        try:
-            from .report import render_sweep
-
-            render_sweep(sweep_dir, run_dirs)
-        except ImportError:
-            pass
+        render_sweep(sweep_dir, run_dirs)
     return sweep_dir, run_dirs
