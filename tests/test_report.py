@@ -274,3 +274,31 @@ def test_sweep_banner_and_categorical_axis(tmp_path):
     assert 'class="banner bad"' in html and "1 of 3 runs" in html
     assert (tmp_path / "sweep" / "plots" / "sweep_throughput_bps.png").is_file()
     assert "one repetition per point" in html  # box plots skipped, and said so
+
+
+def test_sweep_points_in_numeric_order(tmp_path):
+    # passed in path order ("20Mbit" sorts before "5Mbit" as text): rows follow the rate
+    runs = [make_run(tmp_path, f"{rate}-{rep}", point=f"rate={rate}", values={"links.bottleneck.forward.rate": rate},
+                     repetition=rep, raw=False) for rate in ("20Mbit", "5Mbit") for rep in (1, 0)]
+    df = sweep_table(runs)
+    assert list(df["point"].drop_duplicates()) == ["rate=5Mbit", "rate=20Mbit"]
+    assert list(df[df["flow"] == "bulk"]["repetition"]) == [0, 1, 0, 1]
+    html = render_sweep(tmp_path / "sweep", runs).read_text()
+    assert html.index("<tr><td>rate=5Mbit</td>") < html.index("<tr><td>rate=20Mbit</td>")
+
+
+def test_runner_forms_of_statistics(tmp_path):
+    """The runner writes probe statistics in the agents' form ({"mean_ms": …}), the
+    engine's lateness summary directly, and per-flow `window_limited`/`complete`."""
+    run = make_run(tmp_path)
+    m = json.loads((run / "metrics.json").read_text())
+    m["probes"]["probe0"]["rtt_ms"] = {"count": 198, "mean_ms": 69.5, "std_ms": 9.6, "min_ms": 40.2, "max_ms": 156.0,
+                                       "p50_ms": 69.6, "p95_ms": 78.8, "p99_ms": 79.7}
+    m["engine"] = {"count": 28157, "mean_us": 0.78, "p50_us": 1.0, "p99_us": 5.0, "max_us": 826.4}
+    m["flows"]["bulk"].update(window_limited=True, complete=True)
+    (run / "metrics.json").write_text(json.dumps(m))
+    html = render_run(run).read_text()
+    assert "69.5 ms" in html and "156 ms" in html
+    assert "826 µs" in html
+    assert "Window-limited: bulk" in html
+    assert sweep_table([run]).set_index("flow").loc["bulk", "window_limited"] == True  # noqa: E712

@@ -71,7 +71,7 @@ def fmt_num(v: Any, digits: int = 3) -> str:
         return "—"
     if isinstance(v, bool):
         return str(v).lower()
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer()):
         return f"{int(v):,}"
     v = float(v)
     if v == 0:
@@ -420,7 +420,7 @@ def _mmm(row, m: str, f) -> str:
 def sweep_summary_table(agg: pd.DataFrame) -> str:
     if agg.empty:
         return "<p>No flows.</p>"
-    metrics = [(c, l) for c, l, _ in FLOW_METRICS if f"{c}_mean" in agg]
+    metrics = [(c, l) for c, l, _ in FLOW_METRICS if f"{c}_mean" in agg and not agg[f"{c}_mean"].isna().all()]
     head1 = "".join(f"<th rowspan=2>{h}</th>" for h in ("point", "flow", "protocol / cc", "runs"))
     head1 += "".join(f'<th colspan=2 style="text-align:center">{escape(l)}</th>' for _, l in metrics)
     head2 = "".join("<th>mean (std)</th><th>min / median / max</th>" for _ in metrics)
@@ -433,8 +433,10 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
             f = _SWEEP_FMT.get(m, fmt_num)
             tds += [_mean_std(row, m, f), _mmm(row, m, f)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
+    absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics]
+    note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
     return (f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+            f"<tbody>{''.join(rows)}</tbody></table></div>{note}")
 
 
 def _simple_agg_table(agg: pd.DataFrame, label: str, m: str, f) -> str:

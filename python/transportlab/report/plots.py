@@ -18,6 +18,7 @@ import pandas as pd
 
 from .. import metrics as M
 from .rundata import RunData
+from .table import parse_value
 from .style import Colors, figure, legend, legend_below, rate_scale, save
 
 
@@ -297,28 +298,6 @@ SWEEP_METRICS = [
 ]
 
 
-def _parse_value(v):
-    """A swept value as a number (rates, durations, sizes, percentages parsed; plain
-    numbers kept) and the kind of unit; None if not numeric."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v), None
-    if isinstance(v, str):
-        from ..scenario import units as U
-
-        s = v.strip()
-        for kind, fn in (("%", U.parse_percentage), ("rate", U.parse_rate), ("duration", U.parse_duration),
-                         ("size", U.parse_size)):
-            if kind == "%" and not s.endswith("%"):
-                continue
-            try:
-                return float(fn(s)), kind
-            except (ValueError, TypeError):
-                continue
-    return None
-
-
 def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, list[str]]:
     """Chooses the x axis of a sweep plot: the first swept path whose values are all
     numeric (or else the first path, or the point label when nothing is swept). Returns
@@ -330,7 +309,7 @@ def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, 
     for p in swept:
         vals = list(dict.fromkeys(df[p].map(_fmt)))
         raw = {_fmt(v): v for v in df[p]}
-        conv = [_parse_value(raw[v]) for v in vals]
+        conv = [parse_value(raw[v]) for v in vals]
         if all(c is not None for c in conv) and len({c[1] for c in conv}) == 1:
             parsed[p] = {v: c[0] for v, c in zip(vals, conv)}
     path = next((p for p in swept if p in parsed), swept[0])
@@ -394,9 +373,11 @@ def plot_sweep_metric(df: pd.DataFrame, swept: list[str], col: str, title: str, 
                     label=line, lw=1.3)
     if log:
         ax.set_xscale("log")
+    if not numeric:
+        ax.set_xlim(-0.5, len(pos) - 0.5)
     ticks = sorted(pos.items(), key=lambda kv: kv[1])
     ax.set_xticks([p for _, p in ticks])
-    ax.set_xticklabels([l for l, _ in ticks], rotation=30 if len(ticks) > 5 or any(len(l) > 10 for l, _ in ticks) else 0,
+    ax.set_xticklabels([l or "default" for l, _ in ticks], rotation=30 if len(ticks) > 5 or any(len(l) > 10 for l, _ in ticks) else 0,
                        ha="right" if len(ticks) > 5 else "center")
     ax.minorticks_off()
     ax.set_xlabel(path if path else "sweep point")

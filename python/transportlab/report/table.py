@@ -25,6 +25,59 @@ FLOW_METRICS = [
 RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
 
 
+def parse_value(v):
+    """A swept value as a number (rates, durations, sizes, percentages parsed; plain
+    numbers kept) and the kind of unit; None if not numeric."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v), None
+    if isinstance(v, str):
+        from ..scenario import units as U
+
+        s = v.strip()
+        for kind, fn in (("%", U.parse_percentage), ("rate", U.parse_rate), ("duration", U.parse_duration),
+                         ("size", U.parse_size)):
+            if kind == "%" and not s.endswith("%"):
+                continue
+            try:
+                return float(fn(s)), kind
+            except (ValueError, TypeError):
+                continue
+    return None
+
+
+def _point_order(df: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
+    """Rows sorted by the swept values (numerically when every value of a path parses as
+    a number, rate, duration, size or percentage; else in first-seen order), then by
+    repetition and in first-seen order of flows."""
+    if df.empty:
+        return df
+    keys = {}
+    for p in swept:
+        parsed = [parse_value(v) for v in df[p]]
+        if all(x is not None for x in parsed) and len({x[1] for x in parsed}) == 1:
+            keys[f"_k{len(keys)}"] = [x[0] for x in parsed]
+        else:
+            order = {v: i for i, v in enumerate(dict.fromkeys(map(str, df[p])))}
+            keys[f"_k{len(keys)}"] = [order[str(v)] for v in df[p]]
+    if not swept:
+        order = {v: i for i, v in enumerate(dict.fromkeys(map(str, df["point"])))}
+        keys["_k0"] = [order[str(v)] for v in df["point"]]
+    flow_col = "flow" if "flow" in df else "probe" if "probe" in df else None
+    if flow_col:
+        order = {v: i for i, v in enumerate(dict.fromkeys(df[flow_col]))}
+        fkey = [order[v] for v in df[flow_col]]
+    else:
+        fkey = [0] * len(df)
+    rep = pd.to_numeric(df["repetition"], errors="coerce").fillna(0).to_numpy()
+    tmp = df.assign(**keys, _rep=rep, _flow=fkey)
+    tmp = tmp.sort_values(list(keys) + ["_rep", "_flow"], kind="stable")
+    out = tmp.drop(columns=list(keys) + ["_rep", "_flow"]).reset_index(drop=True)
+    out.attrs = dict(df.attrs)
+    return out
+
+
 def _get(d: dict | None, k: str):
     """A statistic from {"mean": …} or the agents' {"mean_ms": …} form."""
     d = d if isinstance(d, dict) else {}
@@ -106,7 +159,7 @@ def sweep_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
     cols = RUN_COLUMNS + swept + ["flow", "protocol", "cc", "from", "to"]
     df = pd.DataFrame(rows, columns=None if rows else cols)
     df.attrs["swept"] = swept
-    return df
+    return _point_order(df, swept)
 
 
 def probe_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
@@ -128,7 +181,7 @@ def probe_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
             rows.append(row)
     df = pd.DataFrame(rows)
     df.attrs["swept"] = swept
-    return df
+    return _point_order(df, swept) if rows else df
 
 
 AGG_METRICS = [c for c, _, _ in FLOW_METRICS]
