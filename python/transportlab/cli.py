@@ -94,6 +94,17 @@ def _cmd_clean(args) -> int:
     return 0
 
 
+def _cmd_validate(args) -> int:
+    import time
+
+    from .validate import PARTS, validate
+
+    out = Path(args.out) if args.out else DEFAULT_OUT / "validate" / f"{time.strftime('%Y%m%d-%H%M%S')}-{'quick' if args.quick else 'full'}"
+    ok = validate(out, quick=args.quick, parts=args.part or list(PARTS))
+    print(f"tlab validate: {'all PASS' if ok else 'FAIL'} (runs in {out})")
+    return 0 if ok else 1
+
+
 def _cmd_doctor(args) -> int:
     from .doctor import run_checks
 
@@ -121,6 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("dir")
     q.add_argument("sql")
     q.set_defaults(func=_cmd_query)
+    val = sub.add_parser("validate", help="run the S0 E0 emulator validation and check DESIGN.md's fidelity targets")
+    val.add_argument("--quick", action="store_true", help="fewer points, probes and packets (under 3 minutes)")
+    val.add_argument("--out", help="results folder (default: results/validate/<time>-<quick|full>)")
+    val.add_argument("--part", action="append", choices=["delay", "jitter", "loss", "queue", "bandwidth"],
+                     help="run only this part (repeatable; default: all)")
+    val.set_defaults(func=_cmd_validate)
     sub.add_parser("clean", help="remove what killed runs left behind").set_defaults(func=_cmd_clean)
     sub.add_parser("doctor", help="check that this machine can run experiments").set_defaults(func=_cmd_doctor)
     return p
