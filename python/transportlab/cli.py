@@ -79,7 +79,7 @@ def _cmd_query(args) -> int:
 
     from .catalogue import query
 
-    with pd.option_context("display.max_rows", 200, "display.width", 200):
+    with pd.option_context("display.max_rows", 200, "display.max_columns", None, "display.width", 250):
         print(query(Path(args.dir), args.sql))
     return 0
 
