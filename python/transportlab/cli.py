@@ -58,19 +58,17 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from .report import render_run, render_sweep
+    """Recomputes metrics, catalogue rows, plots and reports from raw artefacts."""
+    from .report import render_sweep
+    from .runner import analyse
 
     d = Path(args.dir)
-    if (d / "metrics.json").exists():
-        print(render_run(d))
-        return 0
-    runs = sorted(p.parent for p in d.glob("**/metrics.json"))
+    runs = sorted(p.parent.parent for p in d.glob("**/raw/t0_ns"))
     if not runs:
-        print(f"tlab report: no runs (metrics.json) under {d}", file=sys.stderr)
+        print(f"tlab report: no runs (raw/t0_ns) under {d}", file=sys.stderr)
         return 2
-    for r in runs:
-        render_run(r)
-    print(render_sweep(d, runs))
+    reports = [analyse(r) for r in runs]
+    print(reports[0] if len(runs) == 1 else render_sweep(d, runs))
     return 0
 
 

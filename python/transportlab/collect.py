@@ -170,6 +170,7 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
             },
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
+    window_metrics = _window_metrics(records, scen, flows, directions, t0_ns)
     metrics = {
         "run": {"scenario": scen["name"], "point": scen["point"]["label"], "values": scen["point"]["values"],
                 "repetition": scen["repetition"], "seed": scen["seed"], "run_id": scen["run_id"],
@@ -178,11 +179,43 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
         "probes": probes,
         "links": links,
         "jain_index": M.jain_index(rates) if len(rates) >= 2 else None,
+        "window": window_metrics,
         "unintended_drops": int(engine.get("unintended_drops_total", M.unintended_drops(records))),
         "engine": engine.get("handover_lateness"),
     }
     (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_json_default))
     return metrics
+
+
+def _window_metrics(records, scen: dict, flows: dict, directions: list[dict], t0_ns: int) -> dict | None:
+    """The comparisons studies make over `analysis.window` (S3: 30–90 s): bytes per flow
+    in the window, |D1 − D2| for two flows, utilisation of the shared bottleneck, and
+    the time after the later flow joins until the two throughput lines first cross."""
+    analysis = scen.get("analysis") or {}
+    window = analysis.get("window")
+    named = {n: f for n, f in flows.items() if "data" in f}
+    if not window or not named:
+        return None
+    start, end = t0_ns + int(window[0] * 1e9), t0_ns + int(window[1] * 1e9)
+    mflows = {n: M.Flow(**f["data"]) for n, f in named.items()}
+    out: dict = {"start_s": window[0], "end_s": window[1], "bytes": {
+        n: int(M.bytes_delivered(records, mflows[n], start, end, path=named[n]["path"])) for n in named}}
+    bottlenecks = {f["bottleneck"] for f in named.values() if f.get("bottleneck") is not None}
+    if len(bottlenecks) == 1:
+        (b,) = bottlenecks
+        cap = directions[b]["spec"].get("rate")
+        out["bottleneck"] = directions[b]["name"]
+        out["utilisation"] = M.link_utilisation(records, b, cap, start, end) if cap else None
+        if len(named) == 2:
+            a, c = named
+            out["byte_difference"] = abs(out["bytes"][a] - out["bytes"][c])
+            bin_ns = int(analysis.get("bin", 1.0) * 1e9)
+            rates = M.throughput_by_flow(records, b, bin_ns, origin_ns=t0_ns, end_ns=end, flows=mflows)
+            by_name = {f["name"]: f for f in scen["flows"]}
+            join = t0_ns + int(max(by_name[a]["start_s"], by_name[c]["start_s"]) * 1e9)
+            crossing = M.crossing_time(rates, join)
+            out["convergence_s"] = crossing / 1e9 if crossing is not None else None
+    return out
 
 
 def _json_default(o):

@@ -93,8 +93,6 @@ def scenario_record(run: PlannedRun, run_id: str) -> dict:
 
 def execute(run: PlannedRun, run_id: str, on_progress=None) -> Path:
     """Runs one repetition of one point into `run.run_dir`; returns it."""
-    from .collect import write_metrics
-
     r = run.resolved
     run_dir = run.run_dir
     if run_dir.exists():  # an unfinished attempt: start it again from scratch
@@ -133,11 +131,20 @@ def execute(run: PlannedRun, run_id: str, on_progress=None) -> Path:
         err = (raw / f"{job.name}-client.stderr").read_text(errors="replace").strip()
         raise RunError(f"{job.name} on {job.host} failed (exit {proc.returncode}): {err}")
 
-    write_metrics(run_dir, t0_ns=t0)
-    catalogue.write(run_dir)
-    render_run(run_dir)
+    (raw / "t0_ns").write_text(str(t0))
+    analyse(run_dir)
     (run_dir / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     return run_dir
+
+
+def analyse(run_dir: Path) -> Path:
+    """metrics.json, the catalogue row, plots and report, from the raw artefacts alone
+    (so they can be recomputed without re-running); returns the report."""
+    from .collect import write_metrics
+
+    write_metrics(run_dir, t0_ns=int((run_dir / "raw" / "t0_ns").read_text()))
+    catalogue.write(run_dir)
+    return render_run(run_dir)
 
 
 class RunError(RuntimeError):
