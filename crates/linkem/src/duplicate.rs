@@ -5,21 +5,20 @@
 //! one behind the other (the copy queues behind its original at the rate stage). The
 //! copy keeps the id and has [`Packet::copy`] set.
 
-use std::collections::VecDeque;
-
+use crate::passing::Passing;
 use crate::rng::{bernoulli, stage_rng, StageRng};
 use crate::{Dropped, Nanos, Packet, Stage};
 
 pub struct Duplicate<P> {
     probability: f64,
     rng: StageRng,
-    out: VecDeque<(Packet<P>, Nanos)>,
+    out: Passing<P>,
 }
 
 impl<P> Duplicate<P> {
     /// A duplication stage with probability `probability`, drawing from `seed`.
     pub fn new(probability: f64, seed: u64) -> Self {
-        Duplicate { probability, rng: stage_rng(seed), out: VecDeque::new() }
+        Duplicate { probability, rng: stage_rng(seed), out: Passing::new() }
     }
 }
 
@@ -30,22 +29,19 @@ impl<P: Clone> Stage<P> for Duplicate<P> {
         } else {
             None
         };
-        self.out.push_back((packet, at));
+        self.out.push(packet, at);
         if let Some(c) = copy {
-            self.out.push_back((c, at));
+            self.out.push(c, at);
         }
         Ok(())
     }
 
     fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
-        match self.out.front() {
-            Some(&(_, due)) if due <= now => self.out.pop_front(),
-            _ => None,
-        }
+        self.out.dequeue(now)
     }
 
     fn next_due(&self) -> Option<Nanos> {
-        self.out.front().map(|&(_, due)| due)
+        self.out.next_due()
     }
 
     fn len(&self) -> usize {

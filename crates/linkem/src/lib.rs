@@ -12,6 +12,7 @@
 pub mod delay;
 pub mod duplicate;
 pub mod loss;
+mod passing;
 pub mod pipeline;
 pub mod queue;
 pub mod rate;

@@ -3,8 +3,7 @@
 //! The stage is instantaneous: a packet it keeps is due at its arrival time, so it only
 //! decides, it never delays. It acts as a packet enters the link, as netem does.
 
-use std::collections::VecDeque;
-
+use crate::passing::Passing;
 use crate::rng::{bernoulli, stage_rng, StageRng};
 use crate::{DropReason, Dropped, Nanos, Packet, Stage};
 
@@ -38,13 +37,13 @@ pub struct Loss<P> {
     model: LossModel,
     state: GeState,
     rng: StageRng,
-    out: VecDeque<(Packet<P>, Nanos)>,
+    out: Passing<P>,
 }
 
 impl<P> Loss<P> {
     /// A loss stage drawing from the stream `seed` (see [`crate::rng`]).
     pub fn new(model: LossModel, seed: u64) -> Self {
-        Loss { model, state: GeState::Good, rng: stage_rng(seed), out: VecDeque::new() }
+        Loss { model, state: GeState::Good, rng: stage_rng(seed), out: Passing::new() }
     }
 
     /// The current Gilbert–Elliott state (always `Good` for Bernoulli).
@@ -76,19 +75,16 @@ impl<P> Stage<P> for Loss<P> {
         if self.decide() {
             return Err(Dropped { packet, reason: DropReason::RandomLoss });
         }
-        self.out.push_back((packet, at));
+        self.out.push(packet, at);
         Ok(())
     }
 
     fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
-        match self.out.front() {
-            Some(&(_, due)) if due <= now => self.out.pop_front(),
-            _ => None,
-        }
+        self.out.dequeue(now)
     }
 
     fn next_due(&self) -> Option<Nanos> {
-        self.out.front().map(|&(_, due)| due)
+        self.out.next_due()
     }
 
     fn len(&self) -> usize {
