@@ -16,14 +16,6 @@ use crate::{output, stats, sys, usage, EchoArgs, ProbeArgs};
 
 const POLL: Duration = Duration::from_millis(100);
 
-fn is_retry(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
-}
 
 pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
     let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
@@ -41,7 +33,7 @@ pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
     let stopped_by = loop {
         let (n, peer) = match sock.recv_from(&mut buf) {
             Ok(x) => x,
-            Err(e) if is_retry(&e) => {
+            Err(e) if sys::is_retry(&e) => {
                 if sys::stop_requested() {
                     break "signal";
                 }

@@ -213,13 +213,6 @@ fn write_tcp_series(path: &std::path::Path, samples: &[Sample]) -> anyhow::Resul
 // ---------------------------------------------------------------------------------------
 // I/O helpers that time out every POLL to honour the stop flag
 
-fn is_retry(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
-    )
-}
-
 /// Writes some bytes; None if a stop was requested while blocked.
 fn write_some(s: &mut TcpStream, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {
@@ -228,7 +221,7 @@ fn write_some(s: &mut TcpStream, buf: &[u8]) -> io::Result<Option<usize>> {
         }
         match s.write(buf) {
             Ok(n) => return Ok(Some(n)),
-            Err(e) if is_retry(&e) => continue,
+            Err(e) if sys::is_retry(&e) => continue,
             Err(e) => return Err(e),
         }
     }
@@ -259,7 +252,7 @@ fn read_some(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
         }
         match s.read(buf) {
             Ok(n) => return Ok(Some(n)),
-            Err(e) if is_retry(&e) => continue,
+            Err(e) if sys::is_retry(&e) => continue,
             Err(e) => return Err(e),
         }
     }
@@ -740,7 +733,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
                 }
                 handles.push(h);
             }
-            Err(e) if is_retry(&e) => continue,
+            Err(e) if sys::is_retry(&e) => continue,
             Err(e) => return Err(e).context("accept failed"),
         }
     };

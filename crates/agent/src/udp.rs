@@ -23,14 +23,6 @@ pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
     }
 }
 
-fn is_retry(e: &std::io::Error) -> bool {
-    matches!(
-        e.kind(),
-        std::io::ErrorKind::WouldBlock
-            | std::io::ErrorKind::TimedOut
-            | std::io::ErrorKind::Interrupted
-    )
-}
 
 pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
     if a.size < UDP_HEADER_LEN as u64 || a.size > MAX_PAYLOAD {
@@ -183,7 +175,7 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         }
         let n = match sock.recv(&mut buf) {
             Ok(n) => n,
-            Err(e) if is_retry(&e) => continue,
+            Err(e) if sys::is_retry(&e) => continue,
             Err(e) => return Err(e).context("recv failed"),
         };
         let recv_ns = sys::now_ns();
