@@ -57,10 +57,6 @@ def _stats_ms(values_ns) -> dict | None:
     return {k: s[k] for k in ("mean", "p50", "p95", "p99")}
 
 
-def _rate(direction: dict) -> float | None:
-    return direction.get("rate")
-
-
 def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns: int, raw: Path) -> dict:
     out: dict = {"protocol": flow["protocol"], "cc": flow.get("cc"), "from": flow["from"], "to": flow["to"],
                  "direction": flow["direction"]}
@@ -72,7 +68,7 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
         return {**out, "bytes_delivered": 0, "throughput_bps": 0.0, "error": "no packets of this flow in the log"}
     path = M.flow_path(records, f)
     dirs = [directions[i] for i in path]
-    rates = [(_rate(d["spec"]) or float("inf"), i) for i, d in zip(path, dirs)]
+    rates = [(d["spec"].get("rate") or float("inf"), i) for i, d in zip(path, dirs)]
     bottleneck = min(rates)[1] if rates else None
     start_ns = t0_ns + int(flow["start_s"] * 1e9)
     delivered = M.bytes_delivered(records, f, path=path)
@@ -93,11 +89,11 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
         "complete": None,
     })
     if flow["protocol"] == "tcp":
-        app = cres  # the client measures set-up to close whichever way data flows
-        out["goodput_bps"] = app.get("goodput_bps")
-        out["complete"] = app.get("complete")
+        # The client measures set-up to close whichever way the data flows.
+        out["goodput_bps"] = cres.get("goodput_bps")
+        out["complete"] = cres.get("complete")
         if flow.get("bytes") or flow.get("objects"):
-            out["completion_s"] = app.get("completion_s") if app.get("complete") else None
+            out["completion_s"] = cres.get("completion_s") if cres.get("complete") else None
         sender = cres if cres.get("sender") == "client" else (sres.get("connections") or [{}])[0]
         out["retransmissions"] = sender.get("retransmits")
         series = read_series(raw / f"{flow['name']}-{'client' if cres.get('sender') == 'client' else 'server'}.arrow")
