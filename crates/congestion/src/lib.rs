@@ -1,0 +1,122 @@
+//! `congestion`: congestion controllers as pure, deterministic state machines.
+//!
+//! A controller sees only the events below — a packet sent, a packet acknowledged (with
+//! RTT estimates), the end of one ACK's worth of acknowledgements, a loss event, an MTU
+//! change — and answers with a congestion window in bytes (and optionally a pacing rate).
+//! **Time is an argument** ([`Nanos`] from an arbitrary origin); nothing here reads a
+//! clock, draws unseeded randomness or knows about any transport library. The QUIC agent
+//! adapts quinn's controller interface to [`Controller`]; a simulator can drive the same
+//! state machines directly.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Nanoseconds since an arbitrary origin chosen by the driver (an instant), or a
+/// duration in nanoseconds (RTTs).
+pub type Nanos = u64;
+
+/// RTT estimates at the moment of an acknowledgement (RFC 9002 §5 names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rtt {
+    /// The sample this acknowledgement produced (ack time − send time of the acked packet).
+    pub latest: Nanos,
+    /// Minimum RTT seen on the path.
+    pub min: Nanos,
+    /// Smoothed RTT.
+    pub smoothed: Nanos,
+}
+
+/// One transmission (a packet, or a batch sent in one go) leaving the sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sent {
+    pub time: Nanos,
+    pub bytes: u64,
+    /// Packet number of the (last) packet sent.
+    pub packet_number: u64,
+    /// Bytes in flight including this transmission.
+    pub bytes_in_flight: u64,
+}
+
+/// One packet newly acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Acked {
+    pub now: Nanos,
+    /// When the acknowledged packet was sent.
+    pub sent_time: Nanos,
+    pub bytes: u64,
+    pub rtt: Rtt,
+    /// The sender had less data to send than the window allowed when this was sent.
+    pub app_limited: bool,
+}
+
+/// A congestion event: one or more packets declared lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    pub now: Nanos,
+    /// Send time of the largest lost packet (recovery periods compare against it).
+    pub sent_time: Nanos,
+    pub bytes: u64,
+    /// RFC 9002 §7.6 persistent congestion.
+    pub persistent: bool,
+}
+
+/// A congestion controller. Call order per ACK frame: `on_ack` for each newly acked
+/// packet, then `on_ack_end` once.
+pub trait Controller: Send {
+    fn on_sent(&mut self, sent: &Sent);
+    fn on_ack(&mut self, acked: &Acked);
+    /// The acknowledgements of one ACK frame have all been given; `bytes_in_flight` is
+    /// what remains in flight.
+    fn on_ack_end(&mut self, _now: Nanos, _bytes_in_flight: u64) {}
+    fn on_loss(&mut self, lost: &Lost);
+    /// The maximum datagram size changed.
+    fn on_mtu(&mut self, mtu: u64);
+    /// Congestion window in bytes.
+    fn window(&self) -> u64;
+    /// Slow-start threshold in bytes, `None` while unset (infinite).
+    fn ssthresh(&self) -> Option<u64> {
+        None
+    }
+    /// Pacing rate in bytes per second, if the algorithm sets one.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// The name [`build`] knows it by.
+    fn name(&self) -> &'static str;
+    /// A fresh copy with the same state (quinn clones controllers per path).
+    fn box_clone(&self) -> Box<dyn Controller>;
+}
+
+/// Parameters by name, as written in a scenario's `cc_params` (values as strings; each
+/// algorithm parses and range-checks its own keys and refuses unknown ones).
+pub type Params = BTreeMap<String, String>;
+
+/// Why [`build`] refused a name or a parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub field: String,
+    pub value: String,
+    pub problem: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} (got {:?})", self.field, self.problem, self.value)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Names [`build`] accepts.
+pub const NAMES: &[&str] = &["newreno", "cubic", "vegas", "ledbat", "delay-correlation"];
+
+/// Builds the controller `name` with `params` for a path whose maximum datagram size is
+/// `mtu` bytes, starting at time `now`.
+pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dyn Controller>, ConfigError> {
+    let _ = (params, mtu, now);
+    Err(ConfigError {
+        field: "cc".into(),
+        value: name.into(),
+        problem: format!("unknown congestion controller; known: {}", NAMES.join(", ")),
+    })
+}
