@@ -19,6 +19,9 @@ def rows(metrics: dict, run_dir: Path) -> pd.DataFrame:
         "run_id": run["run_id"], "run_dir": str(run_dir), "jain_index": metrics.get("jain_index"),
         "unintended_drops": metrics.get("unintended_drops"),
     }
+    window = metrics.get("window") or {}
+    base.update({"window_byte_difference": window.get("byte_difference"), "window_utilisation": window.get("utilisation"),
+                 "convergence_s": window.get("convergence_s")})  # fmt: skip
     for k, v in (run.get("values") or {}).items():
         base[f"sweep:{k}"] = str(v)
     out = []
@@ -29,7 +32,8 @@ def rows(metrics: dict, run_dir: Path) -> pd.DataFrame:
                     "goodput_bps": f.get("goodput_bps"), "completion_s": f.get("completion_s"),
                     "loss_rate": f.get("loss_rate"), "retransmissions": f.get("retransmissions"),
                     "queueing_delay_ms_mean": q.get("mean"), "queueing_delay_ms_p99": q.get("p99"),
-                    "rtt_ms_mean": rtt.get("mean"), "rtt_ms_p99": rtt.get("p99")})
+                    "rtt_ms_mean": rtt.get("mean"), "rtt_ms_p99": rtt.get("p99"),
+                    "lost_packets": f.get("lost_packets"), "window_bytes": (window.get("bytes") or {}).get(name)})
     for name, p in metrics["probes"].items():
         rtt = p.get("rtt_ms") or {}
         out.append({**base, "flow": name, "protocol": "probe", "rtt_ms_mean": rtt.get("mean_ms"),

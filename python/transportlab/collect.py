@@ -147,7 +147,9 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
         probes[p["name"]] = {"rtt_ms": res.get("rtt"), "sent": res.get("sent"), "received": res.get("received"),
                              "lost": res.get("lost"), "owd_forward_ms": res.get("owd_forward"), "owd_reverse_ms": res.get("owd_reverse")}
 
-    window = (t0_ns, t0_ns + int(scen["duration_s"] * 1e9))
+    # A run that stopped when its flows were done ended before its duration.
+    end = raw / "t_end_ns"
+    window = (t0_ns, min(t0_ns + int(scen["duration_s"] * 1e9), int(end.read_text()) if end.exists() else 2**63))
     links = {}
     loss_table = M.link_loss(records, directions=list(range(len(directions))))
     for i, d in enumerate(directions):

@@ -71,6 +71,7 @@ def scenario_record(run: PlannedRun, run_id: str) -> dict:
         "name": r.name,
         "description": r.description,
         "duration_s": r.duration,
+        "stop_when": r.stop_when,
         "seed": run.seed,
         "scenario_seed": r.seed,
         "repetition": run.repetition,
@@ -119,19 +120,27 @@ def execute(run: PlannedRun, run_id: str, on_progress=None) -> Path:
             clients.append((job, net.popen(job.host, job.argv, stdout=subprocess.DEVNULL, stderr=err)))
             err.close()
         deadline = t0 + int((r.duration + CLIENT_GRACE_S) * 1e9)
-        while any(p.poll() is None for _, p in clients) and time.monotonic_ns() < deadline:
+        flow_clients = [p for j, p in clients if j.name in {f.name for f in r.flows}]
+        while time.monotonic_ns() < deadline:
+            if r.stop_when == "flows-done" and flow_clients and all(p.poll() is not None for p in flow_clients):
+                break
+            if all(p.poll() is not None for _, p in clients):
+                # Time 0 plus the duration is the end of the scenario even if every
+                # client finished early: flows of other runs must not be compared over
+                # different spans.
+                _sleep_until(min(deadline, t0 + int(r.duration * 1e9)))
+                break
             if on_progress:
                 on_progress(min(1.0, (time.monotonic_ns() - t0) / 1e9 / r.duration))
             time.sleep(0.1)
-        # Time 0 plus the duration is the end of the scenario even if every client
-        # finished early: flows of other runs must not be compared over different spans.
-        _sleep_until(min(deadline, t0 + int(r.duration * 1e9)))
+        t_end = time.monotonic_ns()
         failures = [(j, p) for j, p in clients if p.poll() is not None and p.returncode != 0]
     for job, proc in failures:
         err = (raw / f"{job.name}-client.stderr").read_text(errors="replace").strip()
         raise RunError(f"{job.name} on {job.host} failed (exit {proc.returncode}): {err}")
 
     (raw / "t0_ns").write_text(str(t0))
+    (raw / "t_end_ns").write_text(str(t_end))
     analyse(run_dir)
     (run_dir / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
     return run_dir

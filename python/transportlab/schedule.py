@@ -46,6 +46,9 @@ def flow_jobs(flow: Flow, server_addr: str, raw: Path, duration: float) -> list[
                 argv += ["--tcp-info-interval", _d(flow.tcp_info_interval)]
         if flow.mss:
             client += ["--mss", str(flow.mss)]
+        if flow.tls:
+            server.append("--tls")
+            client.append("--tls")
         if flow.objects is not None:
             client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size)]
         else:
@@ -61,9 +64,37 @@ def flow_jobs(flow: Flow, server_addr: str, raw: Path, duration: float) -> list[
         client += ["--count", str(flow.count)] if flow.count else ["--duration", _d(flow.end - flow.start)]
         if flow.burst > 1:
             client += ["--burst", str(flow.burst)]
+    elif flow.protocol == "quic":
+        server, client = _quic_argv(agent, flow, server_addr, serve_for)
+        server += ["--summary", str(s_sum), "--series", str(s_ser)]
+        client += ["--summary", str(c_sum), "--series", str(c_ser)]
     else:
-        raise NotSupported(f"flows.{flow.name}: protocol {flow.protocol!r} is not supported yet (tcp and udp are)")
+        raise NotSupported(f"flows.{flow.name}: protocol {flow.protocol!r} is not supported yet (tcp, udp and quic are)")
     return [Job(flow.name, flow.to, server, 0.0, True), Job(flow.name, flow.from_, client, flow.start, False)]
+
+
+def _quic_argv(agent: str, flow: Flow, server_addr: str, serve_for: str) -> tuple[list[str], list[str]]:
+    """Both ends get the controller: the sending end's is the one that acts."""
+    server = [agent, "quic-server", "--bind", f"0.0.0.0:{flow.port}", "--once", "--duration", serve_for]
+    client = [agent, "quic-client", "--connect", f"{server_addr}:{flow.port}"]
+    for argv in (server, client):
+        argv += ["--cc", str(flow.cc)]
+        for key, value in sorted(flow.cc_params.items()):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            argv += ["--cc-param", f"{key}={text}"]
+        if flow.mss:
+            argv += ["--datagram-size", str(flow.mss)]
+    if flow.objects is not None:
+        client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size),
+                   "--streams", str(flow.streams)]  # fmt: skip
+    elif flow.size is not None:
+        per_s = flow.rate / (8 * flow.size) if flow.rate else 1 / flow.interval
+        client += ["--message-size", str(flow.size), "--message-rate", f"{per_s:.9g}", "--duration", _d(flow.end - flow.start)]
+        client += ["--direction", flow.direction]
+    else:
+        client += ["--direction", flow.direction]
+        client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", _d(flow.end - flow.start)]
+    return server, client
 
 
 def probe_jobs(probe: Probe, server_addr: str, raw: Path, duration: float) -> list[Job]:

@@ -35,12 +35,13 @@ class Flow:
     count: int | None = None
     cc: str | None = None
     cc_params: dict = field(default_factory=dict)
-    rate: float | None = None  # udp: payload bits/s
-    interval: float | None = None  # udp: seconds between bursts
-    size: int | None = None  # udp: datagram payload bytes
+    rate: float | None = None  # udp: payload bits/s; quic messages: message bits/s
+    interval: float | None = None  # udp: seconds between bursts; quic: between messages
+    size: int | None = None  # udp: datagram payload bytes; quic: message bytes
     burst: int = 1  # udp: datagrams per deadline
     streams: int = 1
-    mss: int | None = None
+    mss: int | None = None  # tcp: TCP_MAXSEG; quic: datagram size
+    tls: bool = False  # tcp: TLS 1.3 over the connection ("HTTPS")
     tcp_info_interval: float | None = None  # tcp only
 
     @property
@@ -83,6 +84,7 @@ class Resolved:
     name: str
     description: str | None
     duration: float
+    stop_when: str  # "duration" or "flows-done"
     seed: int
     repetitions: int
     topology: Topology

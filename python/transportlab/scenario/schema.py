@@ -246,13 +246,15 @@ class FlowSpec(_Table):
     bytes: PositiveSize | None = None
     objects: ObjectsSpec | None = None
     count: Count | None = None
-    # UDP sending pattern: `size` and one of `rate` / `interval`; `burst` per deadline.
+    # Sending pattern of udp datagrams and of quic messages (constant-rate messages on one
+    # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline.
     rate: Rate | None = None
     interval: PositiveDuration | None = None
     size: Size | None = None
     burst: Count = 1
     streams: Count = 1
     mss: int | None = None
+    tls: bool = False
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
 
@@ -280,10 +282,23 @@ class FlowSpec(_Table):
             if (self.rate is None) == (self.interval is None):
                 which = ("interval",) if self.rate is not None else ("rate",)
                 raise FieldIssue("a udp flow needs exactly one of rate and interval", which)
+        elif p == "quic" and (self.size is not None or self.rate is not None or self.interval is not None):
+            if self.size is None:
+                raise FieldIssue("constant-rate quic messages need size (bytes per message)", ("size",))
+            if not 16 <= self.size <= 16 * 2**20:
+                raise FieldIssue("a quic message is 16 bytes to 16 MiB", ("size",))
+            if (self.rate is None) == (self.interval is None):
+                which = ("interval",) if self.rate is not None else ("rate",)
+                raise FieldIssue("constant-rate quic messages need exactly one of rate and interval", which)
+            for k in ("bytes", "objects", "burst", "count"):
+                if k in given:
+                    raise FieldIssue(f"constant-rate quic messages run until stop; {k} does not apply", (k,))
         else:
             for k in ("rate", "interval", "size", "burst", "count"):
                 if k in given:
-                    raise FieldIssue(f"{k} is only for udp flows", (k,))
+                    raise FieldIssue(f"{k} is only for udp flows (and rate, interval, size for quic messages)", (k,))
+        if self.tls and p != "tcp":
+            raise FieldIssue("tls is for tcp flows (quic always runs TLS 1.3)", ("tls",))
         if "streams" in given and p != "quic" and self.streams != 1:
             raise FieldIssue("several streams on one connection need protocol = \"quic\"", ("streams",))
         if self.mss is not None:
@@ -392,6 +407,9 @@ class Scenario(_Table):
     name: ScenarioName
     description: str | None = None
     duration: PositiveDuration
+    # "flows-done": a run ends as soon as every flow's client has finished (downloads of
+    # a fixed size); `duration` is then the limit. Probes alone never keep a run going.
+    stop_when: Literal["duration", "flows-done"] = "duration"
     seed: Annotated[int, Field(ge=0, lt=2**63)] = 1
     repetitions: Count = 1
     hosts: Annotated[list[HostName], Field(min_length=1)]

@@ -92,6 +92,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 burst=f.burst,
                 streams=f.streams,
                 mss=f.mss,
+                tls=f.tls,
                 tcp_info_interval=f.tcp_info_interval if f.protocol == "tcp" else None,
             )
         )
@@ -122,6 +123,7 @@ def resolve(s: Scenario) -> Resolved:
         name=s.name,
         description=s.description,
         duration=s.duration,
+        stop_when=s.stop_when,
         seed=s.seed,
         repetitions=s.repetitions,
         topology=to_topology(s),
