@@ -84,6 +84,8 @@ def _quic_argv(agent: str, flow: Flow, server_addr: str, serve_for: str) -> tupl
             argv += ["--cc-param", f"{key}={text}"]
         if flow.mss:
             argv += ["--datagram-size", str(flow.mss)]
+        if flow.rcvbuf:
+            argv += ["--rcvbuf", str(flow.rcvbuf)]
     if flow.objects is not None:
         client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size),
                    "--streams", str(flow.streams)]  # fmt: skip
@@ -94,6 +96,8 @@ def _quic_argv(agent: str, flow: Flow, server_addr: str, serve_for: str) -> tupl
     else:
         client += ["--direction", flow.direction]
         client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", _d(flow.end - flow.start)]
+        if flow.streams > 1:
+            client += ["--streams", str(flow.streams)]
     return server, client
 
 

@@ -42,6 +42,15 @@ class Direction:
     loss: float = 0.0
     gilbert_elliott: GilbertElliott | None = None
     duplicate: float = 0.0
+    multipath: Multipath | None = None
+
+    @property
+    def path_rate(self) -> float | None:
+        return self.multipath.capacity() if self.multipath else self.rate
+
+    @property
+    def path_delay(self) -> float:
+        return self.multipath.delay() if self.multipath else self.delay
 
     def engine_spec(self) -> dict:
         """The linkem `DirectionSpec` as the engine's JSON config expects it."""
@@ -75,6 +84,30 @@ class Direction:
             "loss": loss,
             "duplicate": self.duplicate,
         }
+
+
+@dataclass(frozen=True)
+class Multipath:
+    """A direction spread over legs: the split numbers packets (inside the engine) and
+    sends each batch's shares on the legs (`shares`; None = duplicate every packet on
+    every leg); the merge reorders by sequence number with t-Reordering (PDCP)."""
+
+    legs: tuple[tuple[str, Direction], ...]  # (leg name, its parameters)
+    shares: tuple[float, ...] | None
+    batch: int | None
+    merge: bool = True
+    t_reordering: float = 0.200
+
+    def capacity(self) -> float | None:
+        """Bits/s the legs carry together (duplication: the slowest leg's), None if any
+        leg is unlimited."""
+        rates = [d.rate for _, d in self.legs]
+        if any(r is None for r in rates):
+            return None
+        return min(rates) if self.shares is None else sum(rates)
+
+    def delay(self) -> float:
+        return max(d.delay for _, d in self.legs)
 
 
 @dataclass(frozen=True)
@@ -200,10 +233,10 @@ class Topology:
         dirs = self.directions()
         there = self.route(src, dst).directions
         back = self.route(dst, src).directions
-        return sum(dirs[i][1].delay for i in there + back)
+        return sum(dirs[i][1].path_delay for i in there + back)
 
     def path_rate(self, src: str, dst: str) -> float | None:
         """The lowest constant rate on the way from src to dst (None: unlimited)."""
         dirs = self.directions()
-        rates = [dirs[i][1].rate for i in self.route(src, dst).directions if dirs[i][1].rate]
+        rates = [dirs[i][1].path_rate for i in self.route(src, dst).directions if dirs[i][1].path_rate]
         return min(rates) if rates else None

@@ -25,6 +25,13 @@ def _duplicates(names: list[str]) -> list[int]:
     return out
 
 
+# Linux (6.x) keeps these per namespace but read-only outside the initial one: a host
+# namespace inherits the machine's values. A flow's own socket buffer is the way.
+NETNS_READ_ONLY = {f"net.core.{d}mem_{k}" for d in "rw" for k in ("default", "max")}
+NETNS_READ_ONLY_WHY = ("read-only inside a host namespace on Linux; set the flow's socket buffer instead "
+                       "(quic flows: rcvbuf = \"32MiB\", set with SO_RCVBUFFORCE, above rmem_max)")  # fmt: skip
+
+
 def check_scenario(s: "Scenario") -> list[Problem]:
     out: list[Problem] = []
     hosts, routers = s.hosts, s.routers
@@ -106,9 +113,12 @@ def check_scenario(s: "Scenario") -> list[Problem]:
             out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))
         ports[key] = i
 
-    for host in s.sysctls:
+    for host, values in s.sysctls.items():
         if host not in hosts:
             out.append((("sysctls", host), f"unknown host (hosts: {', '.join(hosts)})", host))
+        for key in values:
+            if key in NETNS_READ_ONLY:
+                out.append((("sysctls", host, key), NETNS_READ_ONLY_WHY, values[key]))
 
     a = s.analysis
     if a.window is not None and a.window[1] > s.duration:

@@ -42,6 +42,7 @@ class Flow:
     streams: int = 1
     mss: int | None = None  # tcp: TCP_MAXSEG; quic: datagram size
     tls: bool = False  # tcp: TLS 1.3 over the connection ("HTTPS")
+    rcvbuf: int | None = None  # quic: UDP socket receive buffer of both ends (bytes)
     tcp_info_interval: float | None = None  # tcp only
 
     @property

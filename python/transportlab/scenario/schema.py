@@ -139,8 +139,8 @@ class QueueSpec(_Table):
         return self
 
 
-class DirectionSpec(_Table):
-    """One direction of a link. Unset = ideal (no delay, unlimited rate, no loss)."""
+class PathSpec(_Table):
+    """What one path of a direction does to packets (a plain direction, or one leg)."""
 
     rate: Rate | None = None
     trace: str | None = None
@@ -155,7 +155,7 @@ class DirectionSpec(_Table):
     _trace_ms: tuple[int, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _check(self, info: ValidationInfo) -> "DirectionSpec":
+    def _check_path(self, info: ValidationInfo) -> "PathSpec":
         if self.rate is not None and self.trace is not None:
             raise FieldIssue("rate and trace exclude each other: a trace is the rate", ("trace",))
         if self.queue is not None and self.rate is None and self.trace is None:
@@ -179,6 +179,93 @@ class DirectionSpec(_Table):
         if self.trace is not None and self._trace_ms is None:
             self._trace_ms = load_trace(self.trace)
         return self._trace_ms
+
+
+class LegSpec(PathSpec):
+    """One leg of a multipath direction (e.g. one radio link of dual connectivity)."""
+
+    name: ItemName
+
+    @model_validator(mode="after")
+    def _check_leg(self) -> "LegSpec":
+        if self.queue is not None and self.queue.bdp is not None and self.queue.rtt is None:
+            raise FieldIssue("a leg's queue in bdp needs its rtt: {bdp = X, rtt = \"40ms\"}", ("queue",))
+        return self
+
+
+class SplitSpec(_Table):
+    """How the sender side spreads packets over the legs. "batch": of every `batch`
+    consecutive packets, the first ratio·batch go on leg 1 and the rest on leg 2 (with
+    more legs, `shares` per leg); "duplicate": every packet on every leg."""
+
+    mode: Literal["batch", "duplicate"] = "batch"
+    batch: Count | None = None
+    ratio: Probability | None = None
+    shares: list[Annotated[float, Field(ge=0, le=1)]] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "SplitSpec":
+        if self.mode == "duplicate":
+            for k in ("batch", "ratio", "shares"):
+                if getattr(self, k) is not None:
+                    raise FieldIssue(f"{k} is for mode = \"batch\"; duplication sends every packet on every leg", (k,))
+            return self
+        if self.batch is None:
+            raise FieldIssue("a batch split needs batch (packets per batch)", ("batch",))
+        if (self.ratio is None) == (self.shares is None):
+            raise FieldIssue("a batch split needs exactly one of ratio (share on leg 1, two legs) and shares (one per leg)",
+                             ("ratio",))  # fmt: skip
+        if self.shares is not None and abs(sum(self.shares) - 1.0) > 1e-9:
+            raise FieldIssue(f"shares must add up to 1 (they add up to {sum(self.shares):g})", ("shares",))
+        return self
+
+    def leg_shares(self, legs: int) -> list[float] | None:
+        if self.mode == "duplicate":
+            return None
+        return list(self.shares) if self.shares is not None else [self.ratio, 1.0 - self.ratio]
+
+
+class MergeSpec(_Table):
+    """The receiving side: PDCP reordering by sequence number with t-Reordering, which
+    also discards duplicates; `enabled = false` hands packets over as they arrive."""
+
+    enabled: bool = True
+    t_reordering: PositiveDuration = 0.200
+
+
+class DirectionSpec(PathSpec):
+    """One direction of a link. Unset = ideal (no delay, unlimited rate, no loss). With
+    `legs` the direction is multipath: `split` spreads packets over the legs, `merge`
+    puts them back in order; the parameters are then each leg's."""
+
+    legs: Annotated[list[LegSpec], Field(min_length=2)] | None = None
+    split: SplitSpec | None = None
+    merge: MergeSpec | None = None
+
+    @model_validator(mode="after")
+    def _check_legs(self) -> "DirectionSpec":
+        given = self.model_fields_set
+        if self.legs is None:
+            for k in ("split", "merge"):
+                if k in given:
+                    raise FieldIssue(f"{k} goes with legs (a multipath direction)", (k,))
+            return self
+        own = [k for k in PathSpec.model_fields if k in given]
+        if own:
+            raise FieldIssue("a direction with legs takes its parameters per leg; move it into legs", (own[0],))
+        if self.split is None:
+            raise FieldIssue("a direction with legs needs split, e.g. {batch = 100, ratio = 0.5} or {mode = \"duplicate\"}",
+                             ("split",))  # fmt: skip
+        shares = self.split.leg_shares(len(self.legs))
+        if shares is not None and len(shares) != len(self.legs):
+            field = "shares" if self.split.shares is not None else "ratio"
+            raise FieldIssue(f"{len(self.legs)} legs need {len(self.legs)} shares (ratio is for two legs)", ("split", field))
+        names = [leg.name for leg in self.legs]
+        if len(set(names)) != len(names):
+            raise FieldIssue(f"leg names must differ, got {names}", ("legs",))
+        if self.merge is None:
+            self.merge = MergeSpec()
+        return self
 
 
 class LinkSpec(_Table):
@@ -255,6 +342,7 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
+    rcvbuf: PositiveSize | None = None
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
 
@@ -297,6 +385,8 @@ class FlowSpec(_Table):
             for k in ("rate", "interval", "size", "burst", "count"):
                 if k in given:
                     raise FieldIssue(f"{k} is only for udp flows (and rate, interval, size for quic messages)", (k,))
+        if self.rcvbuf is not None and p != "quic":
+            raise FieldIssue("rcvbuf is for quic flows (tcp autotunes: set net.ipv4.tcp_rmem in sysctls)", ("rcvbuf",))
         if self.tls and p != "tcp":
             raise FieldIssue("tls is for tcp flows (quic always runs TLS 1.3)", ("tls",))
         if "streams" in given and p != "quic" and self.streams != 1:

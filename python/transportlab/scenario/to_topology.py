@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..topology import Direction, GilbertElliott, Link, Topology
+from ..topology import Direction, GilbertElliott, Link, Multipath, Topology
 from .flows import Analysis, Flow, Objects, Probe, Resolved
-from .schema import LinkSpec, Scenario
+from .queues import bdp_packets
+from .schema import LegSpec, LinkSpec, PathSpec, Scenario
 
 FIRST_PORT = 5201
 
 
-def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direction:
-    d = getattr(link, which)
+def _path(d: PathSpec, queue_packets: int | None) -> Direction:
     loss, ge = 0.0, None
     if isinstance(d.loss, float):
         loss = d.loss
@@ -23,7 +23,7 @@ def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direct
     return Direction(
         rate=d.rate,
         trace_ms=d.trace_ms,
-        queue_packets=link.queue_packets(which),
+        queue_packets=queue_packets,
         queue_bytes=d.queue.bytes if d.queue is not None else None,
         delay=d.delay,
         jitter=d.jitter,
@@ -33,6 +33,31 @@ def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direct
         gilbert_elliott=ge,
         duplicate=d.duplicate,
     )
+
+
+def _leg_queue_packets(leg: LegSpec) -> int | None:
+    q = leg.queue
+    if q is None:
+        return None
+    if q.bdp is not None:
+        assert leg.rate is not None and q.rtt is not None  # checked by the schema
+        return bdp_packets(leg.rate, q.rtt, q.bdp)
+    return q.packets
+
+
+def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direction:
+    d = getattr(link, which)
+    if d.legs is None:
+        return _path(d, link.queue_packets(which))
+    assert d.split is not None and d.merge is not None  # the schema fills them in
+    shares = d.split.leg_shares(len(d.legs))
+    return Direction(multipath=Multipath(
+        legs=tuple((leg.name, _path(leg, _leg_queue_packets(leg))) for leg in d.legs),
+        shares=tuple(shares) if shares is not None else None,
+        batch=d.split.batch,
+        merge=d.merge.enabled,
+        t_reordering=d.merge.t_reordering,
+    ))
 
 
 def to_topology(s: Scenario) -> Topology:
@@ -93,6 +118,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 streams=f.streams,
                 mss=f.mss,
                 tls=f.tls,
+                rcvbuf=f.rcvbuf,
                 tcp_info_interval=f.tcp_info_interval if f.protocol == "tcp" else None,
             )
         )
