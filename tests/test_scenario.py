@@ -231,6 +231,24 @@ BAD = [
      "probes.ping.interval", "missing"),
     ("sysctls for unknown host", doc(extra='[sysctls.nobody]\n"net.core.rmem_max" = 1'), [], "sysctls.nobody",
      "'nobody'"),
+    ("multipath direction with its own rate", doc(fwd='rate = "10Mbit", legs = [{ name = "m", rate = "20Mbit", delay = "10ms" }, { name = "s", rate = "20Mbit", delay = "10ms" }], split = { batch = 10, ratio = 0.5 }'), [],
+     "links.bottleneck.forward.rate", "'10Mbit'"),
+    ("legs without split", doc(fwd='legs = [{ name = "m", rate = "20Mbit", delay = "10ms" }, { name = "s", rate = "20Mbit", delay = "10ms" }]'), [], "links.bottleneck.forward.split", "needs split"),
+    ("split shares do not add up", doc(fwd='legs = [{ name = "m", rate = "20Mbit", delay = "10ms" }, { name = "s", rate = "20Mbit", delay = "10ms" }], split = { batch = 10, shares = [0.5, 0.6] }'), [],
+     "links.bottleneck.forward.split.shares", "0.5"),
+    ("duplicate split with a batch", doc(fwd='legs = [{ name = "m", rate = "20Mbit", delay = "10ms" }, { name = "s", rate = "20Mbit", delay = "10ms" }], split = { mode = "duplicate", batch = 10 }'), [],
+     "links.bottleneck.forward.split.batch", "10"),
+    ("merge without legs", doc(fwd='rate = "1Mbit", merge = { enabled = false }'), [], "links.bottleneck.forward.merge",
+     "enabled"),
+    ("leg queue in bdp without rtt", doc(fwd='legs = [{ name = "m", rate = "20Mbit", queue = { bdp = 1 } }, { name = "s" }], '
+     'split = { batch = 10, ratio = 0.5 }'), [], "links.bottleneck.forward.legs.m.queue", "bdp"),
+    ("quic message without rate", doc(protocol="quic", flow='size = 1200'), [], "flows.bulk.rate", "exactly one of rate and interval"),
+    ("quic messages with bytes", doc(protocol="quic", flow='size = 1200\nrate = "1Mbit"\nbytes = "1MB"'), [],
+     "flows.bulk.bytes", "1MB"),
+    ("rcvbuf on tcp", doc(flow='rcvbuf = "32MiB"'), [], "flows.bulk.rcvbuf", "32MiB"),
+    ("tls on quic", doc(protocol="quic", flow='tls = true'), [], "flows.bulk.tls", "true"),
+    ("sysctl read-only in a namespace", doc(extra='[sysctls.client]\n"net.core.rmem_default" = 33554432'), [],
+     'sysctls.client."net.core.rmem_default"', "33554432"),
     ("analysis window past the end", doc(extra='[analysis]\nwindow = ["5s", "25s"]'), [], "analysis.window",
      "'25s'"),
     ("duplicate flow name",
@@ -490,7 +508,7 @@ def test_dumbbell_to_topology():
     assert len(set(ports)) == 4 and bulk.port == 5201
     (probe,) = r.probes
     assert (probe.name, probe.interval, probe.count, probe.end, probe.size) == ("probe0", 0.1, 100, 30.0, 64)
-    assert r.sysctls == {"client1": {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.core.rmem_max": "33554432"}}
+    assert r.sysctls == {"client1": {"net.ipv4.tcp_rmem": "4096 131072 6291456", "net.ipv4.udp_rmem_min": "8192"}}
     assert (r.seed, r.repetitions, r.duration) == (7, 3, 30.0)
     a = r.analysis
     assert (a.bin, a.window, a.fairness_delta, a.bottleneck) == (1.0, (5.0, 25.0), 0.1, "bottleneck")
