@@ -458,6 +458,30 @@ forward = { rate = "20Mbit" }
     assert (last.links[0].forward.rate, last.links[1].forward.rate) == (32e6, 8e6)
 
 
+def test_sweep_together_labels_name_the_steps(tmp_path):
+    extra = """
+[sweep.together.arm]
+"flows.bulk.cc" = ["reno", "cubic"]
+"links.bottleneck.forward.rate" = ["20Mbit", "30Mbit"]
+labels = ["reno-20", "cubic-30"]
+"""
+    points = load_points(write(tmp_path, doc(extra=extra)))
+    assert [p.label for p in points] == ["arm=reno-20", "arm=cubic-30"]
+    assert points[1].axes == {"arm": "cubic-30"}
+    assert points[1].scenario.flows[0].cc == "cubic"
+
+
+@pytest.mark.parametrize("labels", ['["a"]', '["a", "a"]', '["a b", "c"]', '[1, 2]'])
+def test_sweep_together_bad_labels(tmp_path, labels):
+    extra = f"""
+[sweep.together.arm]
+"flows.bulk.cc" = ["reno", "cubic"]
+labels = {labels}
+"""
+    with pytest.raises(ScenarioError, match=r"sweep\.together\.arm"):
+        load_scenario(write(tmp_path, doc(extra=extra)))
+
+
 def test_sweep_group_lengths_must_match(tmp_path):
     extra = """
 [sweep.together.ratio]

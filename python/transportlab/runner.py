@@ -34,6 +34,7 @@ class PlannedRun:
     seed: int
     run_dir: Path
     resolved: Resolved
+    point_axes: dict  # sweep axis name → this point's step label
 
 
 def _point_dir(label: str) -> str:
@@ -51,7 +52,7 @@ def plan(path: Path, out: Path, overrides: list[str] = ()) -> tuple[Path, list[P
         for rep in range(res.repetitions):
             seed = derive_seed(res.seed, point.label, rep)
             run_dir = sweep_dir / _point_dir(point.label) / f"rep-{rep}"
-            runs.append(PlannedRun(point.label, dict(point.values), rep, seed, run_dir, res))
+            runs.append(PlannedRun(point.label, dict(point.values), rep, seed, run_dir, res, dict(point.axes)))
     return sweep_dir, runs
 
 
@@ -76,7 +77,7 @@ def scenario_record(run: PlannedRun, run_id: str) -> dict:
         "scenario_seed": r.seed,
         "repetition": run.repetition,
         "run_id": run_id,
-        "point": {"label": run.point_label, "values": run.point_values},
+        "point": {"label": run.point_label, "values": run.point_values, "axes": run.point_axes},
         "hosts": list(topo.hosts),
         "routers": list(r.routers),
         "addresses": {h: topo.address(h) for h in topo.hosts},

@@ -342,7 +342,9 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
-    rcvbuf: PositiveSize | None = None
+    # UDP socket receive buffer of a quic flow's two ends; "default" = the namespace's
+    # net.core.rmem_default (so one sweep axis can compare default and enlarged).
+    rcvbuf: Union[Literal["default"], PositiveSize] = "default"
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
 
@@ -385,7 +387,7 @@ class FlowSpec(_Table):
             for k in ("rate", "interval", "size", "burst", "count"):
                 if k in given:
                     raise FieldIssue(f"{k} is only for udp flows (and rate, interval, size for quic messages)", (k,))
-        if self.rcvbuf is not None and p != "quic":
+        if self.rcvbuf != "default" and p != "quic":
             raise FieldIssue("rcvbuf is for quic flows (tcp autotunes: set net.ipv4.tcp_rmem in sysctls)", ("rcvbuf",))
         if self.tls and p != "tcp":
             raise FieldIssue("tls is for tcp flows (quic always runs TLS 1.3)", ("tls",))

@@ -6,6 +6,7 @@
     [sweep.together.ratio]                                  # one axis whose paths
     "links.leg1.forward.rate" = ["20Mbit", "30Mbit"]        # move together
     "links.leg2.forward.rate" = ["20Mbit", "10Mbit"]
+    labels = ["1:1", "3:1"]                                 # optional step names
 
 Points are the cartesian product of the axes, the first axis varying slowest. Each point
 is the file without `[sweep]`, with that point's values set at their paths, validated.
@@ -15,14 +16,18 @@ from __future__ import annotations
 
 import copy
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import FieldIssue, Issue, ScenarioError, format_value
+from .errors import MISSING, FieldIssue, Issue, ScenarioError, format_value
 from .paths import PathError, format_path, parse_path, set_path
 from .schema import Scenario, _check_sweep
 from .validate import validate
+
+
+_STEP_LABEL = re.compile(r"[A-Za-z0-9._:+-]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,12 @@ class Axis:
     keys: tuple[tuple[str, ...], ...]  # where each path sits under [sweep]
     paths: tuple[str, ...]
     steps: tuple[tuple[Any, ...], ...]  # per step, one value per path
+    labels: tuple[str, ...] | None = None  # per step, a name given in the file
+
+    def step_label(self, step: int) -> str:
+        if self.labels is not None:
+            return self.labels[step]
+        return "/".join(_label_value(v) for v in self.steps[step])
 
 
 @dataclass(frozen=True)
@@ -39,6 +50,7 @@ class Point:
     values: dict[str, Any]  # field path → value as written
     label: str  # e.g. "rate=10Mbit,cc=cubic"; "" when there is no sweep
     scenario: Scenario
+    axes: dict[str, str]  # axis name → this point's step label
 
 
 def _sweep_key(keys: tuple[str, ...]) -> str:
@@ -53,9 +65,13 @@ def axes(raw: dict, file: str = "<scenario>") -> list[Axis]:
     except FieldIssue as e:
         raise ScenarioError(file, [Issue(format_path(("sweep",) + f), p, v) for f, p, v in e.issues]) from None
     groups: list[tuple[str | None, list[tuple[tuple[str, ...], str, list]]]] = []
+    labels: dict[str, tuple[str, ...]] = {}
     for key, values in sweep.items():
         if key == "together":
             for group, paths in values.items():
+                paths = dict(paths)
+                if LABELS in paths:
+                    labels[group] = _step_labels(paths.pop(LABELS), paths, file, group)
                 groups.append((group, [(("together", group, p), p, vs) for p, vs in paths.items()]))
         else:
             groups.append((None, [((key,), key, values)]))
@@ -80,8 +96,25 @@ def axes(raw: dict, file: str = "<scenario>") -> list[Axis]:
             keys=tuple(k for k, _, _ in members),
             paths=tuple(p for _, p, _ in members),
             steps=tuple(zip(*(vs for _, _, vs in members))),
+            labels=labels.get(name),
         ))  # fmt: skip
     return out
+
+
+LABELS = "labels"  # in a together group: names of its steps, not a field path
+
+
+def _step_labels(values: Any, paths: dict, file: str, group: str) -> tuple[str, ...]:
+    where = _sweep_key(("together", group, LABELS))
+    if not paths:
+        raise ScenarioError(file, [Issue(format_path(("sweep", "together", group)), "labels name the steps of field paths; "
+                                         "give at least one path", MISSING)])  # fmt: skip
+    n = len(next(iter(paths.values())))
+    if (not isinstance(values, list) or len(values) != n or len(set(values)) != n
+            or not all(isinstance(v, str) and _STEP_LABEL.fullmatch(v) for v in values)):
+        raise ScenarioError(file, [Issue(where, f"expected {n} different names (one per step) of letters, digits, "
+                                                "'.', '_', ':', '+' or '-'", values)])  # fmt: skip
+    return tuple(values)
 
 
 def _short(segments: list, others: list[list]) -> str:
@@ -113,12 +146,14 @@ def expand(raw: dict, *, file: str = "<scenario>", base_dir: str | Path | None =
         values: dict[str, Any] = {}
         where: list[tuple[str, str]] = []  # (formatted field path, its place under [sweep])
         parts = []
+        steps: dict[str, str] = {}
         for axis, step in zip(all_axes, combo):
             for keys, path, value in zip(axis.keys, axis.paths, axis.steps[step]):
                 resolved = set_path(doc, path, copy.deepcopy(value), Scenario)
                 values[path] = value
                 where.append((format_path(resolved, doc), f"{_sweep_key(keys)}[{step}]"))
-            shown = "/".join(_label_value(v) for v in axis.steps[step])
+            shown = axis.step_label(step)
+            steps[axis.name] = shown
             parts.append(f"{axis.name}={shown}")
         label = ",".join(parts)
         try:
@@ -126,7 +161,7 @@ def expand(raw: dict, *, file: str = "<scenario>", base_dir: str | Path | None =
         except ScenarioError as e:
             issues += [_relocate(i, where, label) for i in e.issues]
             continue
-        points.append(Point(index, values, label, scenario))
+        points.append(Point(index, values, label, scenario, steps))
     if issues:
         unique = list({(i.path, i.problem): i for i in issues}.values())
         raise ScenarioError(file, unique)

@@ -118,7 +118,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 streams=f.streams,
                 mss=f.mss,
                 tls=f.tls,
-                rcvbuf=f.rcvbuf,
+                rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
                 tcp_info_interval=f.tcp_info_interval if f.protocol == "tcp" else None,
             )
         )
