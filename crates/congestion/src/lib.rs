@@ -11,6 +11,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub mod cubic;
+pub mod newreno;
+mod params;
+mod recovery;
+mod window;
+
+pub use window::{initial_window, minimum_window};
+
 /// Nanoseconds since an arbitrary origin chosen by the driver (an instant), or a
 /// duration in nanoseconds (RTTs).
 pub type Nanos = u64;
@@ -83,6 +91,11 @@ pub trait Controller: Send {
     }
     /// The name [`build`] knows it by.
     fn name(&self) -> &'static str;
+    /// Internal state worth logging, as (name, value) pairs; empty unless the algorithm
+    /// has something beyond window and ssthresh to show (e.g. delay-correlation's clamp).
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
     /// A fresh copy with the same state (quinn clones controllers per path).
     fn box_clone(&self) -> Box<dyn Controller>;
 }
@@ -112,11 +125,27 @@ pub const NAMES: &[&str] = &["newreno", "cubic", "vegas", "ledbat", "delay-corre
 
 /// Builds the controller `name` with `params` for a path whose maximum datagram size is
 /// `mtu` bytes, starting at time `now`.
+///
+/// Unknown names give a [`ConfigError`] on field `cc`; unknown keys or unparsable or
+/// out-of-range values give one on field `cc_params.<key>`; an `mtu` of zero is refused
+/// on field `mtu` (every window is a multiple of it).
 pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dyn Controller>, ConfigError> {
-    let _ = (params, mtu, now);
-    Err(ConfigError {
-        field: "cc".into(),
-        value: name.into(),
-        problem: format!("unknown congestion controller; known: {}", NAMES.join(", ")),
+    if !NAMES.contains(&name) {
+        return Err(ConfigError {
+            field: "cc".into(),
+            value: name.into(),
+            problem: format!("unknown congestion controller; known: {}", NAMES.join(", ")),
+        });
+    }
+    if mtu == 0 {
+        return Err(ConfigError { field: "mtu".into(), value: "0".into(), problem: "must be positive".into() });
+    }
+    Ok(match name {
+        "newreno" => Box::new(newreno::NewReno::from_params(params, mtu)?),
+        "cubic" => Box::new(cubic::Cubic::from_params(params, mtu)?),
+        other => {
+            let _ = now;
+            return Err(ConfigError { field: "cc".into(), value: other.into(), problem: "not yet implemented in this build".into() });
+        }
     })
 }

@@ -1,0 +1,294 @@
+//! CUBIC (RFC 9438), with a "chromium" variant that emulates two connections.
+//!
+//! Windows are kept in bytes as `f64` so the per-ack increments of RFC 9438 (fractions
+//! of a segment) accumulate exactly; the cubic function itself works in segments and
+//! seconds as the RFC writes it, converting with the current MSS.
+
+use crate::params::ParamReader;
+use crate::recovery::RecoveryPeriod;
+use crate::window::{initial_window, minimum_window};
+use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
+
+/// RFC 9438 C, in segments per second³.
+pub const C: f64 = 0.4;
+
+const NANOS_PER_SECOND: f64 = 1e9;
+
+/// The constants that distinguish the variants.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CubicShape {
+    pub variant: &'static str,
+    /// Multiplicative decrease factor β.
+    pub beta: f64,
+    /// Reno-friendly additive increase (segments per RTT) until W_est reaches the window
+    /// before the last reduction.
+    pub alpha: f64,
+    /// The same after W_est has reached it (RFC 9438 §4.3 switches to 1, Reno's rate).
+    pub alpha_after_prior: f64,
+    /// Fast convergence: W_max ← W·this when a loss comes before W_max was regained.
+    pub last_max_backoff: f64,
+}
+
+impl CubicShape {
+    /// RFC 9438: β = 0.7, α = 3(1 − β)/(1 + β) ≈ 0.529 then 1, fast convergence
+    /// W_max ← W(1 + β)/2 = 0.85·W.
+    pub fn rfc9438() -> Self {
+        let beta = 0.7;
+        CubicShape {
+            variant: "rfc9438",
+            beta,
+            alpha: 3.0 * (1.0 - beta) / (1.0 + beta),
+            alpha_after_prior: 1.0,
+            last_max_backoff: (1.0 + beta) / 2.0,
+        }
+    }
+
+    /// Chromium's QUIC CUBIC emulating N = 2 connections: β_N = (N − 1 + β)/N = 0.85,
+    /// α_N = 3N²(1 − β_N)/(1 + β_N) ≈ 0.973 kept throughout (Chromium's `CubicBytes`
+    /// never switches α to 1), last-max back-off 0.85 as ALGORITHMS.md states.
+    /// (Chromium's code scales that back-off for N too — (N − 1 + 0.85)/N = 0.925 — and
+    /// tests `cwnd + MSS < W_max`; we follow the spec's 0.85 and RFC 9438's `cwnd < W_max`.)
+    pub fn chromium() -> Self {
+        let n = 2.0;
+        let beta = (n - 1.0 + 0.7) / n;
+        let alpha = 3.0 * n * n * (1.0 - beta) / (1.0 + beta);
+        CubicShape { variant: "chromium", beta, alpha, alpha_after_prior: alpha, last_max_backoff: 0.85 }
+    }
+}
+
+/// One congestion-avoidance stage: the cubic curve's origin and the Reno estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Epoch {
+    /// t = 0 of the curve. Chosen: the first ack that grows the window in congestion
+    /// avoidance after the reduction — i.e. after recovery ended (RFC 9438 §4.2 "the
+    /// time when the current congestion avoidance stage starts"; Linux does the same).
+    /// Shifted forward by application-limited stretches (see `paused_at`).
+    start: Nanos,
+    /// K in seconds: K = ∛((W_max − cwnd_epoch)/C), RFC 9438 eq. 2. Equal to the spec's
+    /// ∛(W_max(1 − β)/C) when cwnd_epoch = β·W_max (a loss without fast convergence);
+    /// after fast convergence the RFC 9438 form keeps W(0) = cwnd_epoch.
+    k: f64,
+    /// W_max in bytes for this stage; raised to cwnd_epoch if the window already
+    /// exceeds it (then K = 0 and the curve grows convexly from here).
+    w_max: f64,
+    /// RFC 9438 §4.3 W_est in bytes, starting at cwnd_epoch.
+    w_est: f64,
+    /// Start of an application-limited stretch. RFC 9438 §5.8: time the window was not
+    /// the limit must not count in t, so the stage start moves forward by its length
+    /// when the first window-limited ack comes back (Linux's `epoch_start += delta`).
+    paused_at: Option<Nanos>,
+}
+
+/// CUBIC congestion control. Slow start and recovery periods are NewReno's.
+#[derive(Debug, Clone)]
+pub struct Cubic {
+    shape: CubicShape,
+    mss: u64,
+    window: f64,
+    ssthresh: Option<f64>,
+    /// W_max in bytes: the window at the last congestion event (after fast convergence).
+    w_max: f64,
+    /// cwnd_prior: the window just before the last reduction.
+    window_prior: f64,
+    epoch: Option<Epoch>,
+    recovery: RecoveryPeriod,
+    untouched: bool,
+}
+
+impl Cubic {
+    pub fn new(shape: CubicShape, mss: u64) -> Self {
+        Cubic {
+            shape,
+            mss,
+            window: initial_window(mss) as f64,
+            ssthresh: None,
+            w_max: 0.0,
+            window_prior: 0.0,
+            epoch: None,
+            recovery: RecoveryPeriod::default(),
+            untouched: true,
+        }
+    }
+
+    /// Key `variant`: `rfc9438` (default) or `chromium`.
+    pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
+        let mut reader = ParamReader::new(params);
+        let cubic = Self::from_reader(&mut reader, mss)?;
+        reader.finish("cubic")?;
+        Ok(cubic)
+    }
+
+    /// Reads `variant` only, leaving unknown-key checking to the caller (the
+    /// delay-correlation layer adds its own keys).
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64) -> Result<Self, ConfigError> {
+        let shape = match reader.choice("variant", "rfc9438", &["rfc9438", "chromium"])? {
+            "chromium" => CubicShape::chromium(),
+            _ => CubicShape::rfc9438(),
+        };
+        Ok(Self::new(shape, mss))
+    }
+
+    pub fn shape(&self) -> CubicShape {
+        self.shape
+    }
+
+    /// W_max in bytes as the last congestion event left it.
+    pub fn w_max(&self) -> f64 {
+        self.w_max
+    }
+
+    /// K in seconds and the curve's origin time, once a congestion-avoidance stage has begun.
+    pub fn k_seconds(&self) -> Option<f64> {
+        self.epoch.map(|epoch| epoch.k)
+    }
+
+    pub fn epoch_start(&self) -> Option<Nanos> {
+        self.epoch.map(|epoch| epoch.start)
+    }
+
+    /// W_cubic(t) in bytes, t in seconds since the stage began (RFC 9438 eq. 1).
+    pub fn cubic_window_at(&self, t: f64) -> Option<f64> {
+        self.epoch.map(|epoch| self.cubic_curve(&epoch, t))
+    }
+
+    fn cubic_curve(&self, epoch: &Epoch, t: f64) -> f64 {
+        C * (t - epoch.k).powi(3) * self.mss as f64 + epoch.w_max
+    }
+
+    fn in_slow_start(&self) -> bool {
+        self.ssthresh.is_none_or(|ssthresh| self.window < ssthresh)
+    }
+
+    fn begin_epoch(&self, now: Nanos) -> Epoch {
+        let w_max = self.w_max.max(self.window);
+        let k = ((w_max - self.window) / self.mss as f64 / C).cbrt();
+        Epoch { start: now, k, w_max, w_est: self.window, paused_at: None }
+    }
+
+    /// The delay-correlation layer's clamp: set the window now, leave slow start (a
+    /// queue was detected, exponential growth from here would rebuild it) and restart
+    /// the cubic curve from the new window at the next growth.
+    pub(crate) fn clamp_window(&mut self, bytes: u64) {
+        self.window = bytes.max(minimum_window(self.mss)) as f64;
+        self.ssthresh = Some(self.ssthresh.map_or(self.window, |s| s.min(self.window)));
+        self.epoch = None;
+        self.untouched = false;
+    }
+
+    /// Congestion avoidance for one ack (RFC 9438 §4.2–4.4).
+    fn avoid_congestion(&mut self, acked: &Acked) {
+        let mut epoch = match self.epoch {
+            Some(epoch) => epoch,
+            None => self.begin_epoch(acked.now),
+        };
+        let t = acked.now.saturating_sub(epoch.start) as f64 / NANOS_PER_SECOND;
+        let mss = self.mss as f64;
+        let bytes = acked.bytes as f64;
+
+        // Reno-friendly estimate, RFC 9438's per-ack form W_est += α·segments_acked/cwnd.
+        // It counts acks, not time, so it needs no RTT (RFC 8312's closed form
+        // W_max·β + α·t/RTT needed one; Linux used the min RTT there).
+        let alpha = if epoch.w_est >= self.window_prior { self.shape.alpha_after_prior } else { self.shape.alpha };
+        epoch.w_est += alpha * bytes * mss / self.window;
+
+        let cubic_now = self.cubic_curve(&epoch, t);
+        if cubic_now < epoch.w_est {
+            // Reno-friendly region.
+            self.window = epoch.w_est;
+        } else {
+            // Concave or convex region: aim at W_cubic one smoothed RTT ahead (RFC 9438
+            // §4.2; Chromium uses the min RTT there), clipped to [cwnd, 1.5·cwnd], and
+            // move (target − cwnd)/cwnd segments per segment acked.
+            let rtt = acked.rtt.smoothed as f64 / NANOS_PER_SECOND;
+            let target = self.cubic_curve(&epoch, t + rtt).clamp(self.window, 1.5 * self.window);
+            self.window += (target - self.window) * bytes / self.window;
+        }
+        self.epoch = Some(epoch);
+    }
+}
+
+impl Controller for Cubic {
+    fn on_sent(&mut self, _sent: &Sent) {}
+
+    fn on_ack(&mut self, acked: &Acked) {
+        self.untouched = false;
+        if self.recovery.covers(acked.sent_time) {
+            return;
+        }
+        if acked.app_limited {
+            // No growth while the window is not the limit (RFC 9438 §5.8, RFC 9002
+            // §7.8): the window is capped where it is, and the stage's clock stops.
+            if let Some(epoch) = self.epoch.as_mut() {
+                epoch.paused_at.get_or_insert(acked.now);
+            }
+            return;
+        }
+        if let Some(epoch) = self.epoch.as_mut() {
+            if let Some(paused_at) = epoch.paused_at.take() {
+                epoch.start += acked.now.saturating_sub(paused_at);
+            }
+        }
+        if self.in_slow_start() {
+            self.window += acked.bytes as f64;
+            return;
+        }
+        self.avoid_congestion(acked);
+    }
+
+    fn on_loss(&mut self, lost: &Lost) {
+        self.untouched = false;
+        if self.recovery.on_loss(lost) {
+            // Fast convergence (RFC 9438 §4.7): a loss before W_max was regained means
+            // competing flows; release bandwidth by remembering a lower maximum.
+            self.w_max = if self.window < self.w_max { self.window * self.shape.last_max_backoff } else { self.window };
+            self.window_prior = self.window;
+            let reduced = (self.window * self.shape.beta).max(minimum_window(self.mss) as f64);
+            self.ssthresh = Some(reduced);
+            self.window = reduced;
+            self.epoch = None;
+        }
+        if lost.persistent {
+            self.window = minimum_window(self.mss) as f64;
+            self.epoch = None;
+            self.recovery.forget();
+        }
+    }
+
+    /// An MTU of 0 is ignored.
+    fn on_mtu(&mut self, mtu: u64) {
+        if mtu == 0 {
+            return;
+        }
+        self.mss = mtu;
+        if self.untouched {
+            self.window = initial_window(mtu) as f64;
+        }
+        self.window = self.window.max(minimum_window(mtu) as f64);
+    }
+
+    /// Rounded, not truncated: 0.7·120000 is 83999.99… in binary floating point.
+    fn window(&self) -> u64 {
+        self.window.round() as u64
+    }
+
+    fn ssthresh(&self) -> Option<u64> {
+        self.ssthresh.map(|s| s.round() as u64)
+    }
+
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let mut out = vec![("w_max", self.w_max)];
+        if let Some(epoch) = &self.epoch {
+            out.push(("k_seconds", epoch.k));
+            out.push(("w_est", epoch.w_est));
+        }
+        out
+    }
+
+    fn box_clone(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+}
