@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
@@ -302,3 +303,39 @@ def test_runner_forms_of_statistics(tmp_path):
     assert "826 µs" in html
     assert "Window-limited: bulk" in html
     assert sweep_table([run]).set_index("flow").loc["bulk", "window_limited"] == True  # noqa: E712
+
+
+def test_study_table_lays_out_rows_by_swept_value_and_columns_by_arm():
+    from transportlab.report.study import fairness_tables, markdown, study_tables
+
+    rows = []
+    # 2 arms x 2 ratios x 2 repetitions; goodput in Mbit/s chosen so mean/std are exact.
+    values = {("quic", "0%"): (10, 12), ("quic", "50%"): (30, 34), ("tcp", "0%"): (9, 9), ("tcp", "50%"): (20, 24)}
+    for (arm, ratio), (g1, g2) in values.items():
+        for rep, g in enumerate((g1, g2)):
+            rows.append({"axis:arm": arm, "axis:ratio": ratio, "flow": "dl", "run_dir": f"{arm}{ratio}{rep}",
+                         "goodput_bps": g * 1e6, "throughput_bps": g * 1e6, "jain_index": None})
+    df = pd.DataFrame(rows)
+    ((title, t),) = study_tables(df)
+    assert "goodput" in title
+    assert list(t.columns) == ["quic", "tcp"] and list(t.index) == ["0%", "50%"]
+    # mean (sample std): (10, 12) -> 11.00 (1.41); (30, 34) -> 32.00 (2.83); (9, 9) -> 9.00 (0.00)
+    assert t.loc["0%", "quic"] == "11.00 (1.41)"
+    assert t.loc["50%", "quic"] == "32.00 (2.83)"
+    assert t.loc["0%", "tcp"] == "9.00 (0.00)"
+    assert fairness_tables(df) == []  # one flow: no fairness table
+    assert "| ratio | quic | tcp |" in markdown([(title, t)])
+
+
+def test_fairness_table_has_each_flow_and_jain():
+    from transportlab.report.study import fairness_tables
+
+    rows = []
+    for rep, (a, b, j) in enumerate(((10, 10, 1.0), (12, 8, 0.96))):
+        for flow, v in (("dual", a), ("leg1", b)):
+            rows.append({"axis:ratio": "50%", "flow": flow, "run_dir": f"r{rep}", "throughput_bps": v * 1e6,
+                         "goodput_bps": None, "jain_index": j})
+    ((title, t),) = fairness_tables(pd.DataFrame(rows))
+    assert list(t.columns) == ["dual (Mbit/s)", "leg1 (Mbit/s)", "Jain's index"]
+    assert t.loc["50%", "dual (Mbit/s)"] == "11.00 (1.41)"
+    assert t.loc["50%", "Jain's index"] == "0.980 (0.028)"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .plots import Plot, run_plots, sweep_plots
 from .rundata import RunData
+from .study import fairness_tables, markdown, study_tables
 from .table import aggregate, probe_table, sweep_table, swept_paths
 
 __all__ = ["render_run", "render_sweep", "sweep_table", "probe_table", "aggregate", "RunData", "Plot"]
@@ -52,4 +53,7 @@ def render_sweep(sweep_dir: str | Path, run_dirs: list[str | Path]) -> Path:
     probes = probe_table(runs)
     probes_agg = aggregate(probes, metrics=["rtt_mean_ms"], by=("point", "probe")) if len(probes) else None
     plots = sweep_plots(df, swept, sweep_dir / "plots", probes if len(probes) else None)
-    return _write(sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots))
+    tables = study_tables(df) + fairness_tables(df)
+    if tables:
+        _write(sweep_dir / "tables.md", markdown(tables))
+    return _write(sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots, tables))

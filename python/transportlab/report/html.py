@@ -449,7 +449,8 @@ def _simple_agg_table(agg: pd.DataFrame, label: str, m: str, f) -> str:
 
 
 def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain: pd.DataFrame,
-                      probes_agg: pd.DataFrame | None, runs: list[RunData], plots: list[Plot]) -> str:
+                      probes_agg: pd.DataFrame | None, runs: list[RunData], plots: list[Plot],
+                      tables: list[tuple[str, pd.DataFrame]] = ()) -> str:
     swept = df.attrs.get("swept", [])
     names = sorted({str(rd.run.get("scenario") or rd.scenario.get("name") or "") for rd in runs} - {""})
     title = f"transportlab sweep — {', '.join(names) or sweep_dir.name}"
@@ -464,6 +465,11 @@ def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain
         body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs (" + ", ".join(rd.name for rd in bad) + ")"))
     elif runs:
         body.append(unintended_banner(0, f"all {len(runs)} runs"))
+    if tables:
+        body.append('<h2 id="study">As the study lays it out</h2><p class="small">Also in tables.md beside this report.</p>')
+        for title, t in tables:
+            rows = [[cell(str(i), False)] + [cell(str(v)) for v in row] for i, row in zip(t.index, t.to_numpy())]
+            body.append(f"<h3>{escape(title)}</h3>" + table([t.index.name or ""] + [str(c) for c in t.columns], rows))
     body.append('<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
                 "and min / median / max.</p>" + sweep_summary_table(agg))
     if jain is not None and not jain.empty and not jain["jain_index_mean"].isna().all():

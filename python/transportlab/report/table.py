@@ -110,7 +110,12 @@ def _run_fields(rd: RunData, swept: list[str]) -> dict:
     }
     for p in swept:
         row[p] = values.get(p)
+    for axis, step in ((rd.scenario.get("point") or {}).get("axes") or {}).items():
+        row[f"{AXIS}{axis}"] = step
     return row
+
+
+AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
 
 
 def _load(run_dirs) -> list[RunData]:
