@@ -134,6 +134,7 @@ impl Forwarder {
                 match reason {
                     DropReason::QueueFull => st.drops_queue_full += 1,
                     DropReason::RandomLoss => st.drops_random_loss += 1,
+                    DropReason::MergeDiscard => st.drops_merge_discard += 1,
                 }
                 self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Drop, reason as u8, packet.copy);
             }

@@ -11,6 +11,8 @@ pub struct DirectionStats {
     pub bytes_departed: u64,
     pub drops_queue_full: u64,
     pub drops_random_loss: u64,
+    /// Discarded by a multipath direction's merge (duplicate or too late).
+    pub drops_merge_discard: u64,
 }
 
 #[derive(Debug, Default, Serialize)]

@@ -6,21 +6,31 @@
 //! seeded at construction. The real-time `engine` and the tests drive the same code; the
 //! tests do it in virtual time and assert exact outcomes.
 //!
+//! A direction may also be [`Multipath`]: a split onto several legs, each a pipeline,
+//! and a PDCP merge that restores sequence order ([`split`], [`merge`], [`multipath`]).
+//! [`Direction`] gives both kinds one interface.
+//!
 //! Time is in integer nanoseconds ([`Nanos`]) from an arbitrary origin; rates are in
 //! integer bits per second.
 
 pub mod delay;
+pub mod direction;
 pub mod duplicate;
 pub mod loss;
+pub mod merge;
+pub mod multipath;
 mod passing;
 pub mod pipeline;
 pub mod queue;
 pub mod rate;
 pub mod rng;
 pub mod spec;
+pub mod split;
 
 pub use pipeline::{Pipeline, PipelineEvent};
-pub use spec::build_pipeline;
+pub use direction::{Direction, DirectionEvent, PacketInfo, Summarize};
+pub use multipath::Multipath;
+pub use spec::{build_direction, build_multipath, build_pipeline};
 
 /// Nanoseconds since an arbitrary origin chosen by the driver.
 pub type Nanos = u64;
@@ -53,6 +63,10 @@ pub enum DropReason {
     QueueFull = 1,
     /// Random loss (Bernoulli or Gilbert–Elliott).
     RandomLoss = 2,
+    /// The merge of a multipath direction discarded it: a duplicate of a packet it had
+    /// already buffered or delivered, or too late (its sequence number was given up at a
+    /// reordering-timer expiry).
+    MergeDiscard = 3,
 }
 
 /// A packet a stage refused, with the reason.

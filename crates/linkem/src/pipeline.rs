@@ -51,7 +51,7 @@ impl<P> Pipeline<P> {
             if let Some(t) = s.next_due() {
                 // Ties go to the later stage: a packet leaving the pipeline frees nothing
                 // upstream, but processing downstream first keeps hand-over order FIFO.
-                if best.map_or(true, |(_, b)| t <= b) {
+                if best.is_none_or(|(_, b)| t <= b) {
                     best = Some((i, t));
                 }
             }

@@ -19,6 +19,9 @@ pub mod tag {
     pub const LOSS: u64 = 1;
     pub const DUPLICATE: u64 = 2;
     pub const DELAY: u64 = 3;
+    /// The legs of a multipath direction: leg k's seed is the sub-stream k of this one
+    /// ([`crate::spec::leg_seed`]).
+    pub const LEGS: u64 = 4;
 }
 
 /// One step of splitmix64 (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

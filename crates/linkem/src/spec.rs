@@ -4,15 +4,23 @@
 //! loss → duplicate → queue+rate → delay (random loss and duplication act as a packet
 //! enters the link, as netem does; the queue sits ahead of the rate stage; propagation
 //! delay and jitter come after serialisation).
+//!
+//! A multipath direction ([`MultipathSpec`]) is a split onto legs, each leg a
+//! [`DirectionSpec`], and a merge; [`AnyDirectionSpec`] is either kind, and
+//! [`build_direction`] builds either into a [`Direction`].
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 use crate::delay::{Delay, Jitter};
 use crate::duplicate::Duplicate;
+use crate::direction::{Direction, Summarize};
 use crate::loss::{Loss, LossModel};
+use crate::merge::{Reorder, DEFAULT_T_REORDERING};
+use crate::multipath::Multipath;
 use crate::rate::{validate_trace, RateQueue};
 use crate::rng::{derive_seed, tag};
+use crate::split::{batch_counts, Split};
 use crate::{Nanos, Pipeline, Stage};
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -161,4 +169,176 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
         _ => {}
     }
     Ok(())
+}
+
+/// A direction of either kind. In JSON a multipath direction is recognised by its `legs`
+/// field; anything else is a plain [`DirectionSpec`].
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(untagged, expecting = "a direction spec: a plain one, or a multipath one with `legs`, `split` and `merge`")
+)]
+pub enum AnyDirectionSpec {
+    Multipath(MultipathSpec),
+    Single(DirectionSpec),
+}
+
+impl Default for AnyDirectionSpec {
+    fn default() -> Self {
+        AnyDirectionSpec::Single(DirectionSpec::default())
+    }
+}
+
+impl From<DirectionSpec> for AnyDirectionSpec {
+    fn from(s: DirectionSpec) -> Self {
+        AnyDirectionSpec::Single(s)
+    }
+}
+
+impl From<MultipathSpec> for AnyDirectionSpec {
+    fn from(s: MultipathSpec) -> Self {
+        AnyDirectionSpec::Multipath(s)
+    }
+}
+
+/// A multipath direction (dual connectivity): split → legs → merge.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields))]
+pub struct MultipathSpec {
+    /// At least 2. Leg k (0-based) is a full link direction seeded with
+    /// [`leg_seed`]`(seed, k)`.
+    pub legs: Vec<DirectionSpec>,
+    pub split: SplitSpec,
+    /// Default: on, t-Reordering 200 ms.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub merge: MergeSpec,
+}
+
+/// How the split distributes packets over the legs.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)
+)]
+pub enum SplitSpec {
+    /// Per batch of `batch` (≥ 1) consecutive packets, each leg in turn gets its share of
+    /// the batch as one run (see [`crate::split::batch_counts`] for the rounding).
+    Batch { batch: u32, ratio: Ratio },
+    /// Every packet on every leg; the merge keeps the first copy to arrive.
+    Duplicate,
+}
+
+/// The legs' shares of a batch.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(untagged, expecting = "a ratio: leg 1's share as a number in [0, 1] (two legs), or a list of one share per leg")
+)]
+pub enum Ratio {
+    /// Two legs only: the share of leg 1 (the first); leg 2 gets 1 − this. 0 or 1 is a
+    /// single path.
+    FirstLeg(f64),
+    /// One share per leg, each in [0, 1], summing to 1.
+    Shares(Vec<f64>),
+}
+
+impl Ratio {
+    /// One share per leg for a direction of `legs` legs.
+    pub fn shares(&self, legs: usize) -> Result<Vec<f64>, String> {
+        match self {
+            Ratio::FirstLeg(r) if legs == 2 => Ok(vec![*r, 1.0 - *r]),
+            Ratio::FirstLeg(r) => Err(format!(
+                "split ratio {r} is a single number, which only works for 2 legs; give a list of {legs} shares"
+            )),
+            Ratio::Shares(s) if s.len() == legs => Ok(s.clone()),
+            Ratio::Shares(s) => Err(format!("split ratio lists {} shares for {legs} legs: give one share per leg", s.len())),
+        }
+    }
+}
+
+/// The merge (PDCP reordering) of a multipath direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields, default))]
+pub struct MergeSpec {
+    /// `false`: packets leave in the order they come off the legs (reordered), duplicates
+    /// included.
+    pub enabled: bool,
+    /// t-Reordering in ns.
+    pub t_reordering_ns: Nanos,
+}
+
+impl Default for MergeSpec {
+    fn default() -> Self {
+        MergeSpec { enabled: true, t_reordering_ns: DEFAULT_T_REORDERING }
+    }
+}
+
+/// Tolerance on the sum of the shares (they are usually written in decimal).
+const SHARES_SUM_TOLERANCE: f64 = 1e-6;
+
+/// The seed of leg `leg` (0-based) of a multipath direction seeded with `seed`.
+pub fn leg_seed(seed: u64, leg: usize) -> u64 {
+    derive_seed(derive_seed(seed, tag::LEGS), leg as u64)
+}
+
+/// Checks a multipath spec: at least 2 legs, each valid; batch ≥ 1; one share per leg,
+/// each in [0, 1], summing to 1.
+pub fn validate_multipath(spec: &MultipathSpec) -> Result<(), String> {
+    if spec.legs.len() < 2 {
+        return Err(format!("a multipath direction needs at least 2 legs, got {}", spec.legs.len()));
+    }
+    for (k, leg) in spec.legs.iter().enumerate() {
+        validate(leg).map_err(|e| format!("legs[{k}]: {e}"))?;
+    }
+    if let SplitSpec::Batch { batch, ratio } = &spec.split {
+        if *batch == 0 {
+            return Err("split batch must be at least 1 packet".into());
+        }
+        let shares = ratio.shares(spec.legs.len())?;
+        if let Some((k, v)) = shares.iter().enumerate().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
+            return Err(format!("split share of legs[{k}] must be in [0, 1], got {v}"));
+        }
+        let sum: f64 = shares.iter().sum();
+        if (sum - 1.0).abs() > SHARES_SUM_TOLERANCE {
+            return Err(format!("split shares must sum to 1, got {sum} ({shares:?})"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a spec of either kind.
+pub fn validate_any(spec: &AnyDirectionSpec) -> Result<(), String> {
+    match spec {
+        AnyDirectionSpec::Single(s) => validate(s),
+        AnyDirectionSpec::Multipath(m) => validate_multipath(m),
+    }
+}
+
+/// Builds a multipath direction; `seed` is the direction's seed, from which each leg's
+/// is derived ([`leg_seed`]). The split itself draws nothing.
+pub fn build_multipath<P: Clone + Send + Summarize + 'static>(spec: &MultipathSpec, seed: u64) -> Result<Multipath<P>, String> {
+    validate_multipath(spec)?;
+    let split = match &spec.split {
+        SplitSpec::Batch { batch, ratio } => Split::batch(&batch_counts(&ratio.shares(spec.legs.len())?, *batch)),
+        SplitSpec::Duplicate => Split::duplicate(spec.legs.len()),
+    };
+    let legs = spec
+        .legs
+        .iter()
+        .enumerate()
+        .map(|(k, leg)| build_pipeline(leg, leg_seed(seed, k)).map_err(|e| format!("legs[{k}]: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let merge = spec.merge.enabled.then(|| Reorder::new(spec.merge.t_reordering_ns));
+    Ok(Multipath::new(split, legs, merge))
+}
+
+/// Builds a direction of either kind.
+pub fn build_direction<P: Clone + Send + Summarize + 'static>(spec: &AnyDirectionSpec, seed: u64) -> Result<Direction<P>, String> {
+    Ok(match spec {
+        AnyDirectionSpec::Single(s) => build_pipeline(s, seed)?.into(),
+        AnyDirectionSpec::Multipath(m) => build_multipath(m, seed)?.into(),
+    })
 }

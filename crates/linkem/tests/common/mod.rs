@@ -110,3 +110,31 @@ pub fn erfc(x: f64) -> f64 {
 pub fn normal_tail(x: f64) -> f64 {
     0.5 * erfc(x / std::f64::consts::SQRT_2)
 }
+
+/// Drives a direction of either kind in virtual time, as a driver would: everything due
+/// by an arrival's time happens before it. Returns all events in order, and checks that
+/// they come out in non-decreasing time (exact due-time processing).
+pub fn run_direction(d: &mut linkem::Direction<()>, arrivals: &[(u64, u32, Nanos)]) -> Vec<linkem::DirectionEvent<()>> {
+    let mut ev = Vec::new();
+    let push = |e: linkem::DirectionEvent<()>, ev: &mut Vec<linkem::DirectionEvent<()>>| {
+        if let Some(prev) = ev.last() {
+            assert!(e.at() >= linkem::DirectionEvent::at(prev), "events out of time order: {e:?} after {prev:?}");
+        }
+        ev.push(e);
+    };
+    for &(id, size, at) in arrivals {
+        while let Some(e) = d.step(at) {
+            push(e, &mut ev);
+        }
+        d.push(Packet::new(id, size, ()), at);
+        while let Some(e) = d.step(at) {
+            push(e, &mut ev);
+        }
+    }
+    while let Some(e) = d.step(Nanos::MAX) {
+        push(e, &mut ev);
+    }
+    assert!(d.is_empty());
+    assert_eq!(d.next_due(), None);
+    ev
+}
