@@ -14,7 +14,7 @@ import pyarrow.ipc as ipc
 from . import metrics as M
 from .packetlog import read_records
 
-PROTO = {"tcp": 6, "udp": 17}
+PROTO = {"tcp": 6, "udp": 17, "quic": 17}
 
 
 def read_series(path: Path) -> pd.DataFrame | None:
@@ -105,6 +105,21 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
         info = sender.get("tcp_info") or {}
         limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
         out["window_limited"] = limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"])
+    elif flow["protocol"] == "quic":
+        out["goodput_bps"] = cres.get("goodput_bps")
+        out["complete"] = cres.get("complete")
+        if flow.get("bytes") or flow.get("objects"):
+            out["completion_s"] = cres.get("completion_s") if cres.get("complete") else None
+        client_sends = cres.get("sender") == "client"
+        sender = cres if client_sends else (sres.get("connections") or [{}])[0]
+        quic = sender.get("quic") or {}
+        # QUIC never retransmits a packet (lost data goes out in new packets): its
+        # counterpart of TCP's retransmissions is the packets declared lost.
+        out["lost_packets"] = quic.get("lost_packets")
+        out["congestion_events"] = quic.get("congestion_events")
+        series = read_series(raw / f"{flow['name']}-{'client' if client_sends else 'server'}.arrow")
+        if series is not None and len(series) and "srtt_us" in series:
+            out["rtt_ms"] = _stats_ms(series.loc[series["srtt_us"] > 0, "srtt_us"].to_numpy() * 1e3)
     elif flow["protocol"] == "udp":
         out["received"] = sres.get("received")
         out["sent"] = cres.get("sent")
@@ -118,8 +133,25 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}
+    out.update(_wire_counts(records, f))
     out.setdefault("rtt_ms", None)
     out.setdefault("retransmissions", None)
+    out.setdefault("lost_packets", None)
+    return out
+
+
+def _wire_counts(records, f: M.Flow) -> dict:
+    """Packets and bytes each end put on the network (arrivals at the first link they
+    crossed), the E2 "bytes sent, packets sent": protocol overhead, retransmissions and
+    acknowledgements included."""
+    out = {}
+    for end, flow in (("data_sender", f), ("data_receiver", M.Flow(f.dst, f.src, f.dport, f.sport, f.proto))):
+        arr = M.select(records, flow, event=1)
+        if len(arr):
+            first = int(arr["direction"][0])
+            arr = arr[arr["direction"] == first]
+        out[f"packets_sent_by_{end}"] = int(len(arr))
+        out[f"bytes_sent_by_{end}"] = int(np.asarray(arr["size"], dtype=np.int64).sum())
     return out
 
 

@@ -85,7 +85,9 @@ def _quic_argv(agent: str, flow: Flow, server_addr: str, serve_for: str) -> tupl
         if flow.mss:
             argv += ["--datagram-size", str(flow.mss)]
         if flow.rcvbuf:
-            argv += ["--rcvbuf", str(flow.rcvbuf)]
+            # The kernel doubles a requested buffer (bookkeeping overhead); rcvbuf is the
+            # resulting size, as net.core.rmem_default would set it.
+            argv += ["--rcvbuf", str(flow.rcvbuf // 2)]
     if flow.objects is not None:
         client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size),
                    "--streams", str(flow.streams)]  # fmt: skip

@@ -20,6 +20,9 @@ FLOW_METRICS = [
     ("rtt_mean_ms", "RTT (mean)", "ms"),
     ("loss_rate", "loss", ""),
     ("retransmissions", "retransmissions", "segments"),
+    ("lost_packets", "lost packets (QUIC)", "packets"),
+    ("packets_sent_by_data_sender", "packets sent (data sender)", "packets"),
+    ("bytes_sent_by_data_sender", "bytes sent (data sender)", "bytes"),
 ]
 
 RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
@@ -154,6 +157,9 @@ def sweep_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
             row.update(
                 loss_rate=as_float(f.get("loss_rate")),
                 retransmissions=as_float(f.get("retransmissions")),
+                lost_packets=as_float(f.get("lost_packets")),
+                packets_sent_by_data_sender=as_float(f.get("packets_sent_by_data_sender")),
+                bytes_sent_by_data_sender=as_float(f.get("bytes_sent_by_data_sender")),
                 complete=f.get("complete"),
                 window_limited=f.get("window_limited"),
                 bottleneck=f.get("bottleneck"),

@@ -342,8 +342,9 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
-    # UDP socket receive buffer of a quic flow's two ends; "default" = the namespace's
-    # net.core.rmem_default (so one sweep axis can compare default and enlarged).
+    # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
+    # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
+    # sweep axis can compare default and enlarged).
     rcvbuf: Union[Literal["default"], PositiveSize] = "default"
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
