@@ -15,6 +15,7 @@ pub mod cubic;
 pub mod newreno;
 mod params;
 mod recovery;
+pub mod vegas;
 mod window;
 
 pub use window::{initial_window, minimum_window};
@@ -143,6 +144,7 @@ pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dy
     Ok(match name {
         "newreno" => Box::new(newreno::NewReno::from_params(params, mtu)?),
         "cubic" => Box::new(cubic::Cubic::from_params(params, mtu)?),
+        "vegas" => Box::new(vegas::Vegas::from_params(params, mtu, now)?),
         other => {
             let _ = now;
             return Err(ConfigError { field: "cc".into(), value: other.into(), problem: "not yet implemented in this build".into() });
