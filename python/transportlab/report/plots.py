@@ -150,7 +150,7 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
     key, title = "rtt", "Round-trip time over time"
     caption = (
         "RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) "
-        "and the smoothed RTT (srtt) the sending TCP socket reports in its TCP_INFO samples."
+        "and the smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics)."
     )
     fig, ax = figure()
     drawn = 0
@@ -169,7 +169,7 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
             ax.plot(t[~ok], np.zeros(lost), "x", color=colors[f"probe:{name}"], ms=4, clip_on=False)
         drawn += 1
     for name in rd.flows:
-        df, side = rd.tcp_sender_series(name)
+        df, side = rd.sender_series(name)
         if df is None or "srtt_us" not in df:
             continue
         groups = df.groupby("conn") if "conn" in df and df["conn"].nunique() > 1 else [(None, df)]
@@ -232,11 +232,12 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
 
 def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
     key, title = "cwnd", "Congestion window over time"
-    caption = "Congestion window (cwnd × MSS) of each TCP flow's sending socket, from its TCP_INFO samples."
+    caption = ("Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the "
+               "connection's path statistics.")
     fig, ax = figure()
     drawn = 0
     for name in rd.flows:
-        df, side = rd.tcp_sender_series(name)
+        df, side = rd.sender_series(name)
         if df is None:
             continue
         if "cwnd_bytes" in df:
@@ -257,7 +258,7 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
         import matplotlib.pyplot as plt
 
         plt.close(fig)
-        return _skip(key, title, caption, "no TCP_INFO series (raw/<flow>-client.arrow / -server.arrow)")
+        return _skip(key, title, caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
     ax.set_ylabel("cwnd (kB)")
     ax.set_ylim(bottom=0)
     _time_axis(ax, rd)

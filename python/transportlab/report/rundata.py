@@ -237,13 +237,14 @@ class RunData:
                 return f
         return {}
 
-    def tcp_sender_series(self, name: str) -> tuple[pd.DataFrame | None, str | None]:
-        """The TCP_INFO series of the flow's sending end (client for upload, server for
-        download), falling back to the other end; (None, None) when neither exists."""
+    def sender_series(self, name: str) -> tuple[pd.DataFrame | None, str | None]:
+        """The congestion-state series (TCP_INFO, or QUIC path statistics) of the flow's
+        sending end (client for upload, server for download), falling back to the other
+        end; (None, None) when neither exists."""
         f = self.flows.get(name) or {}
         sf = self.scenario_flow(name)
         proto = (f.get("protocol") or sf.get("protocol") or "").lower()
-        if proto != "tcp":
+        if proto not in ("tcp", "quic"):
             return None, None
         download = (sf.get("direction") or "upload") == "download"
         order = ("server", "client") if download else ("client", "server")
