@@ -126,7 +126,7 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
         out["jitter_rfc3550_ms"] = sres.get("jitter_rfc3550_ms")
         out["ipdv_rfc3393_ms"] = sres.get("ipdv_rfc3393_ms")
         out["one_way_delay_ms"] = sres.get("owd")
-    if bottleneck is not None:
+    if bottleneck is not None and not directions[bottleneck]["spec"].get("multipath"):
         spec = directions[bottleneck]["spec"]
         q = M.queueing_delay(records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9))
         out["queueing_delay_ms"] = _stats_ms(q["queueing_ns"].to_numpy())
@@ -138,6 +138,19 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
     out.setdefault("retransmissions", None)
     out.setdefault("lost_packets", None)
     return out
+
+
+def _direction_specs(name: str, d: dict) -> dict[str, dict]:
+    """SI parameters by direction name; a multipath direction counts as one path with
+    its legs' joint capacity (its "delay" the slowest leg's, queueing not modelled as
+    one queue) and each leg as a direction of its own."""
+    mp = d.get("multipath")
+    if not mp:
+        return {name: d}
+    legs = {f"{name}.{leg}": spec for leg, spec in mp["legs"]}
+    rates = [spec.get("rate") for spec in legs.values()]
+    cap = None if None in rates else (min(rates) if mp.get("shares") is None else sum(rates))
+    return {name: {"rate": cap, "multipath": True, "delay": max(spec.get("delay", 0) for spec in legs.values())}, **legs}
 
 
 def _wire_counts(records, f: M.Flow) -> dict:
@@ -164,9 +177,11 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
     # Directions with their SI parameters (from the scenario record, by name).
     by_name = {}
     for link in scen["links"]:
-        by_name[f"{link['name']}.forward"] = link["forward"]
-        by_name[f"{link['name']}.reverse"] = link["reverse"]
-    directions = [{"name": d["name"], "spec": by_name.get(d["name"], {})} for d in config["directions"]]
+        for which in ("forward", "reverse"):
+            by_name.update(_direction_specs(f"{link['name']}.{which}", link[which]))
+    # The engine numbers the legs of multipath directions after all directions.
+    names = [d["name"] for d in config["directions"]] + [n for d in config["directions"] for n in d.get("leg_names", [])]
+    directions = [{"name": n, "spec": by_name.get(n, {})} for n in names]
 
     flows = {f["name"]: flow_metrics(records, f, scen, directions, t0_ns, raw) for f in scen["flows"]}
     probes = {}

@@ -53,7 +53,10 @@ class Direction:
         return self.multipath.delay() if self.multipath else self.delay
 
     def engine_spec(self) -> dict:
-        """The linkem `DirectionSpec` as the engine's JSON config expects it."""
+        """The linkem direction spec (plain `DirectionSpec`, or `MultipathSpec` when the
+        direction has legs) as the engine's JSON config expects it."""
+        if self.multipath is not None:
+            return self.multipath.engine_spec()
         if self.trace_ms is not None:
             rate = {"trace": {"opportunities_ms": list(self.trace_ms)}}
         elif self.rate is not None:
@@ -108,6 +111,17 @@ class Multipath:
 
     def delay(self) -> float:
         return max(d.delay for _, d in self.legs)
+
+    def engine_spec(self) -> dict:
+        if self.shares is None:
+            split: dict = {"mode": "duplicate"}
+        else:
+            split = {"mode": "batch", "batch": self.batch, "ratio": list(self.shares)}
+        return {
+            "legs": [d.engine_spec() for _, d in self.legs],
+            "split": split,
+            "merge": {"enabled": self.merge, "t_reordering_ns": to_ns(self.t_reordering)},
+        }
 
 
 @dataclass(frozen=True)
@@ -213,10 +227,7 @@ class Topology:
             "log_path": log_path,
             "stats_path": stats_path,
             "hosts": [{"name": h, "tun_fd": tun_fds[h]} for h in self.hosts],
-            "directions": [
-                {"name": name, "seed": derive_seed(seed, name), "spec": d.engine_spec()}
-                for name, d in self.directions()
-            ],
+            "directions": [self._direction_config(name, d, seed) for name, d in self.directions()],
             "routes": [
                 {
                     "ingress": self.hosts.index(r.src),
@@ -227,6 +238,20 @@ class Topology:
                 for r in self.routes()
             ],
         }
+
+    @staticmethod
+    def _direction_config(name: str, d: Direction, seed: int) -> dict:
+        from .seeds import derive_seed
+
+        out = {"name": name, "seed": derive_seed(seed, name), "spec": d.engine_spec()}
+        if d.multipath is not None:
+            out["leg_names"] = [f"{name}.{leg}" for leg, _ in d.multipath.legs]
+        return out
+
+    def legs(self) -> list[tuple[str, Direction]]:
+        """The legs of multipath directions as the engine numbers them: after all
+        directions, in direction order (log index = len(directions()) + position)."""
+        return [(f"{name}.{leg}", p) for name, d in self.directions() if d.multipath for leg, p in d.multipath.legs]
 
     def path_rtt(self, src: str, dst: str) -> float:
         """Sum of fixed delays there and back (seconds)."""
