@@ -66,7 +66,8 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
     f = _data_flow(records, flow, scen["addresses"])
     if f is None:
         return {**out, "bytes_delivered": 0, "throughput_bps": 0.0, "error": "no packets of this flow in the log"}
-    path = M.flow_path(records, f)
+    # A leg is inside its multipath direction, not a hop of its own.
+    path = [i for i in M.flow_path(records, f) if not directions[i]["leg"]]
     dirs = [directions[i] for i in path]
     rates = [(d["spec"].get("rate") or float("inf"), i) for i, d in zip(path, dirs)]
     bottleneck = min(rates)[1] if rates else None
@@ -181,7 +182,7 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
             by_name.update(_direction_specs(f"{link['name']}.{which}", link[which]))
     # The engine numbers the legs of multipath directions after all directions.
     names = [d["name"] for d in config["directions"]] + [n for d in config["directions"] for n in d.get("leg_names", [])]
-    directions = [{"name": n, "spec": by_name.get(n, {})} for n in names]
+    directions = [{"name": n, "spec": by_name.get(n, {}), "leg": i >= len(config["directions"])} for i, n in enumerate(names)]
 
     flows = {f["name"]: flow_metrics(records, f, scen, directions, t0_ns, raw) for f in scen["flows"]}
     probes = {}
