@@ -11,7 +11,9 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+mod base_delay;
 pub mod cubic;
+pub mod ledbat;
 pub mod newreno;
 mod params;
 mod recovery;
@@ -145,6 +147,7 @@ pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dy
         "newreno" => Box::new(newreno::NewReno::from_params(params, mtu)?),
         "cubic" => Box::new(cubic::Cubic::from_params(params, mtu)?),
         "vegas" => Box::new(vegas::Vegas::from_params(params, mtu, now)?),
+        "ledbat" => Box::new(ledbat::Ledbat::from_params(params, mtu, now)?),
         other => {
             let _ = now;
             return Err(ConfigError { field: "cc".into(), value: other.into(), problem: "not yet implemented in this build".into() });

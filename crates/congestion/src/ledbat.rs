@@ -1,0 +1,260 @@
+//! LEDBAT (RFC 6817) in the two uTP (BEP 29) flavours studies compare: libutp's and
+//! libtorrent's.
+//!
+//! Over QUIC there are no one-way timestamps, so the delay LEDBAT measures is the RTT:
+//! queueing delay = latest RTT sample − base, where the base is the minimum of RTT
+//! samples over a history of one-minute buckets (see [`BaseDelayHistory`]). Chosen: our
+//! own bucketed minimum rather than `Rtt::min`, which never rises, so the base can
+//! recover after a path change as the spec's history intends. Chosen: no
+//! current-delay filter — every ack's latest RTT is the current delay (RFC 6817's
+//! CURRENT_FILTER = 1), which keeps the controller's input exactly the transport's.
+
+use crate::base_delay::BaseDelayHistory;
+use crate::params::ParamReader;
+use crate::recovery::RecoveryPeriod;
+use crate::window::minimum_window;
+use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
+
+const MS: Nanos = 1_000_000;
+
+/// Which implementation's constants and slow start to follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    /// libutp (BitTorrent Inc.): gain 3000 bytes per RTT, linear slow start, halve at
+    /// most once per 100 ms, 13 one-minute base-delay buckets.
+    Libutp,
+    /// libtorrent (rasterbar): gain 1500 bytes per RTT, exponential slow start, halve
+    /// once per window, 20 buckets.
+    Libtorrent,
+}
+
+impl Flavour {
+    /// Window change per RTT at off_target = 1, in bytes.
+    pub fn gain_per_rtt(self) -> f64 {
+        match self {
+            Flavour::Libutp => 3000.0,
+            Flavour::Libtorrent => 1500.0,
+        }
+    }
+
+    pub fn base_delay_buckets(self) -> u64 {
+        match self {
+            Flavour::Libutp => 13,
+            Flavour::Libtorrent => 20,
+        }
+    }
+}
+
+/// libutp's MAX_WINDOW_DECAY: at most one loss reduction per this interval.
+const LIBUTP_DECAY_INTERVAL: Nanos = 100 * MS;
+
+/// libutp leaves slow start once the queueing delay passes this fraction of TARGET.
+const LIBUTP_SLOW_START_EXIT: f64 = 0.9;
+
+#[derive(Debug, Clone)]
+pub struct Ledbat {
+    flavour: Flavour,
+    mss: u64,
+    /// Window in bytes; fractional so sub-byte per-ack gains accumulate.
+    window: f64,
+    ssthresh: Option<f64>,
+    slow_start: bool,
+    /// TARGET queueing delay.
+    target: Nanos,
+    base_delay: BaseDelayHistory,
+    last_queueing_delay: Option<Nanos>,
+    /// libutp: when the window was last cut for a loss.
+    last_cut: Option<Nanos>,
+    /// libtorrent: one cut per window of data, i.e. per recovery period.
+    recovery: RecoveryPeriod,
+}
+
+impl Ledbat {
+    pub fn new(flavour: Flavour, mss: u64, target: Nanos, now: Nanos) -> Self {
+        Ledbat {
+            flavour,
+            mss,
+            // Chosen: RFC 6817 §2.4.2 INIT_CWND = 2 MSS (libutp and libtorrent start from
+            // one packet; QUIC's 2·MSS minimum window is the floor here).
+            window: minimum_window(mss) as f64,
+            ssthresh: None,
+            slow_start: true,
+            target,
+            base_delay: BaseDelayHistory::new(now, flavour.base_delay_buckets()),
+            last_queueing_delay: None,
+            last_cut: None,
+            recovery: RecoveryPeriod::default(),
+        }
+    }
+
+    /// Keys `flavour` (`libutp` default, or `libtorrent`) and `target` (TARGET in
+    /// milliseconds, default 100, 0.001..=10000).
+    pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
+        let mut reader = ParamReader::new(params);
+        let flavour = match reader.choice("flavour", "libutp", &["libutp", "libtorrent"])? {
+            "libtorrent" => Flavour::Libtorrent,
+            _ => Flavour::Libutp,
+        };
+        let target_ms: f64 = reader.number("target", 100.0, 0.001..=10_000.0)?;
+        reader.finish("ledbat")?;
+        Ok(Self::new(flavour, mss, (target_ms * MS as f64).round() as Nanos, now))
+    }
+
+    pub fn flavour(&self) -> Flavour {
+        self.flavour
+    }
+
+    pub fn in_slow_start(&self) -> bool {
+        self.slow_start
+    }
+
+    pub fn queueing_delay(&self) -> Option<Nanos> {
+        self.last_queueing_delay
+    }
+
+    fn minimum_window(&self) -> f64 {
+        minimum_window(self.mss) as f64
+    }
+
+    /// libutp's `apply_ccontrol`: in slow start the window grows by the larger of the
+    /// LEDBAT gain and `window_factor × packet size`, where window_factor =
+    /// min(acked, cwnd)/max(acked, cwnd) — one MSS per window acked, i.e. linear, and
+    /// below the 3000-byte LEDBAT gain whenever MSS < 3000 (so in effect LEDBAT's own
+    /// increase). The ack that ends slow start leaves the window as it is, as libutp.
+    fn libutp_ack(&mut self, acked: &Acked, gain: f64, queueing_delay: Nanos) {
+        let ledbat = (self.window + gain).max(self.minimum_window());
+        if !self.slow_start {
+            self.window = ledbat;
+            return;
+        }
+        let bytes = acked.bytes as f64;
+        let window_factor = bytes.min(self.window) / bytes.max(self.window);
+        let slow_start = self.window + if acked.app_limited { 0.0 } else { window_factor * self.mss as f64 };
+        if self.ssthresh.is_some_and(|ssthresh| slow_start > ssthresh) {
+            self.slow_start = false;
+        } else if queueing_delay as f64 > LIBUTP_SLOW_START_EXIT * self.target as f64 {
+            // "even if we're a little under the target delay, we conservatively
+            // discontinue the slow start phase"
+            self.slow_start = false;
+            self.ssthresh = Some(self.window);
+        } else {
+            self.window = slow_start.max(ledbat);
+        }
+    }
+
+    /// libtorrent's `do_ledbat`: slow start adds the acked bytes (or the LEDBAT gain if
+    /// larger) until the queueing delay reaches TARGET (off_target ≤ 0), the window
+    /// would pass ssthresh, or a loss.
+    fn libtorrent_ack(&mut self, acked: &Acked, gain: f64, off_target: f64) {
+        if self.slow_start {
+            let exponential = if acked.app_limited { 0.0 } else { acked.bytes as f64 };
+            if off_target <= 0.0 {
+                self.slow_start = false;
+                // Chosen: remember where slow start ended (libtorrent only clears its flag).
+                self.ssthresh = Some(self.window);
+            } else if self.ssthresh.is_some_and(|ssthresh| self.window + exponential > ssthresh) {
+                self.slow_start = false;
+            } else {
+                self.window += exponential.max(gain);
+                return;
+            }
+        }
+        self.window = (self.window + gain).max(self.minimum_window());
+    }
+
+    fn cut_for_loss(&mut self) {
+        self.window = (self.window * 0.5).max(self.minimum_window());
+        self.slow_start = false;
+        self.ssthresh = Some(self.window);
+    }
+}
+
+impl Controller for Ledbat {
+    fn on_sent(&mut self, _sent: &Sent) {}
+
+    /// Acks during a loss-recovery period still steer the window: the delay signal is
+    /// valid whatever happened to other packets (libutp and libtorrent do the same).
+    fn on_ack(&mut self, acked: &Acked) {
+        let delay = acked.rtt.latest;
+        self.base_delay.record(acked.now, delay);
+        let base = self.base_delay.minimum().unwrap_or(delay);
+        let queueing_delay = delay.saturating_sub(base);
+        self.last_queueing_delay = Some(queueing_delay);
+        let target = self.target as f64;
+        let off_target = (target - queueing_delay as f64) / target;
+        // uTP's form: cwnd += MAX_INCREASE_PER_RTT · off_target · bytes_acked/cwnd, so a
+        // window of acks changes cwnd by at most the per-RTT gain; negative off_target
+        // shrinks by the same formula (unbounded below, floored at the minimum window).
+        // libtorrent scales by bytes in flight rather than cwnd; they agree whenever the
+        // window is the limit, and growth happens only then.
+        let mut gain = self.flavour.gain_per_rtt() * off_target * acked.bytes as f64 / self.window;
+        if acked.app_limited && gain > 0.0 {
+            // Chosen: no growth while the window is not the limit (else it would grow
+            // without bound on an idle path); shrinking on delay still applies.
+            gain = 0.0;
+        }
+        match self.flavour {
+            Flavour::Libutp => self.libutp_ack(acked, gain, queueing_delay),
+            Flavour::Libtorrent => self.libtorrent_ack(acked, gain, off_target),
+        }
+    }
+
+    fn on_loss(&mut self, lost: &Lost) {
+        match self.flavour {
+            Flavour::Libutp => {
+                if self.last_cut.is_none_or(|last| lost.now.saturating_sub(last) >= LIBUTP_DECAY_INTERVAL) {
+                    self.last_cut = Some(lost.now);
+                    self.cut_for_loss();
+                }
+            }
+            Flavour::Libtorrent => {
+                if self.recovery.on_loss(lost) {
+                    self.cut_for_loss();
+                }
+            }
+        }
+        if lost.persistent {
+            // Chosen: like a retransmission timeout in either implementation — back to
+            // the minimum window and probe up again in slow start (until ssthresh).
+            self.window = self.minimum_window();
+            self.slow_start = true;
+            self.recovery.forget();
+        }
+    }
+
+    /// An MTU of 0 is ignored.
+    fn on_mtu(&mut self, mtu: u64) {
+        if mtu == 0 {
+            return;
+        }
+        self.mss = mtu;
+        self.window = self.window.max(self.minimum_window());
+    }
+
+    fn window(&self) -> u64 {
+        self.window.round() as u64
+    }
+
+    fn ssthresh(&self) -> Option<u64> {
+        self.ssthresh.map(|s| s.round() as u64)
+    }
+
+    fn name(&self) -> &'static str {
+        "ledbat"
+    }
+
+    fn diagnostics(&self) -> Vec<(&'static str, f64)> {
+        let mut out = vec![("slow_start", if self.slow_start { 1.0 } else { 0.0 })];
+        if let Some(base) = self.base_delay.minimum() {
+            out.push(("base_delay_ms", base as f64 / MS as f64));
+        }
+        if let Some(queueing) = self.last_queueing_delay {
+            out.push(("queueing_delay_ms", queueing as f64 / MS as f64));
+        }
+        out
+    }
+
+    fn box_clone(&self) -> Box<dyn Controller> {
+        Box::new(self.clone())
+    }
+}
