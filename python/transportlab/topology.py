@@ -100,6 +100,11 @@ class Multipath:
     batch: int | None
     merge: bool = True
     t_reordering: float = 0.200
+    pin: tuple[tuple[str, str], ...] = ()  # (destination host, leg name): that leg only
+
+    def pinned_leg(self, dst: str) -> int | None:
+        names = [name for name, _ in self.legs]
+        return next((names.index(leg) for host, leg in self.pin if host == dst), None)
 
     def capacity(self) -> float | None:
         """Bits/s the legs carry together (duplication: the slowest leg's), None if any
@@ -228,16 +233,21 @@ class Topology:
             "stats_path": stats_path,
             "hosts": [{"name": h, "tun_fd": tun_fds[h]} for h in self.hosts],
             "directions": [self._direction_config(name, d, seed) for name, d in self.directions()],
-            "routes": [
-                {
-                    "ingress": self.hosts.index(r.src),
-                    "dst": self.address(r.dst),
-                    "directions": list(r.directions),
-                    "egress": self.hosts.index(r.dst),
-                }
-                for r in self.routes()
-            ],
+            "routes": [self._route_config(r) for r in self.routes()],
         }
+
+    def _route_config(self, r: Route) -> dict:
+        out = {
+            "ingress": self.hosts.index(r.src),
+            "dst": self.address(r.dst),
+            "directions": list(r.directions),
+            "egress": self.hosts.index(r.dst),
+        }
+        dirs = self.directions()
+        legs = [dirs[i][1].multipath.pinned_leg(r.dst) if dirs[i][1].multipath else None for i in r.directions]
+        if any(k is not None for k in legs):
+            out["legs"] = legs  # per hop: ride only this leg of a multipath direction
+        return out
 
     @staticmethod
     def _direction_config(name: str, d: Direction, seed: int) -> dict:

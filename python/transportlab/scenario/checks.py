@@ -113,6 +113,12 @@ def check_scenario(s: "Scenario") -> list[Problem]:
             out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))
         ports[key] = i
 
+    for i, link in enumerate(s.links):
+        for which in ("forward", "reverse"):
+            for host in getattr(link, which).pin or {}:
+                if host not in hosts:
+                    out.append((("links", i, which, "pin", host), f"unknown host (hosts: {', '.join(hosts)})", host))
+
     for host, values in s.sysctls.items():
         if host not in hosts:
             out.append((("sysctls", host), f"unknown host (hosts: {', '.join(hosts)})", host))

@@ -241,12 +241,15 @@ class DirectionSpec(PathSpec):
     legs: Annotated[list[LegSpec], Field(min_length=2)] | None = None
     split: SplitSpec | None = None
     merge: MergeSpec | None = None
+    # Traffic to these hosts rides one leg only, bypassing split and merge (single-leg
+    # users sharing a leg with the split traffic): host name → leg name.
+    pin: dict[HostName, ItemName] | None = None
 
     @model_validator(mode="after")
     def _check_legs(self) -> "DirectionSpec":
         given = self.model_fields_set
         if self.legs is None:
-            for k in ("split", "merge"):
+            for k in ("split", "merge", "pin"):
                 if k in given:
                     raise FieldIssue(f"{k} goes with legs (a multipath direction)", (k,))
             return self
@@ -263,6 +266,9 @@ class DirectionSpec(PathSpec):
         names = [leg.name for leg in self.legs]
         if len(set(names)) != len(names):
             raise FieldIssue(f"leg names must differ, got {names}", ("legs",))
+        for host, leg in (self.pin or {}).items():
+            if leg not in names:
+                raise FieldIssue(f"unknown leg (legs: {', '.join(names)})", ("pin", host), leg)
         if self.merge is None:
             self.merge = MergeSpec()
         return self

@@ -57,6 +57,7 @@ def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direct
         batch=d.split.batch,
         merge=d.merge.enabled,
         t_reordering=d.merge.t_reordering,
+        pin=tuple(sorted((d.pin or {}).items())),
     ))
 
 
