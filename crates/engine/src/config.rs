@@ -1,11 +1,27 @@
 //! The engine's configuration: written by the Python side, never by hand. The engine
 //! knows hosts only as TUN file descriptors it inherited and addresses it routes to.
+//! Format with a complete example: docs/engine-config.md.
+//!
+//! A direction's `spec` is either a plain linkem `DirectionSpec` or a multipath one
+//! (recognised by its `legs` field):
+//!
+//! ```json
+//! {"name": "dc.down", "seed": 7, "leg_names": ["dc.down.master", "dc.down.secondary"],
+//!  "spec": {"legs": [DirectionSpec, DirectionSpec],
+//!           "split": {"mode": "batch", "batch": 100, "ratio": 0.5},
+//!           "merge": {"enabled": true, "t_reordering_ns": 200000000}}}
+//! ```
+//!
+//! `ratio` is leg 1's share (two legs) or a list of one share per leg; `{"mode":
+//! "duplicate"}` sends every packet on every leg; `merge` may be omitted (on, 200 ms).
+//! Each leg is logged and counted as a direction of its own, numbered after all
+//! configured directions in config order ([`Config::leg_indices`]).
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-use linkem::spec::DirectionSpec;
-use serde::Deserialize;
+use linkem::spec::{validate_any, AnyDirectionSpec, DirectionSpec, MultipathSpec};
+use serde::{Deserialize, Deserializer};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,8 +69,45 @@ pub struct HostConfig {
 pub struct DirectionConfig {
     /// e.g. "bottleneck.forward"; used in statistics only.
     pub name: String,
+    /// The direction's seed; a multipath direction derives one per leg from it.
     pub seed: u64,
-    pub spec: DirectionSpec,
+    #[serde(deserialize_with = "any_direction_spec")]
+    pub spec: AnyDirectionSpec,
+    /// Multipath only, optional: the legs' names in statistics (default
+    /// "<name>.leg1", "<name>.leg2", …).
+    #[serde(default)]
+    pub leg_names: Option<Vec<String>>,
+}
+
+impl DirectionConfig {
+    /// Number of legs (0 for a plain direction).
+    pub fn legs(&self) -> usize {
+        match &self.spec {
+            AnyDirectionSpec::Single(_) => 0,
+            AnyDirectionSpec::Multipath(m) => m.legs.len(),
+        }
+    }
+
+    /// The name of leg `leg` (0-based) in statistics.
+    pub fn leg_name(&self, leg: usize) -> String {
+        match &self.leg_names {
+            Some(names) => names[leg].clone(),
+            None => format!("{}.leg{}", self.name, leg + 1),
+        }
+    }
+}
+
+/// A multipath spec is recognised by its `legs` field. Dispatching on it (rather than
+/// letting serde try each kind in turn) keeps the error of the kind that was meant,
+/// e.g. "unknown field `ratoi`", instead of "did not match any variant".
+fn any_direction_spec<'de, D: Deserializer<'de>>(d: D) -> Result<AnyDirectionSpec, D::Error> {
+    use serde::de::Error;
+    let v = serde_json::Value::deserialize(d)?;
+    if v.get("legs").is_some() {
+        serde_json::from_value::<MultipathSpec>(v).map(AnyDirectionSpec::Multipath).map_err(|e| D::Error::custom(format!("multipath spec: {e}")))
+    } else {
+        serde_json::from_value::<DirectionSpec>(v).map(AnyDirectionSpec::Single).map_err(D::Error::custom)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,14 +125,55 @@ pub struct RouteConfig {
 impl Config {
     pub fn load(path: &std::path::Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let cfg: Config = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        cfg.check().map_err(|e| format!("{}: {e}", path.display()))?;
+        Config::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses and checks a configuration.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let cfg: Config = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        cfg.check()?;
         Ok(cfg)
     }
 
+    /// Direction index (in the packet log and in the statistics' `directions`) of each
+    /// leg of each configured direction: `[d][k]` for leg k of direction d (empty for a
+    /// plain direction). Legs are numbered after all configured directions, in config
+    /// order: the first multipath direction's legs are N, N+1, …, with N =
+    /// `directions.len()`.
+    pub fn leg_indices(&self) -> Vec<Vec<usize>> {
+        let mut next = self.directions.len();
+        self.directions
+            .iter()
+            .map(|d| {
+                let first = next;
+                next += d.legs();
+                (first..next).collect()
+            })
+            .collect()
+    }
+
+    /// Configured directions plus legs: every index the log and the statistics use.
+    pub fn log_directions(&self) -> usize {
+        self.directions.len() + self.directions.iter().map(|d| d.legs()).sum::<usize>()
+    }
+
     fn check(&self) -> Result<(), String> {
-        if self.hosts.len() >= u16::MAX as usize || self.directions.len() >= u16::MAX as usize {
-            return Err("too many hosts or directions".into());
+        if self.hosts.len() >= u16::MAX as usize || self.log_directions() >= u16::MAX as usize {
+            return Err("too many hosts or directions (legs of multipath directions included)".into());
+        }
+        for (i, d) in self.directions.iter().enumerate() {
+            validate_any(&d.spec).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
+            match &d.leg_names {
+                Some(names) if names.len() != d.legs() => {
+                    return Err(format!(
+                        "directions[{i}] ({}): leg_names has {} names for {} legs",
+                        d.name,
+                        names.len(),
+                        d.legs()
+                    ))
+                }
+                _ => {}
+            }
         }
         for (i, r) in self.routes.iter().enumerate() {
             if r.ingress >= self.hosts.len() || r.egress >= self.hosts.len() {
@@ -90,5 +184,76 @@ impl Config {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linkem::spec::{Ratio, SplitSpec};
+
+    /// The complete example of docs/engine-config.md (its ```json block), so the
+    /// documentation cannot drift from the parser.
+    pub(crate) fn documented_example() -> String {
+        let doc = include_str!("../../../docs/engine-config.md");
+        let start = doc.find("```json\n").expect("a json example") + "```json\n".len();
+        let end = start + doc[start..].find("```").unwrap();
+        doc[start..end].to_string()
+    }
+
+    #[test]
+    fn documented_multipath_example_parses() {
+        let cfg = Config::parse(&documented_example()).unwrap();
+        assert_eq!(cfg.directions.len(), 2);
+        assert_eq!(cfg.leg_indices(), vec![vec![2, 3], vec![]]);
+        assert_eq!(cfg.log_directions(), 4);
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[0].spec else { panic!("multipath") };
+        assert_eq!(m.legs.len(), 2);
+        assert_eq!(m.split, SplitSpec::Batch { batch: 100, ratio: Ratio::FirstLeg(0.5) });
+        assert!(m.merge.enabled);
+        assert_eq!(m.merge.t_reordering_ns, 200_000_000);
+        assert_eq!(cfg.directions[0].leg_name(1), "dc.down.secondary");
+        assert!(matches!(cfg.directions[1].spec, AnyDirectionSpec::Single(_)));
+    }
+
+    fn with_spec(spec: &str, extra: &str) -> Result<Config, String> {
+        Config::parse(&format!(
+            r#"{{"log_path": "l", "stats_path": "s", "hosts": [], "routes": [],
+                "directions": [{{"name": "p", "seed": 1, "spec": {{"delay": 5}}}},
+                               {{"name": "m", "seed": 2, "spec": {spec}{extra}}}]}}"#
+        ))
+    }
+
+    #[test]
+    fn multipath_variants_and_defaults() {
+        let cfg = with_spec(r#"{"legs": [{}, {}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.2, 0.5, 0.3]}}"#, "")
+            .unwrap();
+        assert_eq!(cfg.leg_indices(), vec![vec![], vec![2, 3, 4]]);
+        assert_eq!(cfg.directions[1].leg_name(2), "m.leg3");
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
+        assert_eq!(m.merge, linkem::spec::MergeSpec::default());
+        let cfg = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"enabled": false}}"#, "").unwrap();
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
+        assert_eq!((m.split.clone(), m.merge.enabled, m.merge.t_reordering_ns), (SplitSpec::Duplicate, false, 200_000_000));
+    }
+
+    #[test]
+    fn multipath_errors_name_the_problem() {
+        let cases = [
+            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratoi": 0.5}}"#, "", "ratoi"),
+            (r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#, "", "spray"),
+            (r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#, "", "dealy"),
+            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.5, 0.6]}}"#, "", "sum to 1"),
+            (r#"{"legs": [{}], "split": {"mode": "duplicate"}}"#, "", "at least 2 legs"),
+            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 0, "ratio": 0.5}}"#, "", "at least 1"),
+            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}}"#, r#", "leg_names": ["a"]"#, "1 names for 2 legs"),
+            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"t_reordering": 5}}"#, "", "t_reordering"),
+        ];
+        for (spec, extra, want) in cases {
+            let e = with_spec(spec, extra).unwrap_err();
+            assert!(e.contains(want), "{spec}: {e:?} should mention {want:?}");
+        }
+        let e = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#, "").map(|_| ());
+        assert_eq!(e, Ok(()));
     }
 }

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 
-use linkem::{DropReason, Nanos, Packet, Pipeline, PipelineEvent};
+use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
 use crate::config::Config;
 use crate::ipv4::{flow_key, FlowKey};
@@ -25,6 +25,14 @@ pub struct Carried {
     hop: u16,
 }
 
+/// A packet inside a multipath direction is logged on its legs with its flow key.
+impl Summarize for Carried {
+    type Summary = FlowKey;
+    fn summarize(&self) -> FlowKey {
+        self.key
+    }
+}
+
 struct Route {
     directions: Vec<u16>,
     egress: usize,
@@ -32,7 +40,9 @@ struct Route {
 
 pub struct Forwarder {
     tun_fds: Vec<RawFd>,
-    pipelines: Vec<Pipeline<Carried>>,
+    models: Vec<Direction<Carried>>,
+    /// `leg_index[d][k]`: the log/stats direction index of leg k of direction d.
+    leg_index: Vec<Vec<u16>>,
     routes: Vec<Route>,
     route_of: HashMap<(usize, Ipv4Addr), u32>,
     next_id: u64,
@@ -46,10 +56,26 @@ pub struct Forwarder {
 
 impl Forwarder {
     pub fn new(cfg: &Config, log: PacketLog) -> Result<Forwarder, String> {
-        let mut pipelines = Vec::new();
+        let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
-            let p = linkem::spec::build_pipeline(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
-            pipelines.push(p);
+            let m = linkem::build_direction(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
+            models.push(m);
+        }
+        let leg_index = cfg.leg_indices();
+        let mut directions: Vec<DirectionStats> = cfg
+            .directions
+            .iter()
+            .zip(&leg_index)
+            .map(|(d, legs)| DirectionStats {
+                name: d.name.clone(),
+                legs: (!legs.is_empty()).then(|| legs.clone()),
+                ..Default::default()
+            })
+            .collect();
+        for (i, d) in cfg.directions.iter().enumerate() {
+            for k in 0..d.legs() {
+                directions.push(DirectionStats { name: d.leg_name(k), leg_of: Some(i), ..Default::default() });
+            }
         }
         let mut routes = Vec::new();
         let mut route_of = HashMap::new();
@@ -59,12 +85,13 @@ impl Forwarder {
         }
         Ok(Forwarder {
             tun_fds: cfg.hosts.iter().map(|h| h.tun_fd).collect(),
-            pipelines,
+            models,
+            leg_index: leg_index.into_iter().map(|l| l.into_iter().map(|i| i as u16).collect()).collect(),
             routes,
             route_of,
             next_id: 0,
             log,
-            directions: cfg.directions.iter().map(|d| DirectionStats { name: d.name.clone(), ..Default::default() }).collect(),
+            directions,
             unintended: UnintendedDrops::default(),
             lateness: Lateness::default(),
             packets_in: 0,
@@ -77,7 +104,7 @@ impl Forwarder {
     }
 
     pub fn next_due(&self) -> Option<Nanos> {
-        self.pipelines.iter().filter_map(|p| p.next_due()).min()
+        self.models.iter().filter_map(|p| p.next_due()).min()
     }
 
     /// A packet read from host `ingress`'s TUN at `now`.
@@ -114,14 +141,14 @@ impl Forwarder {
         };
         self.directions[dir as usize].arrivals += 1;
         self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Arrival, 0, packet.copy);
-        if let Some(ev) = self.pipelines[dir as usize].push(packet, at) {
-            self.handle(dir, ev);
-        }
+        // Whatever happens at `at` itself (a drop at the first stage) is reported by the
+        // model's `step`, which `run_due` calls next.
+        self.models[dir as usize].push(packet, at);
     }
 
-    fn handle(&mut self, dir: u16, ev: PipelineEvent<Carried>) {
+    fn handle(&mut self, dir: u16, ev: DirectionEvent<Carried>) {
         match ev {
-            PipelineEvent::Departed { mut packet, at } => {
+            DirectionEvent::Departed { mut packet, at } => {
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
@@ -129,16 +156,39 @@ impl Forwarder {
                 packet.payload.hop += 1;
                 self.enter_hop(packet, at);
             }
-            PipelineEvent::Dropped { packet, at, reason, .. } => {
-                let st = &mut self.directions[dir as usize];
-                match reason {
-                    DropReason::QueueFull => st.drops_queue_full += 1,
-                    DropReason::RandomLoss => st.drops_random_loss += 1,
-                    DropReason::MergeDiscard => st.drops_merge_discard += 1,
-                }
-                self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Drop, reason as u8, packet.copy);
+            DirectionEvent::Dropped { packet, at, reason, .. } => self.drop(dir, &packet, at, reason),
+            DirectionEvent::LegArrived { leg, info, at } => {
+                let leg = self.leg_index[dir as usize][leg];
+                self.directions[leg as usize].arrivals += 1;
+                self.log.record(at, info.id, &info.summary, info.size, leg, Event::Arrival, 0, info.copy);
             }
+            DirectionEvent::LegDeparted { leg, info, at } => {
+                let leg = self.leg_index[dir as usize][leg];
+                let st = &mut self.directions[leg as usize];
+                st.departures += 1;
+                st.bytes_departed += info.size as u64;
+                self.log.record(at, info.id, &info.summary, info.size, leg, Event::Departure, 0, info.copy);
+            }
+            DirectionEvent::LegDropped { leg, packet, at, reason, .. } => {
+                let leg = self.leg_index[dir as usize][leg];
+                self.drop(leg, &packet, at, reason);
+            }
+            // Logged on the multipath direction itself: the packet came off its leg.
+            DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
+            // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
+            DirectionEvent::GapSkipped { .. } => {}
         }
+    }
+
+    /// Counts and logs a drop at log direction `dir`.
+    fn drop(&mut self, dir: u16, packet: &Packet<Carried>, at: Nanos, reason: DropReason) {
+        let st = &mut self.directions[dir as usize];
+        match reason {
+            DropReason::QueueFull => st.drops_queue_full += 1,
+            DropReason::RandomLoss => st.drops_random_loss += 1,
+            DropReason::MergeDiscard => st.drops_merge_discard += 1,
+        }
+        self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Drop, reason as u8, packet.copy);
     }
 
     fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) {
@@ -163,21 +213,146 @@ impl Forwarder {
     pub fn run_due(&mut self, now: Nanos) {
         loop {
             let mut best: Option<(usize, Nanos)> = None;
-            for (i, p) in self.pipelines.iter().enumerate() {
+            for (i, p) in self.models.iter().enumerate() {
                 if let Some(t) = p.next_due() {
-                    if t <= now && best.map_or(true, |(_, b)| t < b) {
+                    if t <= now && best.is_none_or(|(_, b)| t < b) {
                         best = Some((i, t));
                     }
                 }
             }
             let Some((dir, t)) = best else { return };
-            if let Some(ev) = self.pipelines[dir].step(t) {
+            if let Some(ev) = self.models[dir].step(t) {
                 self.handle(dir as u16, ev);
             }
         }
     }
 
+    /// The statistics of every log direction (configured directions, then legs), with
+    /// the merges' counters; leaves empty ones behind.
+    pub fn take_direction_stats(&mut self) -> Vec<DirectionStats> {
+        for (st, model) in self.directions.iter_mut().zip(&self.models) {
+            if let Direction::Multipath(m) = model {
+                st.merge = Some(m.merge_stats());
+            }
+        }
+        std::mem::take(&mut self.directions)
+    }
+
     pub fn close_log(self) -> std::io::Result<()> {
         self.log.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::RECORD_SIZE;
+
+    const MS: u64 = 1_000_000;
+
+    fn pipe() -> (RawFd, RawFd) {
+        let mut fds = [0; 2];
+        // SAFETY: valid pointer to two ints.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        (fds[0], fds[1])
+    }
+
+    fn udp_packet() -> Vec<u8> {
+        let mut p = vec![0u8; 28];
+        p[0] = 0x45;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
+        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
+        p[20..22].copy_from_slice(&4000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&5000u16.to_be_bytes());
+        p
+    }
+
+    /// (t_ns, packet_id, direction, event, reason) of every log record.
+    fn read_log(path: &std::path::Path) -> Vec<(u64, u64, u16, u8, u8)> {
+        let bytes = std::fs::read(path).unwrap();
+        bytes[16..]
+            .chunks(RECORD_SIZE)
+            .map(|r| {
+                let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap());
+                (u64_at(0), u64_at(8), u16::from_le_bytes([r[30], r[31]]), r[33], r[34])
+            })
+            .collect()
+    }
+
+    /// A multipath direction in duplication mode with legs of 10 and 30 ms, driven in
+    /// virtual time: each leg is logged under its own index, the direction logs the
+    /// split arrival, the merge delivery and the merge's discard of the second copy
+    /// (reason 3), and the statistics carry the merge's counters.
+    #[test]
+    fn multipath_legs_are_logged_as_directions_of_their_own() {
+        let dir = std::env::temp_dir().join(format!("tlab-fwd-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log_path = dir.join("packets.tlog");
+        let (r0, w0) = pipe();
+        let (r1, w1) = pipe();
+        let cfg = Config::parse(&format!(
+            r#"{{"log_path": "unused", "stats_path": "unused",
+                "hosts": [{{"name": "a", "tun_fd": {w0}}}, {{"name": "b", "tun_fd": {w1}}}],
+                "directions": [{{"name": "dc", "seed": 3, "spec": {{
+                    "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
+                    "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}],
+                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1}}]}}"#,
+            d1 = 10 * MS,
+            d2 = 30 * MS,
+            t = 100 * MS
+        ))
+        .unwrap();
+        let mut fwd = Forwarder::new(&cfg, PacketLog::create(&log_path).unwrap()).unwrap();
+        let t0 = 1_000 * MS;
+        let n = 20u64;
+        for i in 0..n {
+            fwd.ingress(0, &udp_packet(), t0 + i * MS);
+        }
+        fwd.run_due(u64::MAX);
+        assert_eq!(fwd.next_due(), None);
+        assert_eq!(fwd.packets_out, n);
+        let stats = fwd.take_direction_stats();
+        fwd.close_log().unwrap();
+
+        let log = read_log(&log_path);
+        for id in 0..n {
+            let t = t0 + id * MS;
+            let mut got: Vec<_> = log.iter().filter(|r| r.1 == id).map(|&(t, _, d, e, r)| (t, d, e, r)).collect();
+            got.sort();
+            let mut want = vec![
+                (t, 0, 1, 0),            // split
+                (t, 1, 1, 0),            // leg 1 arrival
+                (t, 2, 1, 0),            // leg 2 arrival
+                (t + 10 * MS, 0, 2, 0),  // merge delivery
+                (t + 10 * MS, 1, 2, 0),  // leg 1 departure
+                (t + 30 * MS, 0, 3, 3),  // second copy discarded by the merge
+                (t + 30 * MS, 2, 2, 0),  // leg 2 departure
+            ];
+            want.sort();
+            assert_eq!(got, want, "packet {id}");
+        }
+
+        assert_eq!(stats.len(), 3);
+        let (d, l1, l2) = (&stats[0], &stats[1], &stats[2]);
+        assert_eq!((d.arrivals, d.departures, d.drops_merge_discard), (n, n, n));
+        assert_eq!(d.legs, Some(vec![1, 2]));
+        let m = d.merge.unwrap();
+        assert_eq!((m.delivered, m.discarded, m.gap_skipped, m.timer_expiries, m.max_buffered), (n, n, 0, 0, 0));
+        for (leg, name) in [(l1, "dc.leg1"), (l2, "dc.leg2")] {
+            assert_eq!((leg.name.as_str(), leg.leg_of, leg.arrivals, leg.departures), (name, Some(0), n, n));
+            assert!(leg.merge.is_none());
+        }
+        let json = serde_json::to_value(&stats).unwrap();
+        assert_eq!(json[0]["merge"]["discarded"], n);
+        assert!(json[1].get("merge").is_none() && json[1]["leg_of"] == 0);
+
+        let mut buf = vec![0u8; 4096];
+        let got = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) };
+        assert_eq!(got as usize, n as usize * udp_packet().len(), "every packet delivered once");
+        for fd in [r0, w0, r1, w1] {
+            unsafe { libc::close(fd) };
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -76,8 +76,8 @@ fn run(cfg: Config) -> Result<(), String> {
         fwd.run_due(clock::now_ns());
         // Read in rounds of at most `read_batch` per host until every TUN is drained.
         while readable.iter().any(|&r| r) {
-            for host in 0..n_hosts {
-                if !readable[host] {
+            for (host, host_readable) in readable.iter_mut().enumerate() {
+                if !*host_readable {
                     continue;
                 }
                 let fd = fwd.tun_fds()[host];
@@ -89,7 +89,7 @@ fn run(cfg: Config) -> Result<(), String> {
                             got += 1;
                         }
                         Ok(_) => {
-                            readable[host] = false;
+                            *host_readable = false;
                             break;
                         }
                         Err(e) => return Err(format!("hosts[{host}] ({}): read: {e}", cfg.hosts[host].name)),
@@ -127,7 +127,7 @@ fn run(cfg: Config) -> Result<(), String> {
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
     let (directions, unintended, packets_in, packets_out) =
-        (std::mem::take(&mut fwd.directions), std::mem::take(&mut fwd.unintended), fwd.packets_in, fwd.packets_out);
+        (fwd.take_direction_stats(), std::mem::take(&mut fwd.unintended), fwd.packets_in, fwd.packets_out);
     let log_error = fwd.close_log().err().map(|e| e.to_string());
     let stats = RunStats {
         directions,

@@ -1,11 +1,24 @@
 //! Run statistics the engine writes at exit: per-direction counts, unintended drops and
 //! how punctually packets were handed back to the hosts.
 
+use linkem::merge::MergeStats;
 use serde::Serialize;
 
+/// One entry per direction index of the packet log: the configured directions first,
+/// then the legs of multipath directions.
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct DirectionStats {
     pub name: String,
+    /// A leg: the index of its multipath direction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub leg_of: Option<usize>,
+    /// A multipath direction: the indices of its legs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub legs: Option<Vec<usize>>,
+    /// A multipath direction: its merge's counters (delivered, discarded, gap_skipped,
+    /// timer_expiries, max_buffered).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeStats>,
     pub arrivals: u64,
     pub departures: u64,
     pub bytes_departed: u64,
