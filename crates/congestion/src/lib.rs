@@ -12,10 +12,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 mod base_delay;
+mod correlation;
 pub mod cubic;
+pub mod delay_correlation;
 pub mod ledbat;
 pub mod newreno;
 mod params;
+mod prng;
 mod recovery;
 pub mod vegas;
 mod window;
@@ -148,9 +151,7 @@ pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dy
         "cubic" => Box::new(cubic::Cubic::from_params(params, mtu)?),
         "vegas" => Box::new(vegas::Vegas::from_params(params, mtu, now)?),
         "ledbat" => Box::new(ledbat::Ledbat::from_params(params, mtu, now)?),
-        other => {
-            let _ = now;
-            return Err(ConfigError { field: "cc".into(), value: other.into(), problem: "not yet implemented in this build".into() });
-        }
+        "delay-correlation" => Box::new(delay_correlation::DelayCorrelation::from_params(params, mtu)?),
+        _ => unreachable!("checked against NAMES above"),
     })
 }
