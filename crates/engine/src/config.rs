@@ -118,6 +118,11 @@ pub struct RouteConfig {
     pub dst: Ipv4Addr,
     /// Indices into `directions`, in the order the packet crosses them.
     pub directions: Vec<usize>,
+    /// Optional, one entry per hop: `null`, or a leg index (0-based) of that hop's
+    /// multipath direction on which this route's packets ride alone, bypassing its split
+    /// and merge (a single-leg user sharing the leg with the split traffic).
+    #[serde(default)]
+    pub legs: Option<Vec<Option<usize>>>,
     /// Index into `hosts` of the host the packet is delivered to.
     pub egress: usize,
 }
@@ -181,6 +186,22 @@ impl Config {
             }
             if let Some(d) = r.directions.iter().find(|&&d| d >= self.directions.len()) {
                 return Err(format!("routes[{i}].directions: no direction {d}"));
+            }
+            if let Some(legs) = &r.legs {
+                if legs.len() != r.directions.len() {
+                    return Err(format!("routes[{i}].legs: {} entries for {} hops", legs.len(), r.directions.len()));
+                }
+                for (&d, leg) in r.directions.iter().zip(legs) {
+                    let Some(leg) = leg else { continue };
+                    let have = self.directions[d].legs();
+                    if *leg >= have {
+                        return Err(format!(
+                            "routes[{i}].legs: direction {d} ({}) has no leg {leg} (it has {have} legs{})",
+                            self.directions[d].name,
+                            if have == 0 { ": not a multipath direction" } else { "" }
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -255,5 +276,27 @@ mod tests {
         }
         let e = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#, "").map(|_| ());
         assert_eq!(e, Ok(()));
+    }
+
+    #[test]
+    fn routes_may_pin_a_hop_to_a_leg() {
+        let cfg = |legs: &str| {
+            Config::parse(&format!(
+                r#"{{"log_path": "l", "stats_path": "s", "hosts": [{{"name": "a", "tun_fd": 3}}, {{"name": "b", "tun_fd": 4}}],
+                    "directions": [{{"name": "p", "seed": 1, "spec": {{}}}},
+                                   {{"name": "m", "seed": 2, "spec": {{"legs": [{{}}, {{}}], "split": {{"mode": "duplicate"}}}}}}],
+                    "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0, 1], "egress": 1{legs}}}]}}"#
+            ))
+        };
+        assert_eq!(cfg("").unwrap().routes[0].legs, None);
+        assert_eq!(cfg(r#", "legs": [null, 1]"#).unwrap().routes[0].legs, Some(vec![None, Some(1)]));
+        for (legs, want) in [
+            (r#", "legs": [null, 2]"#, "has no leg 2 (it has 2 legs)"),
+            (r#", "legs": [0, null]"#, "not a multipath direction"),
+            (r#", "legs": [null]"#, "1 entries for 2 hops"),
+        ] {
+            let e = cfg(legs).unwrap_err();
+            assert!(e.contains(want), "{e:?} should mention {want:?}");
+        }
     }
 }

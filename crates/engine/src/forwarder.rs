@@ -35,6 +35,8 @@ impl Summarize for Carried {
 
 struct Route {
     directions: Vec<u16>,
+    /// Per hop, the leg of a multipath direction the packet is pinned to (empty: none).
+    pinned: Vec<Option<u16>>,
     egress: usize,
 }
 
@@ -81,7 +83,11 @@ impl Forwarder {
         let mut route_of = HashMap::new();
         for r in &cfg.routes {
             route_of.insert((r.ingress, r.dst), routes.len() as u32);
-            routes.push(Route { directions: r.directions.iter().map(|&d| d as u16).collect(), egress: r.egress });
+            routes.push(Route {
+                directions: r.directions.iter().map(|&d| d as u16).collect(),
+                pinned: r.legs.iter().flatten().map(|l| l.map(|l| l as u16)).collect(),
+                egress: r.egress,
+            });
         }
         Ok(Forwarder {
             tun_fds: cfg.hosts.iter().map(|h| h.tun_fd).collect(),
@@ -135,15 +141,20 @@ impl Forwarder {
     /// has no more hops.
     fn enter_hop(&mut self, packet: Packet<Carried>, at: Nanos) {
         let route = &self.routes[packet.payload.route as usize];
-        let Some(&dir) = route.directions.get(packet.payload.hop as usize) else {
+        let hop = packet.payload.hop as usize;
+        let Some(&dir) = route.directions.get(hop) else {
             let egress = route.egress;
             return self.deliver(egress, packet, at);
         };
+        let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
         self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Arrival, 0, packet.copy);
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
-        self.models[dir as usize].push(packet, at);
+        match pinned {
+            None => self.models[dir as usize].push(packet, at),
+            Some(leg) => self.models[dir as usize].push_on_leg(packet, leg as usize, at),
+        }
     }
 
     fn handle(&mut self, dir: u16, ev: DirectionEvent<Carried>) {
@@ -268,8 +279,10 @@ mod tests {
         p
     }
 
-    /// (t_ns, packet_id, direction, event, reason) of every log record.
-    fn read_log(path: &std::path::Path) -> Vec<(u64, u64, u16, u8, u8)> {
+    /// (t_ns, packet_id, direction, event, reason) of a log record.
+    type Record = (u64, u64, u16, u8, u8);
+
+    fn read_log(path: &std::path::Path) -> Vec<Record> {
         let bytes = std::fs::read(path).unwrap();
         bytes[16..]
             .chunks(RECORD_SIZE)
@@ -280,13 +293,12 @@ mod tests {
             .collect()
     }
 
-    /// A multipath direction in duplication mode with legs of 10 and 30 ms, driven in
-    /// virtual time: each leg is logged under its own index, the direction logs the
-    /// split arrival, the merge delivery and the merge's discard of the second copy
-    /// (reason 3), and the statistics carry the merge's counters.
-    #[test]
-    fn multipath_legs_are_logged_as_directions_of_their_own() {
-        let dir = std::env::temp_dir().join(format!("tlab-fwd-test-{}", std::process::id()));
+    /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one
+    /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
+    /// in virtual time. `route_extra` is appended to the route. Returns the log records,
+    /// the direction statistics and the bytes host b received.
+    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+        let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
         let (r0, w0) = pipe();
@@ -297,41 +309,63 @@ mod tests {
                 "directions": [{{"name": "dc", "seed": 3, "spec": {{
                     "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
                     "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}],
-                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1}}]}}"#,
+                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#,
             d1 = 10 * MS,
             d2 = 30 * MS,
             t = 100 * MS
         ))
         .unwrap();
         let mut fwd = Forwarder::new(&cfg, PacketLog::create(&log_path).unwrap()).unwrap();
-        let t0 = 1_000 * MS;
-        let n = 20u64;
         for i in 0..n {
-            fwd.ingress(0, &udp_packet(), t0 + i * MS);
+            fwd.ingress(0, &udp_packet(), T0 + i * MS);
         }
         fwd.run_due(u64::MAX);
         assert_eq!(fwd.next_due(), None);
         assert_eq!(fwd.packets_out, n);
         let stats = fwd.take_direction_stats();
         fwd.close_log().unwrap();
-
         let log = read_log(&log_path);
+        let mut buf = vec![0u8; 4096];
+        // SAFETY: valid buffer; the pipe holds everything written (< its 64 KiB).
+        let received = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) } as usize;
+        for fd in [r0, w0, r1, w1] {
+            // SAFETY: fds this test opened.
+            unsafe { libc::close(fd) };
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        (log, stats, received)
+    }
+
+    const T0: u64 = 1_000 * MS;
+
+    fn records_of(log: &[Record], id: u64) -> Vec<(u64, u16, u8, u8)> {
+        let mut got: Vec<_> = log.iter().filter(|r| r.1 == id).map(|&(t, _, d, e, r)| (t, d, e, r)).collect();
+        got.sort();
+        got
+    }
+
+    /// Duplication mode: each leg is logged under its own index, the direction logs the
+    /// split arrival, the merge delivery and the merge's discard of the second copy
+    /// (reason 3), and the statistics carry the merge's counters.
+    #[test]
+    fn multipath_legs_are_logged_as_directions_of_their_own() {
+        let n = 20u64;
+        let (log, stats, received) = run_multipath("legs-logged", n, "");
         for id in 0..n {
-            let t = t0 + id * MS;
-            let mut got: Vec<_> = log.iter().filter(|r| r.1 == id).map(|&(t, _, d, e, r)| (t, d, e, r)).collect();
-            got.sort();
+            let t = T0 + id * MS;
             let mut want = vec![
-                (t, 0, 1, 0),            // split
-                (t, 1, 1, 0),            // leg 1 arrival
-                (t, 2, 1, 0),            // leg 2 arrival
-                (t + 10 * MS, 0, 2, 0),  // merge delivery
-                (t + 10 * MS, 1, 2, 0),  // leg 1 departure
-                (t + 30 * MS, 0, 3, 3),  // second copy discarded by the merge
-                (t + 30 * MS, 2, 2, 0),  // leg 2 departure
+                (t, 0, 1, 0),           // split
+                (t, 1, 1, 0),           // leg 1 arrival
+                (t, 2, 1, 0),           // leg 2 arrival
+                (t + 10 * MS, 0, 2, 0), // merge delivery
+                (t + 10 * MS, 1, 2, 0), // leg 1 departure
+                (t + 30 * MS, 0, 3, 3), // second copy discarded by the merge
+                (t + 30 * MS, 2, 2, 0), // leg 2 departure
             ];
             want.sort();
-            assert_eq!(got, want, "packet {id}");
+            assert_eq!(records_of(&log, id), want, "packet {id}");
         }
+        assert_eq!(received, n as usize * udp_packet().len(), "every packet delivered once");
 
         assert_eq!(stats.len(), 3);
         let (d, l1, l2) = (&stats[0], &stats[1], &stats[2]);
@@ -346,13 +380,21 @@ mod tests {
         let json = serde_json::to_value(&stats).unwrap();
         assert_eq!(json[0]["merge"]["discarded"], n);
         assert!(json[1].get("merge").is_none() && json[1]["leg_of"] == 0);
+    }
 
-        let mut buf = vec![0u8; 4096];
-        let got = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) };
-        assert_eq!(got as usize, n as usize * udp_packet().len(), "every packet delivered once");
-        for fd in [r0, w0, r1, w1] {
-            unsafe { libc::close(fd) };
+    /// A route pinned to leg 2: its packets ride that leg only and leave the direction
+    /// with it, without split or merge.
+    #[test]
+    fn pinned_route_rides_one_leg() {
+        let n = 5u64;
+        let (log, stats, received) = run_multipath("pinned", n, r#", "legs": [1]"#);
+        for id in 0..n {
+            let t = T0 + id * MS;
+            let want = vec![(t, 0, 1, 0), (t, 2, 1, 0), (t + 30 * MS, 0, 2, 0), (t + 30 * MS, 2, 2, 0)];
+            assert_eq!(records_of(&log, id), want, "packet {id}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(received, n as usize * udp_packet().len());
+        assert_eq!((stats[0].arrivals, stats[0].departures, stats[1].arrivals, stats[2].departures), (n, n, 0, n));
+        assert_eq!(stats[0].merge.unwrap().delivered, 0);
     }
 }

@@ -116,6 +116,19 @@ impl<P: Summarize + Clone> Direction<P> {
         }
     }
 
+    /// A packet pinned to leg `leg` of a multipath direction enters it at `at` (see
+    /// [`Multipath::push_on_leg`]).
+    ///
+    /// # Panics
+    /// On a plain direction, or with a leg the direction does not have: a driver checks
+    /// its configuration first.
+    pub fn push_on_leg(&mut self, packet: Packet<P>, leg: usize, at: Nanos) {
+        match self {
+            Direction::Single(_) => panic!("a plain direction has no leg {leg}"),
+            Direction::Multipath(m) => m.push_on_leg(packet, leg, at),
+        }
+    }
+
     /// When the next event is due.
     pub fn next_due(&self) -> Option<Nanos> {
         match self {

@@ -10,6 +10,10 @@
 //! reaching the merge at the instant the timer expires still counts as in time), and
 //! lower leg index first.
 //!
+//! A packet may also be *pinned* to one leg ([`Multipath::push_on_leg`]): it bypasses the
+//! split and the merge, gets no sequence number, and leaves the direction when it leaves
+//! its leg — traffic of a single-leg user sharing that leg with the split traffic.
+//!
 //! Duplication mode clones the packet for every leg but the last; all copies keep the
 //! original's `copy` flag (they are the same packet on several paths, and each leg is
 //! logged on its own), and the merge keeps the first to arrive.
@@ -22,18 +26,18 @@ use crate::split::{Route, Split};
 use crate::{Nanos, Packet, Pipeline, PipelineEvent};
 
 /// A packet's payload inside a leg: the payload plus its sequence number, which travels
-/// beside the packet, never in it.
+/// beside the packet, never in it. `None`: pinned to the leg, bypassing split and merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Numbered<P> {
-    pub sn: u16,
+    pub sn: Option<u16>,
     pub payload: P,
 }
 
-fn numbered<P>(p: Packet<P>, sn: u16) -> Packet<Numbered<P>> {
+fn numbered<P>(p: Packet<P>, sn: Option<u16>) -> Packet<Numbered<P>> {
     Packet { id: p.id, size: p.size, copy: p.copy, payload: Numbered { sn, payload: p.payload } }
 }
 
-fn unnumbered<P>(p: Packet<Numbered<P>>) -> (u16, Packet<P>) {
+fn unnumbered<P>(p: Packet<Numbered<P>>) -> (Option<u16>, Packet<P>) {
     (p.payload.sn, Packet { id: p.id, size: p.size, copy: p.copy, payload: p.payload.payload })
 }
 
@@ -73,18 +77,25 @@ impl<P: Summarize + Clone> Multipath<P> {
     pub fn push(&mut self, packet: Packet<P>, at: Nanos) {
         let (sn, route) = self.split.assign();
         match route {
-            Route::One(leg) => self.push_leg(leg, packet, sn, at),
+            Route::One(leg) => self.push_leg(leg, packet, Some(sn), at),
             Route::All => {
                 let last = self.legs.len() - 1;
                 for leg in 0..last {
-                    self.push_leg(leg, packet.clone(), sn, at);
+                    self.push_leg(leg, packet.clone(), Some(sn), at);
                 }
-                self.push_leg(last, packet, sn, at);
+                self.push_leg(last, packet, Some(sn), at);
             }
         }
     }
 
-    fn push_leg(&mut self, leg: usize, packet: Packet<P>, sn: u16, at: Nanos) {
+    /// A packet pinned to `leg` enters the direction at `at`: it rides that leg only,
+    /// unnumbered, and departs the direction as it leaves the leg (no merge).
+    pub fn push_on_leg(&mut self, packet: Packet<P>, leg: usize, at: Nanos) {
+        assert!(leg < self.legs.len(), "leg {leg} of a direction with {} legs", self.legs.len());
+        self.push_leg(leg, packet, None, at);
+    }
+
+    fn push_leg(&mut self, leg: usize, packet: Packet<P>, sn: Option<u16>, at: Nanos) {
         self.pending.push_back(DirectionEvent::LegArrived { leg, info: PacketInfo::of(&packet), at });
         if let Some(ev) = self.legs[leg].push(numbered(packet, sn), at) {
             self.leg_event(leg, ev);
@@ -96,7 +107,10 @@ impl<P: Summarize + Clone> Multipath<P> {
             PipelineEvent::Departed { packet, at } => {
                 let (sn, packet) = unnumbered(packet);
                 self.pending.push_back(DirectionEvent::LegDeparted { leg, info: PacketInfo::of(&packet), at });
-                self.merge_receive(leg, sn, packet, at);
+                match sn {
+                    Some(sn) => self.merge_receive(leg, sn, packet, at),
+                    None => self.pending.push_back(DirectionEvent::Departed { packet, at }),
+                }
             }
             PipelineEvent::Dropped { packet, at, reason, stage } => {
                 let (_, packet) = unnumbered(packet);

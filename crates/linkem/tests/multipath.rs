@@ -415,3 +415,34 @@ fn invalid_multipath_specs_are_refused_with_a_reason() {
         assert_eq!(build_multipath::<()>(&spec, 0).err(), Some(e));
     }
 }
+
+/// A packet pinned to a leg rides that leg only, takes no sequence number (the split's
+/// pattern for the others is unchanged) and leaves the direction as it leaves the leg,
+/// even while the merge holds packets back for a gap.
+#[test]
+fn pinned_packets_bypass_split_and_merge() {
+    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 1.0 }), ..delay(10 * MS) };
+    let spec = batch(vec![delay(10 * MS), lossy], 2, Ratio::FirstLeg(0.5), MergeSpec::default());
+    let mut d = direction(spec, 1);
+    let mut ev = Vec::new();
+    let drain = |d: &mut Direction<()>, now, ev: &mut Vec<DirectionEvent<()>>| {
+        while let Some(e) = d.step(now) {
+            ev.push(e);
+        }
+    };
+    // Split traffic 0, 1 (lost), 2: the merge holds 2 for 200 ms. Pinned 100 and 101 in
+    // between ride leg 1 and leave after its 10 ms.
+    for (id, at) in [(0, 0), (1, MS), (100, 2 * MS), (2, 3 * MS), (101, 4 * MS)] {
+        drain(&mut d, at, &mut ev);
+        if id >= 100 {
+            d.push_on_leg(Packet::new(id, 100, ()), 0, at);
+        } else {
+            d.push(Packet::new(id, 100, ()), at);
+        }
+    }
+    drain(&mut d, Nanos::MAX, &mut ev);
+    assert_eq!(leg_arrivals(&ev), vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]);
+    assert_eq!(delivered(&ev), vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]);
+    let Direction::Multipath(m) = &d else { panic!() };
+    assert_eq!(m.merge_stats().delivered, 2, "pinned packets do not pass the merge");
+}
