@@ -3,7 +3,7 @@
 //!
 //! Over QUIC there are no one-way timestamps, so the delay LEDBAT measures is the RTT:
 //! queueing delay = latest RTT sample − base, where the base is the minimum of RTT
-//! samples over a history of one-minute buckets (see [`BaseDelayHistory`]). Chosen: our
+//! samples over a history of one-minute buckets (see `base_delay::BaseDelayHistory`). Chosen: our
 //! own bucketed minimum rather than `Rtt::min`, which never rises, so the base can
 //! recover after a path change as the spec's history intends. Chosen: no
 //! current-delay filter — every ack's latest RTT is the current delay (RFC 6817's
@@ -172,8 +172,9 @@ impl Ledbat {
 impl Controller for Ledbat {
     fn on_sent(&mut self, _sent: &Sent) {}
 
-    /// Acks during a loss-recovery period still steer the window: the delay signal is
-    /// valid whatever happened to other packets (libutp and libtorrent do the same).
+    /// Chosen: acks during a loss-recovery period still steer the window — the delay
+    /// signal is valid whatever happened to other packets, and the uTP implementations
+    /// have no NewReno-style recovery freeze.
     fn on_ack(&mut self, acked: &Acked) {
         let delay = acked.rtt.latest;
         self.base_delay.record(acked.now, delay);

@@ -7,6 +7,16 @@
 //! clock, draws unseeded randomness or knows about any transport library. The QUIC agent
 //! adapts quinn's controller interface to [`Controller`]; a simulator can drive the same
 //! state machines directly.
+//!
+//! | name | module | `cc_params` keys (default) |
+//! |---|---|---|
+//! | `newreno` | [`newreno`] | none |
+//! | `cubic` | [`cubic`] | `variant` = `rfc9438` \| `chromium` (`rfc9438`) |
+//! | `vegas` | [`vegas`] | `alpha` (2), `beta` (4), `gamma` (1) packets, 0..=1000, alpha ≤ beta |
+//! | `ledbat` | [`ledbat`] | `flavour` = `libutp` \| `libtorrent` (`libutp`); `target` ms (100), 0.001..=10000 |
+//! | `delay-correlation` | [`delay_correlation`] | `variant` (as cubic); `window` (32) 4..=4096; `threshold` (0.9) 0..=1; `seed` (u64, [`delay_correlation::DEFAULT_SEED`]); `dither_small` (2), `dither_large_min` (10) packets 0..=10000; `dither_large_divisor` (16) 1..=1e6 |
+//!
+//! Windows never go below [`minimum_window`] (2·MSS). No controller sets a pacing rate.
 
 use std::collections::BTreeMap;
 use std::fmt;
