@@ -2,16 +2,20 @@
 //!
 //! Subcommands: tcp-server, tcp-client (bulk upload/download and request/response objects
 //! over kernel TCP with a chosen congestion control), udp-send / udp-recv (constant bit
-//! rate with per-packet one-way delay), echo / probe (RTT). Each writes a JSON summary and,
+//! rate with per-packet one-way delay), echo / probe (RTT), quic-server / quic-client (bulk,
+//! objects on parallel streams and paced messages over QUIC with the congestion controllers
+//! of the `congestion` crate or quinn's BBR). Each writes a JSON summary and,
 //! optionally, a columnar Arrow IPC time series. See docs/agent.md.
 
 mod echo;
 mod output;
 mod proto;
+mod quic;
 mod stats;
 mod sys;
 mod tcp;
 mod tcpinfo;
+mod tls;
 mod udp;
 mod units;
 
@@ -62,6 +66,10 @@ enum Cmd {
     Echo(EchoArgs),
     /// RTT probe: timestamped datagrams to an echo server at a fixed interval.
     Probe(ProbeArgs),
+    /// QUIC server: serves upload, download, objects and messages requests; prints `READY <port>`.
+    QuicServer(QuicServerArgs),
+    /// QUIC client: one connection doing a bulk transfer, parallel objects or paced messages.
+    QuicClient(QuicClientArgs),
 }
 
 fn positive_duration(s: &str) -> Result<u64, String> {
@@ -81,6 +89,26 @@ fn positive_size(s: &str) -> Result<u64, String> {
 }
 fn rate(s: &str) -> Result<u64, String> {
     units::parse_rate_bps(s)
+}
+/// `KEY=VALUE` of `--cc-param`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("'{s}': expected KEY=VALUE")),
+    }
+}
+/// Messages per second: a positive number, optionally followed by `/s`.
+fn message_rate(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .strip_suffix("/s")
+        .unwrap_or(s)
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{s}': expected messages per second, e.g. 50 or 50/s"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 1e9) {
+        return Err(format!("'{s}': must be greater than zero (and at most 1e9)"));
+    }
+    Ok(v)
 }
 
 #[derive(Args, Debug)]
@@ -258,6 +286,96 @@ pub struct ProbeArgs {
     pub series: Option<PathBuf>,
 }
 
+/// Options both QUIC ends take.
+#[derive(Args, Debug)]
+pub struct QuicCommonArgs {
+    /// Congestion controller of this endpoint's connections: a `congestion` crate name
+    /// (newreno, cubic, vegas, ledbat, delay-correlation) or quinn's own bbr, quinn-cubic,
+    /// quinn-newreno.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Controller parameter KEY=VALUE (repeatable); each controller checks its own keys.
+    #[arg(long = "cc-param", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub cc_param: Vec<(String, String)>,
+    /// Fixed QUIC datagram size (UDP payload bytes, 1200..65527); MTU discovery off.
+    /// Default: start at 1200 and discover up to 1452.
+    #[arg(long, value_parser = size)]
+    pub datagram_size: Option<u64>,
+    /// Sampling interval of the series.
+    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
+    pub sample_interval: u64,
+    /// UDP receive buffer to request (default: the namespace's net.core.rmem_default).
+    #[arg(long, value_parser = positive_size)]
+    pub rcvbuf: Option<u64>,
+    /// UDP send buffer to request (default: the namespace's net.core.wmem_default).
+    #[arg(long, value_parser = positive_size)]
+    pub sndbuf: Option<u64>,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC time series path (connection statistics every --sample-interval).
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+    /// Arrow IPC per-message path (messages mode, the receiving end: seq, send/recv time).
+    #[arg(long)]
+    pub message_series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct QuicServerArgs {
+    /// Address and port to listen on (port 0 = ephemeral; the chosen port is printed).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    #[command(flatten)]
+    pub common: QuicCommonArgs,
+    /// Serve one connection, then exit.
+    #[arg(long)]
+    pub once: bool,
+    /// Stop after this long even if no connection (or not all) completed.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+}
+
+#[derive(Args, Debug)]
+#[command(group(ArgGroup::new("amount").required(true).multiple(true)
+    .args(["duration", "bytes", "objects", "message_size"])))]
+pub struct QuicClientArgs {
+    /// Server address and port.
+    #[arg(long)]
+    pub connect: SocketAddr,
+    #[command(flatten)]
+    pub common: QuicCommonArgs,
+    /// Bulk: transfer for this long (from connection establishment); messages: send for
+    /// this long.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Bulk: transfer exactly this many bytes.
+    #[arg(long, value_parser = positive_size, conflicts_with_all = ["duration", "objects", "message_size"])]
+    pub bytes: Option<u64>,
+    /// Download this many objects, each on its own bidirectional stream.
+    #[arg(long, requires = "object_size", conflicts_with_all = ["duration", "message_size"],
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub objects: Option<u64>,
+    /// Size of each object (with --objects).
+    #[arg(long, requires = "objects", value_parser = positive_size)]
+    pub object_size: Option<u64>,
+    /// Objects in flight at once (default: all of them).
+    #[arg(long, requires = "objects", value_parser = clap::value_parser!(u64).range(1..=9999))]
+    pub streams: Option<u64>,
+    /// Messages mode: size of each message (at least 16 bytes: seq + send time).
+    #[arg(long, requires_all = ["message_rate", "duration"], value_parser = positive_size)]
+    pub message_size: Option<u64>,
+    /// Messages per second (with --message-size), e.g. 50 or 50/s.
+    #[arg(long, requires = "message_size", value_parser = message_rate)]
+    pub message_rate: Option<f64>,
+    /// Which end sends the bulk payload or the messages.
+    #[arg(long, value_enum, default_value_t = Direction::Upload, conflicts_with = "objects")]
+    pub direction: Direction,
+    /// Give up connecting after this long.
+    #[arg(long, default_value = "10s", value_parser = positive_duration)]
+    pub connect_timeout: u64,
+}
+
 fn main() {
     let cli = Cli::parse(); // exits with status 2 on bad arguments
     sys::install_stop_handlers();
@@ -269,6 +387,8 @@ fn main() {
         Cmd::UdpRecv(a) => ("udp-recv", udp::recv(a)),
         Cmd::Echo(a) => ("echo", echo::echo(a)),
         Cmd::Probe(a) => ("probe", echo::probe(a)),
+        Cmd::QuicServer(a) => ("quic-server", quic::server(a)),
+        Cmd::QuicClient(a) => ("quic-client", quic::client(a)),
     };
     if let Err(e) = result {
         let msg = format!("{e:#}").replace('\n', " ");

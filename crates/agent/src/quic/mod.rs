@@ -1,0 +1,255 @@
+//! quic-server and quic-client: bulk, objects on parallel streams and constant-rate
+//! messages over QUIC (quinn), with the congestion controller chosen per endpoint.
+//!
+//! Everything asynchronous lives here: each subcommand runs one tokio current-thread
+//! runtime (so a transfer uses one core, like a single-threaded QUIC stack, and CPU per
+//! gigabit is comparable), the rest of the agent stays synchronous.
+
+mod cc;
+mod client;
+mod server;
+mod series;
+mod transfer;
+mod wire;
+
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use quinn::{MtuDiscoveryConfig, TransportConfig, VarInt};
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, Socket, Type};
+
+pub use cc::CcChoice;
+pub use client::client;
+pub use server::server;
+
+use crate::sys;
+
+/// Receive windows (per stream and per connection) and the send window: 64 MiB, more than
+/// the bandwidth-delay product of a 1 Gbit/s × 200 ms path (25 MB) plus the data a receiver
+/// holds while a loss is repaired, so flow control never limits a transfer before the
+/// congestion window does.
+pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
+/// Concurrent bidirectional streams each end allows its peer (objects mode opens one per
+/// object in flight, plus the control stream).
+pub const MAX_STREAMS: u64 = 10_000;
+/// Connections go idle (and fail) after this long without any packet.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a closing endpoint waits for its CONNECTION_CLOSE to go out and drain.
+pub const CLOSE_WAIT: Duration = Duration::from_secs(3);
+/// How often the stop flag (set by SIGTERM/SIGINT) is polled.
+const STOP_POLL: Duration = Duration::from_millis(10);
+
+/// Options both ends share.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub cc: CcChoice,
+    /// `--datagram-size`: fixed QUIC datagram size (UDP payload), MTU discovery off.
+    pub datagram_size: Option<u16>,
+    pub rcvbuf: Option<u64>,
+    pub sndbuf: Option<u64>,
+}
+
+impl Options {
+    /// Validates what clap cannot: the controller name and parameters, the datagram size.
+    pub fn parse(
+        cc: &str,
+        cc_params: &[(String, String)],
+        datagram_size: Option<u64>,
+        rcvbuf: Option<u64>,
+        sndbuf: Option<u64>,
+    ) -> anyhow::Result<Options> {
+        let cc = match CcChoice::parse(cc, cc_params) {
+            Ok(c) => c,
+            Err(e) => crate::usage!("{e}"),
+        };
+        let datagram_size = match datagram_size {
+            None => None,
+            Some(n @ 1200..=65527) => Some(n as u16),
+            Some(n) => crate::usage!(
+                "--datagram-size {n}: must be between 1200 (QUIC's minimum) and 65527 bytes"
+            ),
+        };
+        Ok(Options {
+            cc,
+            datagram_size,
+            rcvbuf,
+            sndbuf,
+        })
+    }
+
+    pub fn params_json(&self) -> Value {
+        json!({
+            "cc": self.cc.name,
+            "cc_params": self.cc.params,
+            "datagram_size": self.datagram_size,
+            "rcvbuf": self.rcvbuf,
+            "sndbuf": self.sndbuf,
+        })
+    }
+
+    /// Transport parameters of one connection, with its own controller factory and probe.
+    pub fn transport(&self, probe: Arc<cc::Probe>) -> TransportConfig {
+        let mut t = TransportConfig::default();
+        let window = VarInt::from_u64(WINDOW_BYTES).expect("fits a varint");
+        t.stream_receive_window(window)
+            .receive_window(window)
+            .send_window(WINDOW_BYTES)
+            .max_concurrent_bidi_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
+            .max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("fits")))
+            .congestion_controller_factory(Arc::new(cc::Factory::new(self.cc.clone(), probe)));
+        if let Some(n) = self.datagram_size {
+            t.initial_mtu(n).min_mtu(n).mtu_discovery_config(None);
+        } else {
+            // quinn's default: start at 1200 bytes, discover up to 1452.
+            t.mtu_discovery_config(Some(MtuDiscoveryConfig::default()));
+        }
+        t
+    }
+}
+
+/// The endpoint's UDP socket. Buffers are only set when asked for (`--rcvbuf`,
+/// `--sndbuf`): experiments compare the namespace's defaults with enlarged buffers, and
+/// quinn-udp itself never resizes them (it only enables GRO and sets IP_MTU_DISCOVER).
+pub struct EndpointSocket {
+    /// A duplicate of the socket quinn uses, for reading buffer sizes and drop counts.
+    observer: Socket,
+}
+
+impl EndpointSocket {
+    pub fn bind(addr: SocketAddr, o: &Options) -> anyhow::Result<(UdpSocket, EndpointSocket)> {
+        let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+            .context("cannot create UDP socket")?;
+        if let Some(b) = o.rcvbuf {
+            sys::set_rcvbuf(&s, b).with_context(|| format!("cannot set --rcvbuf {b}"))?;
+        }
+        if let Some(b) = o.sndbuf {
+            sys::set_sndbuf(&s, b).with_context(|| format!("cannot set --sndbuf {b}"))?;
+        }
+        s.bind(&addr.into())
+            .with_context(|| format!("cannot bind {addr}"))?;
+        let observer = s.try_clone().context("cannot duplicate the UDP socket")?;
+        Ok((s.into(), EndpointSocket { observer }))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.observer
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .map_or(0, |a| a.port())
+    }
+
+    /// `udp_rcvbuf`, `udp_sndbuf` (kernel values, which count overhead: ≈ 2 × request),
+    /// `socket_drops` (datagrams the kernel dropped on this socket, receive buffer full).
+    pub fn json(&self) -> Value {
+        json!({
+            "udp_rcvbuf": self.observer.recv_buffer_size().ok(),
+            "udp_sndbuf": self.observer.send_buffer_size().ok(),
+            "socket_drops": sys::udp_socket_drops(&self.observer),
+        })
+    }
+}
+
+pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// Why an endpoint stops early.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    Signal,
+    Duration,
+}
+
+impl Stop {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stop::Signal => "signal",
+            Stop::Duration => "duration",
+        }
+    }
+}
+
+/// Raises `Stop` on the returned channel when SIGTERM/SIGINT arrives or `deadline_ns`
+/// (CLOCK_MONOTONIC) passes. Every waiting loop selects on it.
+pub fn spawn_stopper(deadline_ns: Option<u64>) -> tokio::sync::watch::Receiver<Option<Stop>> {
+    let (tx, rx) = tokio::sync::watch::channel(None);
+    tokio::spawn(async move {
+        loop {
+            if sys::stop_requested() {
+                let _ = tx.send(Some(Stop::Signal));
+                return;
+            }
+            if deadline_ns.is_some_and(|d| sys::now_ns() >= d) {
+                let _ = tx.send(Some(Stop::Duration));
+                return;
+            }
+            tokio::time::sleep(STOP_POLL).await;
+        }
+    });
+    rx
+}
+
+/// Resolves when the stopper fired.
+pub async fn stopped(rx: &mut tokio::sync::watch::Receiver<Option<Stop>>) -> Stop {
+    let stop = rx.wait_for(|s| s.is_some()).await.ok().and_then(|s| *s);
+    match stop {
+        Some(s) => s,
+        // The stopper never exits without sending; if it did, never resolve.
+        None => std::future::pending().await,
+    }
+}
+
+/// A tokio instant for a CLOCK_MONOTONIC deadline in ns.
+pub fn tokio_instant(deadline_ns: u64) -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_nanos(deadline_ns.saturating_sub(sys::now_ns()))
+}
+
+/// Connection counters for the summary, from quinn's statistics and the controller probe.
+pub fn quic_stats_json(conn: &quinn::Connection, probe: &cc::Probe) -> Value {
+    use std::sync::atomic::Ordering::Relaxed;
+    let s = conn.stats();
+    json!({
+        "packets_sent": s.path.sent_packets,
+        "datagrams_sent": s.udp_tx.datagrams,
+        "udp_bytes_sent": s.udp_tx.bytes,
+        "send_calls": s.udp_tx.ios,
+        "datagrams_received": s.udp_rx.datagrams,
+        "udp_bytes_received": s.udp_rx.bytes,
+        "receive_calls": s.udp_rx.ios,
+        "lost_packets": s.path.lost_packets,
+        "lost_bytes": s.path.lost_bytes,
+        "congestion_events": s.path.congestion_events,
+        "cwnd_bytes": s.path.cwnd,
+        "ssthresh_bytes": probe.ssthresh(),
+        "bytes_in_flight": probe.bytes_in_flight.load(Relaxed),
+        "bytes_acked": probe.bytes_acked.load(Relaxed),
+        "srtt_us": s.path.rtt.as_micros() as u64,
+        "min_rtt_us": s.path.min_rtt.as_micros() as u64,
+        "mtu": s.path.current_mtu,
+        "black_holes_detected": s.path.black_holes_detected,
+        "ack_frames_sent": s.frame_tx.acks,
+        "ack_frames_received": s.frame_rx.acks,
+        "stream_frames_sent": s.frame_tx.stream,
+        "stream_frames_received": s.frame_rx.stream,
+    })
+}
+
+/// `cpu_user_s`, `cpu_sys_s` of this process so far (getrusage).
+pub fn cpu_json() -> Value {
+    let (user, system) = sys::cpu_times_s();
+    json!({ "cpu_user_s": user, "cpu_sys_s": system })
+}
+
+/// Merges the keys of `extra` (an object) into `into` (an object).
+pub fn merge(into: &mut Value, extra: Value) {
+    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), extra) {
+        a.extend(b);
+    }
+}

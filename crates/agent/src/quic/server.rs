@@ -1,0 +1,343 @@
+//! quic-server: accepts connections, each with its own controller and probe, and serves
+//! the request on its control stream; a summary shaped like tcp-server's.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context};
+use quinn::crypto::rustls::QuicServerConfig;
+use quinn::{ConnectionError, Endpoint, EndpointConfig, ServerConfig, TokioRuntime, VarInt};
+use serde_json::{json, Value};
+
+use super::cc::Probe;
+use super::series::{self, Sample, Sampler, Sources};
+use super::transfer::{self, MessageRecord, RecvEnd, SendEnd, Transfer};
+use super::wire::{self, code, Mode, Request};
+use super::{EndpointSocket, Options, Stop};
+use crate::{output, sys, tls, QuicServerArgs};
+
+pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
+    let c = &a.common;
+    let opts = Options::parse(&c.cc, &c.cc_param, c.datagram_size, c.rcvbuf, c.sndbuf)?;
+    super::runtime()?.block_on(run(a, opts))
+}
+
+struct ConnOutcome {
+    json: Value,
+    samples: Vec<Sample>,
+    messages: Vec<MessageRecord>,
+    error: Option<String>,
+}
+
+async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
+    let c = &a.common;
+    let mut params = json!({
+        "bind": a.bind.to_string(),
+        "sample_interval_ns": c.sample_interval,
+        "once": a.once,
+        "duration_ns": a.duration,
+        "summary": c.summary,
+        "series": c.series,
+        "message_series": c.message_series,
+    });
+    super::merge(&mut params, opts.params_json());
+    let crypto = Arc::new(
+        QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?,
+    );
+    let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
+    let port = sock.port();
+    // Connections get their own configuration (controller factory and probe) when
+    // accepted; the endpoint's default is never used for them.
+    let endpoint = Endpoint::new(
+        EndpointConfig::default(),
+        Some(ServerConfig::with_crypto(crypto.clone())),
+        udp,
+        Arc::new(TokioRuntime),
+    )
+    .context("cannot create the QUIC endpoint")?;
+    let start_ns = sys::now_ns();
+    let mut stop = super::spawn_stopper(a.duration.map(|d| start_ns + d));
+    output::announce_ready(port);
+
+    let mut handles = Vec::new();
+    let mut stopped_by = None;
+    loop {
+        let incoming = tokio::select! {
+            i = endpoint.accept() => i,
+            s = super::stopped(&mut stop) => { stopped_by = Some(s); break; }
+        };
+        let Some(incoming) = incoming else { break };
+        let conn_index = handles.len() as u32;
+        let probe = Arc::new(Probe::default());
+        let mut cfg = ServerConfig::with_crypto(crypto.clone());
+        cfg.transport_config(Arc::new(opts.transport(probe.clone())));
+        let peer = incoming.remote_address();
+        let accepted_ns = sys::now_ns();
+        let connecting = match incoming.accept_with(Arc::new(cfg)) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("agent quic-server: connection from {peer} refused: {e}");
+                continue;
+            }
+        };
+        let stop_rx = stop.clone();
+        let interval = c.sample_interval;
+        handles.push(tokio::spawn(async move {
+            let conn = match connecting.await {
+                Ok(conn) => conn,
+                Err(e) => return failed_handshake(conn_index, peer, accepted_ns, e),
+            };
+            serve_connection(conn_index, peer, accepted_ns, conn, probe, interval, stop_rx).await
+        }));
+        if a.once {
+            break;
+        }
+    }
+    let mut outcomes = Vec::new();
+    for h in handles {
+        outcomes.push(h.await.map_err(|e| anyhow!("connection task failed: {e}"))?);
+    }
+    if stopped_by.is_none() {
+        // --once: the connection ended by itself unless a stop arrived meanwhile.
+        stopped_by = stop.borrow().map(|s| s);
+    }
+    let stopped_by = stopped_by.map_or("once", Stop::name);
+    endpoint.close(VarInt::from_u32(code::STOPPED), b"");
+    let _ = tokio::time::timeout(super::CLOSE_WAIT, endpoint.wait_idle()).await;
+
+    let first_error = outcomes.iter().find_map(|o| o.error.clone());
+    let sum = |k: &str| outcomes.iter().filter_map(|o| o.json[k].as_u64()).sum::<u64>();
+    let mut results = json!({
+        "port": port,
+        "cc": opts.cc.name,
+        "bytes_received": sum("bytes_received"),
+        "bytes_sent": sum("bytes_sent"),
+        "samples": outcomes.iter().map(|o| o.samples.len()).sum::<usize>(),
+    });
+    super::merge(&mut results, sock.json());
+    let samples: Vec<Sample> = outcomes.iter_mut().flat_map(|o| std::mem::take(&mut o.samples)).collect();
+    let messages: Vec<(u32, MessageRecord)> = outcomes
+        .iter_mut()
+        .enumerate()
+        .flat_map(|(i, o)| std::mem::take(&mut o.messages).into_iter().map(move |m| (i as u32, m)))
+        .collect();
+    results["connections"] = outcomes.into_iter().map(|o| o.json).collect();
+    super::merge(&mut results, super::cpu_json());
+    let summary = output::envelope("quic-server", params, start_ns, sys::now_ns(), stopped_by, results);
+    if let Some(p) = &c.series {
+        series::write(p, &samples)?;
+    }
+    if let Some(p) = &c.message_series {
+        series::write_messages(p, &messages)?;
+    }
+    output::write_summary(&c.summary, &summary)?;
+    if a.once {
+        if let Some(e) = first_error {
+            bail!("{e}");
+        }
+    }
+    Ok(())
+}
+
+fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {
+    let error = format!("connection {conn} from {peer}: handshake failed: {e}");
+    ConnOutcome {
+        json: json!({ "conn": conn, "peer": peer.to_string(), "complete": false, "stopped": false,
+                      "error": error, "accepted_ns": accepted_ns, "bytes_sent": 0, "bytes_received": 0 }),
+        samples: Vec::new(),
+        messages: Vec::new(),
+        error: Some(error),
+    }
+}
+
+/// What the request's work reported.
+#[derive(Default)]
+struct Served {
+    request: Option<Request>,
+    header_ns: Option<u64>,
+    /// The sender finished normally (or its `--duration` ended it).
+    transfer_done: bool,
+    duration_over: bool,
+    objects_served: u64,
+}
+
+async fn serve_connection(
+    conn_index: u32,
+    peer: SocketAddr,
+    accepted_ns: u64,
+    conn: quinn::Connection,
+    probe: Arc<Probe>,
+    interval_ns: u64,
+    mut stop: tokio::sync::watch::Receiver<Option<Stop>>,
+) -> ConnOutcome {
+    let connected_ns = sys::now_ns();
+    let t = Arc::new(Transfer::default());
+    let sampler = Sampler::start(
+        Sources { conn_index, connection: conn.clone(), probe: probe.clone(), transfer: t.clone() },
+        interval_ns,
+    );
+    let mut served = Served::default();
+    let objects_served = Arc::new(AtomicU64::new(0));
+    let mut stopped = false;
+    let result = tokio::select! {
+        r = serve_request(&conn, &t, &mut served, &objects_served) => r,
+        _ = super::stopped(&mut stop) => { stopped = true; Ok(()) }
+    };
+    served.objects_served = objects_served.load(Relaxed);
+    // The client closes the connection once it has everything (code DONE).
+    let closed_by_client = match conn.close_reason() {
+        Some(ConnectionError::ApplicationClosed(c)) => c.error_code == VarInt::from_u32(code::DONE),
+        _ => false,
+    };
+    let samples = sampler.finish();
+    let quic = super::quic_stats_json(&conn, &probe);
+    if conn.close_reason().is_none() {
+        conn.close(VarInt::from_u32(code::STOPPED), b"");
+    }
+    let end_ns = sys::now_ns();
+    let error = result.err().map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
+
+    let req = served.request;
+    let mode = req.map(|r| r.mode);
+    let sender_is_server = req.is_some_and(|r| !r.client_sends());
+    let bytes = if sender_is_server { t.bytes_sent.load(Relaxed) } else { t.bytes_received.load(Relaxed) };
+    let header_ns = served.header_ns.unwrap_or(connected_ns);
+    let (transfer_start, transfer_end) = if sender_is_server {
+        (header_ns, end_ns)
+    } else {
+        (t.first_byte().unwrap_or(header_ns), t.last_byte().unwrap_or(end_ns))
+    };
+    let transfer_ns = transfer_end.saturating_sub(transfer_start);
+    let complete = !stopped
+        && error.is_none()
+        && closed_by_client
+        && served.transfer_done
+        && match req {
+            Some(r) if r.mode == Mode::Objects => served.objects_served == r.object_count,
+            Some(r) if matches!(r.mode, Mode::Upload | Mode::Download) && !served.duration_over => {
+                r.bytes == 0 || bytes == r.bytes
+            }
+            Some(_) => true,
+            None => false,
+        };
+    let mut json = json!({
+        "conn": conn_index,
+        "peer": peer.to_string(),
+        "mode": mode.map(|m| m.name()),
+        "request": req.map(|r| json!({
+            "bytes": r.bytes, "duration_ns": r.duration_ns,
+            "object_size": r.object_size, "object_count": r.object_count,
+            "message_size": r.message_size, "message_interval_ns": r.message_interval_ns,
+        })),
+        "sender": match req { None => Value::Null, Some(_) if sender_is_server => json!("server"), Some(_) => json!("client") },
+        "complete": complete,
+        "stopped": stopped,
+        "error": error,
+        "bytes": bytes,
+        "bytes_sent": t.bytes_sent.load(Relaxed),
+        "bytes_received": t.bytes_received.load(Relaxed),
+        "ended_by_duration": served.duration_over,
+        "objects_served": served.objects_served,
+        "accepted_ns": accepted_ns,
+        "connected_ns": connected_ns,
+        "header_ns": served.header_ns,
+        "first_byte_ns": if sender_is_server { served.header_ns } else { t.first_byte() },
+        "last_byte_ns": if sender_is_server { Some(end_ns) } else { t.last_byte() },
+        "end_ns": end_ns,
+        "duration_s": transfer_ns as f64 / 1e9,
+        "throughput_bps": if transfer_ns == 0 { Value::Null } else { json!(bytes as f64 * 8e9 / transfer_ns as f64) },
+        "quic": quic,
+        "samples": samples.len(),
+    });
+    if mode == Some(Mode::Messages) {
+        super::merge(&mut json, t.messages_json());
+    }
+    let messages = std::mem::take(&mut *t.messages.lock().unwrap());
+    ConnOutcome { error: json["error"].as_str().map(str::to_string), json, samples, messages }
+}
+
+/// Reads the request from the control stream and does the work; returns when the client
+/// has closed the connection (or on error).
+async fn serve_request(
+    conn: &quinn::Connection,
+    t: &Arc<Transfer>,
+    served: &mut Served,
+    objects_served: &Arc<AtomicU64>,
+) -> anyhow::Result<()> {
+    let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
+    let mut hdr = [0u8; wire::REQUEST_LEN];
+    recv.read_exact(&mut hdr).await.context("cannot read the request")?;
+    let req = match Request::decode(&hdr) {
+        Ok(r) => r,
+        Err(e) => {
+            conn.close(VarInt::from_u32(code::BAD_REQUEST), e.as_bytes());
+            bail!("bad request: {e}");
+        }
+    };
+    let header_ns = sys::now_ns();
+    served.request = Some(req);
+    served.header_ns = Some(header_ns);
+    match req.mode {
+        Mode::Upload => {
+            served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
+            transfer::send_u64(&mut send, t.bytes_received.load(Relaxed), t).await?;
+            let _ = send.finish();
+            served.transfer_done = true;
+        }
+        Mode::Download => {
+            let limit = (req.bytes > 0).then_some(req.bytes);
+            let deadline = (req.duration_ns > 0).then(|| header_ns + req.duration_ns);
+            served.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            served.transfer_done = true;
+        }
+        Mode::Messages if req.client_sends_messages => {
+            transfer::recv_messages(&mut recv, req.message_size, t).await?;
+            transfer::send_u64(&mut send, t.bytes_received.load(Relaxed), t).await?;
+            let _ = send.finish();
+            served.transfer_done = true;
+        }
+        Mode::Messages => {
+            transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
+            served.transfer_done = true;
+        }
+        Mode::Objects => {
+            // Every further bidirectional stream carries one object request, until the
+            // client closes the connection.
+            let mut tasks = tokio::task::JoinSet::new();
+            loop {
+                let (s, r) = tokio::select! {
+                    x = conn.accept_bi() => match x {
+                        Ok(x) => x,
+                        Err(e) => { closed_ok(e)?; break; }
+                    },
+                    Some(done) = tasks.join_next(), if !tasks.is_empty() => {
+                        done.context("object task failed")??;
+                        objects_served.fetch_add(1, Relaxed);
+                        continue;
+                    }
+                };
+                let t = t.clone();
+                tasks.spawn(async move { transfer::serve_object(s, r, &t).await });
+            }
+            // The close ends the remaining tasks at once; those whose object was
+            // delivered in full still count.
+            while let Some(r) = tasks.join_next().await {
+                if matches!(r, Ok(Ok(()))) {
+                    objects_served.fetch_add(1, Relaxed);
+                }
+            }
+            served.transfer_done = true;
+            return Ok(());
+        }
+    }
+    closed_ok(conn.closed().await)
+}
+
+/// A connection closed by the client with code DONE is the normal end.
+fn closed_ok(e: ConnectionError) -> anyhow::Result<()> {
+    match &e {
+        ConnectionError::ApplicationClosed(c) if c.error_code == VarInt::from_u32(code::DONE) => Ok(()),
+        _ => Err(anyhow!("connection ended: {e}")),
+    }
+}

@@ -1,0 +1,296 @@
+//! Stream-level work shared by client and server: bulk send/receive, paced timestamped
+//! messages, and the record of what moved. The record lives behind an `Arc` so a transfer
+//! cancelled by a stop request leaves its results so far for the summary.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
+use serde_json::{json, Value};
+
+use super::wire::{self, code};
+use crate::{stats, sys};
+
+/// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
+const CHUNK: usize = 128 * 1024;
+
+/// What moved on one connection.
+#[derive(Default)]
+pub struct Transfer {
+    /// Payload of the transfer direction at this end: written if this end sends the
+    /// payload, read otherwise (the series' `bytes`, as for TCP).
+    pub payload: AtomicU64,
+    /// Application bytes written / read on all streams (requests included; the 56-byte
+    /// request and 8-byte replies excluded).
+    pub bytes_sent: AtomicU64,
+    pub bytes_received: AtomicU64,
+    /// CLOCK_MONOTONIC of the first and last payload byte read (0 = none yet).
+    pub first_byte_ns: AtomicU64,
+    pub last_byte_ns: AtomicU64,
+    pub objects: Mutex<Vec<ObjectRecord>>,
+    pub messages_sent: AtomicU64,
+    /// Sender: how late each message was written after its deadline.
+    pub lateness_ns: Mutex<Vec<u64>>,
+    /// Receiver: every message received.
+    pub messages: Mutex<Vec<MessageRecord>>,
+}
+
+pub struct ObjectRecord {
+    pub index: u64,
+    pub size: u64,
+    pub request_ns: u64,
+    pub first_byte_ns: u64,
+    pub complete_ns: u64,
+}
+
+pub struct MessageRecord {
+    pub seq: u64,
+    pub send_ns: u64,
+    pub recv_ns: u64,
+}
+
+fn opt_ns(v: u64) -> Option<u64> {
+    (v != 0).then_some(v)
+}
+
+impl Transfer {
+    fn sent(&self, n: usize, payload: bool) {
+        self.bytes_sent.fetch_add(n as u64, Relaxed);
+        if payload {
+            self.payload.fetch_add(n as u64, Relaxed);
+        }
+    }
+
+    /// Counts `n` payload bytes read now.
+    pub fn received(&self, n: usize) {
+        let now = sys::now_ns();
+        self.bytes_received.fetch_add(n as u64, Relaxed);
+        self.payload.fetch_add(n as u64, Relaxed);
+        let _ = self.first_byte_ns.compare_exchange(0, now, Relaxed, Relaxed);
+        self.last_byte_ns.store(now, Relaxed);
+    }
+
+    pub fn first_byte(&self) -> Option<u64> {
+        opt_ns(self.first_byte_ns.load(Relaxed))
+    }
+    pub fn last_byte(&self) -> Option<u64> {
+        opt_ns(self.last_byte_ns.load(Relaxed))
+    }
+
+    /// Summary fields of messages mode: the sender's lateness, the receiver's one-way
+    /// delays (each end fills the half it saw).
+    pub fn messages_json(&self) -> Value {
+        let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
+        let msgs = self.messages.lock().unwrap();
+        let owd: Vec<f64> = msgs.iter().map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64).collect();
+        json!({
+            "messages_sent": self.messages_sent.load(Relaxed),
+            "messages_received": msgs.len(),
+            "lateness": stats::describe_json(&lateness, 1e3, "us"),
+            "owd": stats::describe_json(&owd, 1e6, "ms"),
+        })
+    }
+}
+
+/// How a bulk send ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendEnd {
+    /// All `limit` bytes written and the stream finished.
+    Finished,
+    /// The deadline passed: the stream was reset (unsent data discarded).
+    DurationOver,
+}
+
+/// Sends zeros until `limit` bytes are written (then FIN) or `deadline_ns` passes (then
+/// RESET_STREAM with DURATION_OVER, so the transfer ends on time even when the send window
+/// holds far more than the path can carry in the remaining time).
+pub async fn send_bulk(
+    s: &mut SendStream,
+    limit: Option<u64>,
+    deadline_ns: Option<u64>,
+    t: &Transfer,
+) -> Result<SendEnd, WriteError> {
+    let zeros = Bytes::from(vec![0u8; CHUNK]);
+    let deadline = deadline_ns.map(super::tokio_instant);
+    let mut written = 0u64;
+    loop {
+        let want = match limit {
+            Some(l) if written >= l => break,
+            Some(l) => (l - written).min(CHUNK as u64) as usize,
+            None => CHUNK,
+        };
+        let write = s.write_chunk(zeros.slice(..want));
+        match deadline {
+            None => write.await?,
+            Some(d) => {
+                tokio::select! {
+                    r = write => r?,
+                    _ = tokio::time::sleep_until(d) => {
+                        let _ = s.reset(VarInt::from_u32(code::DURATION_OVER));
+                        return Ok(SendEnd::DurationOver);
+                    }
+                }
+            }
+        }
+        written += want as u64;
+        t.sent(want, true);
+    }
+    if let Some(d) = deadline_ns {
+        if sys::now_ns() >= d {
+            let _ = s.reset(VarInt::from_u32(code::DURATION_OVER));
+            return Ok(SendEnd::DurationOver);
+        }
+    }
+    let _ = s.finish();
+    Ok(SendEnd::Finished)
+}
+
+/// How a receive ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvEnd {
+    /// The peer finished the stream and everything was read.
+    Finished,
+    /// The peer's `--duration` was over (stream reset with DURATION_OVER).
+    DurationOver,
+}
+
+/// Reads and counts payload until the stream ends.
+pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvEnd> {
+    loop {
+        match s.read_chunk(usize::MAX, true).await {
+            Ok(Some(c)) => t.received(c.bytes.len()),
+            Ok(None) => return Ok(RecvEnd::Finished),
+            Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => {
+                return Ok(RecvEnd::DurationOver)
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Sends a small value (object request, byte-count reply) and counts it as sent.
+pub async fn send_u64(s: &mut SendStream, v: u64, t: &Transfer) -> Result<(), WriteError> {
+    s.write_all(&v.to_be_bytes()).await?;
+    t.sent(8, false);
+    Ok(())
+}
+
+pub async fn recv_u64(s: &mut RecvStream) -> Result<u64, ReadExactError> {
+    let mut b = [0u8; 8];
+    s.read_exact(&mut b).await?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// Writes one `size`-byte message every `interval_ns` from now for `duration_ns`, then
+/// finishes the stream. Deadlines are kept by a thread sleeping with clock_nanosleep to
+/// absolute times (tokio's timer has 1 ms granularity); each message carries its sequence
+/// number and the CLOCK_MONOTONIC time just before it was written.
+pub async fn send_messages(
+    s: &mut SendStream,
+    size: u64,
+    interval_ns: u64,
+    duration_ns: u64,
+    t: &Transfer,
+) -> Result<(), WriteError> {
+    let start = sys::now_ns();
+    let end = start + duration_ns;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+    std::thread::Builder::new()
+        .name("message-pacer".into())
+        .spawn(move || {
+            for seq in 0u64.. {
+                let deadline = start + seq * interval_ns;
+                if deadline >= end {
+                    break;
+                }
+                sys::sleep_until(deadline);
+                if sys::stop_requested() || tx.send((seq, deadline)).is_err() {
+                    break;
+                }
+            }
+        })
+        .expect("cannot start the message pacer thread");
+    let mut buf = vec![0u8; size as usize];
+    while let Some((seq, deadline)) = rx.recv().await {
+        let now = sys::now_ns();
+        buf[0..8].copy_from_slice(&seq.to_be_bytes());
+        buf[8..16].copy_from_slice(&now.to_be_bytes());
+        s.write_all(&buf).await?;
+        t.sent(buf.len(), true);
+        t.messages_sent.fetch_add(1, Relaxed);
+        t.lateness_ns.lock().unwrap().push(now.saturating_sub(deadline));
+    }
+    let _ = s.finish();
+    Ok(())
+}
+
+/// Reads `size`-byte messages until the stream ends, recording each one's arrival.
+pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyhow::Result<()> {
+    let mut buf = vec![0u8; size as usize];
+    loop {
+        match s.read_exact(&mut buf).await {
+            Ok(()) => {
+                t.received(buf.len());
+                let recv_ns = t.last_byte_ns.load(Relaxed);
+                t.messages.lock().unwrap().push(MessageRecord {
+                    seq: u64::from_be_bytes(buf[0..8].try_into().unwrap()),
+                    send_ns: u64::from_be_bytes(buf[8..16].try_into().unwrap()),
+                    recv_ns,
+                });
+            }
+            Err(ReadExactError::FinishedEarly(0)) => return Ok(()),
+            Err(ReadExactError::FinishedEarly(n)) => {
+                anyhow::bail!("stream ended inside a message ({n} of {size} bytes)")
+            }
+            Err(ReadExactError::ReadError(e)) => return Err(e.into()),
+        }
+    }
+}
+
+/// Serializes the request of an object (its size) on a new stream and reads the object.
+pub async fn fetch_object(
+    conn: &quinn::Connection,
+    index: u64,
+    size: u64,
+    t: &Transfer,
+) -> anyhow::Result<()> {
+    let request_ns = sys::now_ns();
+    let (mut send, mut recv) = conn.open_bi().await?;
+    send_u64(&mut send, size, t).await?;
+    let _ = send.finish();
+    let mut got = 0u64;
+    let mut first = 0u64;
+    while let Some(c) = recv.read_chunk(usize::MAX, true).await? {
+        if got == 0 {
+            first = sys::now_ns();
+        }
+        got += c.bytes.len() as u64;
+        t.received(c.bytes.len());
+    }
+    if got != size {
+        anyhow::bail!("object {index}: server sent {got} of {size} bytes");
+    }
+    t.objects.lock().unwrap().push(ObjectRecord {
+        index,
+        size,
+        request_ns,
+        first_byte_ns: first,
+        complete_ns: sys::now_ns(),
+    });
+    Ok(())
+}
+
+/// Answers one object request stream: reads the size, sends that many bytes, finishes.
+pub async fn serve_object(
+    mut send: SendStream,
+    mut recv: RecvStream,
+    t: &Transfer,
+) -> anyhow::Result<()> {
+    let size = recv_u64(&mut recv).await?;
+    t.bytes_received.fetch_add(wire::OBJECT_REQUEST_LEN as u64, Relaxed);
+    send_bulk(&mut send, Some(size), None, t).await?;
+    // Keep the stream until the client has everything (else quinn may drop unsent data).
+    let _ = send.stopped().await;
+    Ok(())
+}
