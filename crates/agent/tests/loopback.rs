@@ -2,98 +2,11 @@
 //! port 0 and announce the chosen port with `READY <port>`. Every child is killed if it
 //! overruns its deadline, so each test ends by itself within seconds.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
+use common::*;
 
-use serde_json::Value;
-
-const AGENT: &str = env!("CARGO_BIN_EXE_agent");
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("agent-it-{}-{}", name, std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn file(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Starts a server and returns it with the port from its `READY <port>` line.
-fn start_server(args: &[&str]) -> (Child, u16) {
-    let mut child = Command::new(AGENT)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn agent");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = match rx.recv_timeout(Duration::from_secs(10)) {
-        Ok(l) => l,
-        Err(_) => {
-            let _ = child.kill();
-            panic!("server did not print READY");
-        }
-    };
-    let port = line
-        .strip_prefix("READY ")
-        .and_then(|p| p.trim().parse().ok())
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    (child, port)
-}
-
-/// Waits for a child, killing it and failing after `limit`.
-fn wait(mut child: Child, limit: Duration) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("agent did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn run(args: &[&str], limit: Duration) -> i32 {
-    wait(
-        Command::new(AGENT).args(args).spawn().expect("spawn agent"),
-        limit,
-    )
-}
-
-fn summary(path: &str) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    serde_json::from_str(&text).unwrap()
-}
-
-fn is_arrow_file(path: &str) -> bool {
-    let b = std::fs::read(Path::new(path)).unwrap();
-    b.len() > 12 && &b[..6] == b"ARROW1" && &b[b.len() - 6..] == b"ARROW1"
-}
-
-const LIMIT: Duration = Duration::from_secs(20);
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 #[test]
 fn tcp_upload_20mb_both_ends_agree() {

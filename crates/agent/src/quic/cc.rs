@@ -52,7 +52,9 @@ impl CcChoice {
                 return Err(if e.field == "cc" {
                     format!("--cc {}: {}", e.value, e.problem)
                 } else {
-                    format!("--cc-param {}={}: {}", e.field, e.value, e.problem)
+                    // The crate names parameters by their scenario path, `cc_params.KEY`.
+                    let key = e.field.strip_prefix("cc_params.").unwrap_or(&e.field);
+                    format!("--cc-param {key}={}: {}", e.value, e.problem)
                 });
             }
         } else {
@@ -336,9 +338,13 @@ fn nanos(epoch: Instant, t: Instant) -> congestion::Nanos {
     t.saturating_duration_since(epoch).as_nanos() as u64
 }
 
-/// Copies the controller's diagnostics (if the crate provides them) into the probe.
+/// Copies the controller's diagnostics into the probe (the series' `cc_<name>` columns).
 fn publish_diagnostics(probe: &Probe, c: &dyn congestion::Controller) {
-    let _ = (probe, c);
+    let d = c.diagnostics();
+    let mut slot = probe.diagnostics.lock().unwrap();
+    if !(d.is_empty() && slot.is_empty()) {
+        *slot = d;
+    }
 }
 
 #[cfg(test)]
