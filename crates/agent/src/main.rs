@@ -15,6 +15,7 @@ mod stats;
 mod sys;
 mod tcp;
 mod tcpinfo;
+mod tcpstream;
 mod tls;
 mod udp;
 mod units;
@@ -134,6 +135,9 @@ pub struct TcpServerArgs {
     /// Stop after this long even if no connection (or not all) completed.
     #[arg(long, value_parser = positive_duration)]
     pub duration: Option<u64>,
+    /// TLS 1.3 over the connection (self-signed certificate, not verified by the client).
+    #[arg(long)]
+    pub tls: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -174,6 +178,9 @@ pub struct TcpClientArgs {
     /// TCP_MAXSEG set before connect (bytes).
     #[arg(long, value_parser = clap::value_parser!(u32).range(88..=65495))]
     pub mss: Option<u32>,
+    /// TLS 1.3 over the connection (self-signed certificate, not verified by the client).
+    #[arg(long)]
+    pub tls: bool,
     /// Give up connecting after this long.
     #[arg(long, default_value = "10s", value_parser = positive_duration)]
     pub connect_timeout: u64,

@@ -2,7 +2,7 @@
 //! with TCP_INFO sampled in a background thread.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -15,6 +15,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::proto::{self, Header, Mode};
 use crate::tcpinfo::{self, TcpInfo};
+use crate::tcpstream::{Stopped, Stream};
 use crate::{output, stats, sys, usage, Direction, TcpClientArgs, TcpServerArgs};
 
 /// Size of every read and write on bulk paths.
@@ -214,7 +215,7 @@ fn write_tcp_series(path: &std::path::Path, samples: &[Sample]) -> anyhow::Resul
 // I/O helpers that time out every POLL to honour the stop flag
 
 /// Writes some bytes; None if a stop was requested while blocked.
-fn write_some(s: &mut TcpStream, buf: &[u8]) -> io::Result<Option<usize>> {
+fn write_some(s: &mut Stream, buf: &[u8]) -> io::Result<Option<usize>> {
     loop {
         if sys::stop_requested() {
             return Ok(None);
@@ -228,7 +229,7 @@ fn write_some(s: &mut TcpStream, buf: &[u8]) -> io::Result<Option<usize>> {
 }
 
 /// Writes all of `buf`; false if a stop was requested first.
-fn write_all(s: &mut TcpStream, mut buf: &[u8]) -> io::Result<bool> {
+fn write_all(s: &mut Stream, mut buf: &[u8]) -> io::Result<bool> {
     while !buf.is_empty() {
         match write_some(s, buf)? {
             None => return Ok(false),
@@ -245,7 +246,7 @@ fn write_all(s: &mut TcpStream, mut buf: &[u8]) -> io::Result<bool> {
 }
 
 /// Reads some bytes (Some(0) = EOF); None if a stop was requested while blocked.
-fn read_some(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<Option<usize>> {
+fn read_some(s: &mut Stream, buf: &mut [u8]) -> io::Result<Option<usize>> {
     loop {
         if sys::stop_requested() {
             return Ok(None);
@@ -265,7 +266,7 @@ enum Filled {
     Stopped,
 }
 
-fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<Filled> {
+fn read_full(s: &mut Stream, buf: &mut [u8]) -> io::Result<Filled> {
     let mut got = 0;
     while got < buf.len() {
         match read_some(s, &mut buf[got..])? {
@@ -279,7 +280,7 @@ fn read_full(s: &mut TcpStream, buf: &mut [u8]) -> io::Result<Filled> {
 
 /// Reads and discards until EOF; returns (bytes read, EOF time) or None if stopped.
 fn drain_to_eof(
-    s: &mut TcpStream,
+    s: &mut Stream,
     buf: &mut [u8],
     counter: Option<&Progress>,
 ) -> io::Result<Option<(u64, u64)>> {
@@ -321,7 +322,7 @@ fn bps(bytes: u64, ns: u64) -> Value {
 /// it was interrupted by a stop request.
 /// `total` is increased as bytes go out, so it is right even when an error is returned.
 fn send_bulk(
-    s: &mut TcpStream,
+    s: &mut Stream,
     buf: &[u8],
     limit: Option<u64>,
     deadline: Option<u64>,
@@ -396,6 +397,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         "object_size": a.object_size,
         "tcp_info_interval_ns": a.tcp_info_interval,
         "mss": a.mss,
+        "tls": a.tls,
         "connect_timeout_ns": a.connect_timeout,
         "summary": a.summary,
         "series": a.series,
@@ -418,16 +420,29 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     sock.connect_timeout(&a.connect.into(), Duration::from_nanos(a.connect_timeout))
         .with_context(|| format!("cannot connect to {}", a.connect))?;
     let connected_ns = sys::now_ns();
-    let mut stream: TcpStream = sock.into();
-    prepare(&stream)?;
-    let cc_name = sys::get_congestion(&stream);
-    let local = stream.local_addr().ok().map(|x| x.to_string());
+    let tcp: TcpStream = sock.into();
+    prepare(&tcp)?;
+    let cc_name = sys::get_congestion(&tcp);
+    let local = tcp.local_addr().ok().map(|x| x.to_string());
 
-    let sampler = Sampler::start(Arc::new(Progress::new(&stream, 0, a.tcp_info_interval)?))?;
-    let outcome = run_client_transfer(&mut stream, &header, connected_ns, &sampler.progress);
+    let sampler = Sampler::start(Arc::new(Progress::new(&tcp, 0, a.tcp_info_interval)?))?;
+    let mut tls_done_ns = None;
+    let outcome = match open_stream(&tcp, a.tls) {
+        Err(e) => Err(e),
+        Ok(Err(Stopped)) => Ok(ClientTransfer {
+            stopped: true,
+            ..Default::default()
+        }),
+        Ok(Ok(mut stream)) => {
+            if stream.is_tls() {
+                tls_done_ns = Some(sys::now_ns());
+            }
+            run_client_transfer(&mut stream, &header, connected_ns, &sampler.progress)
+        }
+    };
     let samples = sampler.finish();
-    let final_info = tcpinfo::read(&stream).ok();
-    drop(stream);
+    let final_info = tcpinfo::read(&tcp).ok();
+    drop(tcp);
     let closed_ns = sys::now_ns();
     let t = outcome?;
 
@@ -497,6 +512,8 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         "first_byte_ns": t.first_byte_ns,
         "end_ns": end_ns,
         "connect_s": secs(connected_ns - connect_start_ns),
+        "tls": a.tls,
+        "tls_handshake_s": tls_done_ns.map(|t| secs(t - connected_ns)),
         "duration_s": secs(transfer_ns),
         "completion_s": if complete { json!(secs(completion_ns)) } else { Value::Null },
         "throughput_bps": bps(bytes, transfer_ns),
@@ -529,6 +546,17 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The client's byte stream over the connected socket (a duplicate of it, so the socket
+/// stays readable for TCP_INFO): plain, or TLS after a handshake.
+fn open_stream(tcp: &TcpStream, tls: bool) -> anyhow::Result<Result<Stream, Stopped>> {
+    let dup = tcp.try_clone().context("cannot duplicate the socket")?;
+    if tls {
+        Stream::tls_client(dup).context("TLS handshake failed")
+    } else {
+        Ok(Ok(Stream::Plain(dup)))
+    }
+}
+
 struct ObjectRecord {
     size: u64,
     request_ns: u64,
@@ -550,7 +578,7 @@ struct ClientTransfer {
 }
 
 fn run_client_transfer(
-    s: &mut TcpStream,
+    s: &mut Stream,
     h: &Header,
     connected_ns: u64,
     counter: &Progress,
@@ -571,7 +599,7 @@ fn run_client_transfer(
                     t.stopped = true;
                     return Ok(());
                 }
-                s.shutdown(Shutdown::Write)?;
+                s.shutdown_write()?;
                 // The server closes its side only after reading everything.
                 match drain_to_eof(s, &mut buf, None)? {
                     None => t.stopped = true,
@@ -589,6 +617,8 @@ fn run_client_transfer(
                     }
                     Some(0) => {
                         t.eof_ns = Some(sys::now_ns());
+                        // The server waits for our end (with TLS: a close_notify).
+                        s.shutdown_write()?;
                         break;
                     }
                     Some(n) => {
@@ -643,7 +673,7 @@ fn run_client_transfer(
                         complete_ns: sys::now_ns(),
                     });
                 }
-                s.shutdown(Shutdown::Write)?;
+                s.shutdown_write()?;
                 match drain_to_eof(s, &mut buf, None)? {
                     None => t.stopped = true,
                     Some((_, at)) => t.eof_ns = Some(at),
@@ -673,6 +703,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
         "cc": a.cc,
         "tcp_info_interval_ns": a.tcp_info_interval,
         "once": a.once,
+        "tls": a.tls,
         "duration_ns": a.duration,
         "summary": a.summary,
         "series": a.series,
@@ -693,6 +724,10 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     sock.listen(1024).context("listen failed")?;
     sock.set_read_timeout(Some(POLL))?; // makes accept() time out
     let listener: TcpListener = sock.into();
+    let tls = match a.tls {
+        true => Some(Arc::new(crate::tls::server_config()?)),
+        false => None,
+    };
     let port = listener.local_addr()?.port();
     let start_ns = sys::now_ns();
     let deadline = a.duration.map(|d| start_ns + d);
@@ -714,9 +749,10 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
                 let conn = next_conn;
                 next_conn += 1;
                 let interval = a.tcp_info_interval;
+                let tls = tls.clone();
                 let h = thread::Builder::new()
                     .name(format!("conn-{conn}"))
-                    .spawn(move || serve_connection(stream, peer, conn, interval))?;
+                    .spawn(move || serve_connection(stream, peer, conn, interval, tls))?;
                 if a.once {
                     while !h.is_finished() {
                         if past_deadline() {
@@ -804,27 +840,44 @@ struct ServerTransfer {
 }
 
 fn serve_connection(
-    mut stream: TcpStream,
+    tcp: TcpStream,
     peer: SocketAddr,
     conn: u32,
     interval_ns: u64,
+    tls: Option<Arc<rustls::ServerConfig>>,
 ) -> ConnOutcome {
     let accepted_ns = sys::now_ns();
     let mut t = ServerTransfer::default();
     let mut sampler = None;
+    let mut tls_done_ns = None;
     let r = (|| -> anyhow::Result<()> {
-        prepare(&stream)?;
+        prepare(&tcp)?;
         let s = sampler.insert(Sampler::start(Arc::new(Progress::new(
-            &stream,
+            &tcp,
             conn,
             interval_ns,
         )?))?);
+        // A duplicate of the socket, so `tcp` stays readable for TCP_INFO.
+        let dup = tcp.try_clone()?;
+        let mut stream = match tls {
+            None => Stream::Plain(dup),
+            Some(cfg) => match Stream::tls_server(dup, cfg).context("TLS handshake failed")? {
+                Ok(s) => {
+                    tls_done_ns = Some(sys::now_ns());
+                    s
+                }
+                Err(Stopped) => {
+                    t.stopped = true;
+                    return Ok(());
+                }
+            },
+        };
         serve_transfer(&mut stream, &mut t, &s.progress)
     })();
     let samples = sampler.map(|s| s.finish()).unwrap_or_default();
-    let final_info = tcpinfo::read(&stream).ok();
-    let cc = sys::get_congestion(&stream);
-    drop(stream);
+    let final_info = tcpinfo::read(&tcp).ok();
+    let cc = sys::get_congestion(&tcp);
+    drop(tcp);
     let end_ns = sys::now_ns();
     let error = r
         .err()
@@ -849,6 +902,7 @@ fn serve_connection(
         "conn": conn,
         "peer": peer.to_string(),
         "cc": cc,
+        "tls": tls_done_ns.is_some(),
         "mode": mode.map(|m| m.name()),
         "request": t.header.map(|h| json!({
             "bytes": h.bytes, "duration_ns": h.duration_ns,
@@ -863,6 +917,7 @@ fn serve_connection(
         "bytes_received": t.bytes_received,
         "objects_served": t.objects_served,
         "accepted_ns": accepted_ns,
+        "tls_handshake_s": tls_done_ns.map(|d| secs(d - accepted_ns)),
         "header_ns": t.header_ns,
         "first_byte_ns": t.first_byte_ns,
         "last_byte_ns": t.last_byte_ns,
@@ -881,7 +936,7 @@ fn serve_connection(
 }
 
 fn serve_transfer(
-    s: &mut TcpStream,
+    s: &mut Stream,
     t: &mut ServerTransfer,
     counter: &Progress,
 ) -> anyhow::Result<()> {
@@ -920,7 +975,7 @@ fn serve_transfer(
                 }
             }
             // Everything is read: our FIN tells the client all bytes were delivered.
-            s.shutdown(Shutdown::Write)?;
+            s.shutdown_write()?;
             t.complete = h.bytes == 0 || t.bytes_received == h.bytes;
         }
         Mode::Download => {
@@ -936,7 +991,7 @@ fn serve_transfer(
                 t.stopped = true;
                 return Ok(());
             }
-            s.shutdown(Shutdown::Write)?;
+            s.shutdown_write()?;
             // Wait for the client to close after it has read everything.
             match drain_to_eof(s, &mut buf, None)? {
                 None => t.stopped = true,
@@ -952,7 +1007,7 @@ fn serve_transfer(
                     return Ok(());
                 }
                 Filled::Eof(0) => {
-                    s.shutdown(Shutdown::Write)?;
+                    s.shutdown_write()?;
                     t.complete = h.object_count == 0 || t.objects_served == h.object_count;
                     break;
                 }
