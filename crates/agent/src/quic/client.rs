@@ -159,6 +159,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     } else {
         t.bytes_received.load(Relaxed)
     };
+    let delivered_known = !sender_is_client || outcome.server_received.is_some();
     let end_ns = outcome.end_ns.unwrap_or(closed_ns);
     let objects = t.objects.lock().unwrap().len() as u64;
     let complete = !stopped_by_signal
@@ -201,8 +202,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         "connect_s": secs(connected_ns - connect_start_ns),
         "duration_s": secs(transfer_ns),
         "completion_s": if complete { json!(secs(completion_ns)) } else { Value::Null },
-        "throughput_bps": bps(bytes, transfer_ns),
-        "goodput_bps": bps(bytes, completion_ns),
+        // A sender's written bytes are not delivered bytes: without the server's count
+        // (transfer failed or stopped) there is no rate to report.
+        "throughput_bps": if delivered_known { bps(bytes, transfer_ns) } else { Value::Null },
+        "goodput_bps": if delivered_known { bps(bytes, completion_ns) } else { Value::Null },
         "quic": quic,
         "samples": samples.len(),
     });
