@@ -17,13 +17,10 @@ from .network import Network
 from .report import render_run, render_sweep
 from .scenario import load_points, resolve
 from .scenario.flows import Resolved
-from .schedule import Job, flow_jobs, probe_jobs
+from .schedule import CLIENT_GRACE_S, Job, flow_jobs, probe_jobs
 from .seeds import derive_seed
 
 DONE = "DONE"
-# A client still running this long after the scenario's end is stopped (and its flow
-# reported incomplete).
-CLIENT_GRACE_S = 5.0
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,12 @@ from pathlib import Path
 from .paths import binary
 from .scenario.flows import Flow, Probe
 
-# Servers outlive the scenario by this much so late packets are still counted.
-SERVER_GRACE_S = 2.0
+# Clients get this long after the scenario's end to finish (a transfer draining a deep
+# queue); the runner then stops the ones still running (SIGTERM: partial results).
+CLIENT_GRACE_S = 5.0
+# Servers outlive the clients' grace, so a server never closes a connection under a
+# client that is still draining (late packets are still counted).
+SERVER_GRACE_S = CLIENT_GRACE_S + 2.0
 
 
 class NotSupported(RuntimeError):
