@@ -62,3 +62,6 @@ def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
     assert flow["drops"].get("random_loss", 0) > 0
     assert flow["lost_packets"] > 0
     assert m["unintended_drops"] == 0
+    # stop_when = "flows-done": the run ended with the download, long before its 30 s.
+    raw = metrics_path.parent / "raw"
+    assert int((raw / "t_end_ns").read_text()) - int((raw / "t0_ns").read_text()) < 20e9
