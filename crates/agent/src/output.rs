@@ -9,6 +9,20 @@ use anyhow::Context;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{Field, Schema};
 
+/// Nanoseconds as seconds (summary fields `*_s`).
+pub fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// `bytes` over `ns` in bit/s for a summary; null when no time passed.
+pub fn bps(bytes: u64, ns: u64) -> serde_json::Value {
+    if ns == 0 {
+        serde_json::Value::Null
+    } else {
+        serde_json::json!(bytes as f64 * 8.0 / secs(ns))
+    }
+}
+
 /// Writes `value` as pretty JSON followed by a newline (write to a temp file, then rename,
 /// so a reader never sees a half-written summary).
 pub fn write_summary(path: &Path, value: &serde_json::Value) -> anyhow::Result<()> {

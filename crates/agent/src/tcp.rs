@@ -16,7 +16,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use crate::proto::{self, Header, Mode};
 use crate::tcpinfo::{self, TcpInfo};
 use crate::tcpstream::{Stopped, Stream};
-use crate::{output, stats, sys, usage, Direction, TcpClientArgs, TcpServerArgs};
+use crate::output::{self, bps, secs};
+use crate::{stats, sys, usage, Direction, TcpClientArgs, TcpServerArgs};
 
 /// Size of every read and write on bulk paths.
 const BUF_LEN: usize = 128 * 1024;
@@ -306,17 +307,6 @@ fn prepare(stream: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
-
-fn bps(bytes: u64, ns: u64) -> Value {
-    if ns == 0 {
-        Value::Null
-    } else {
-        json!(bytes as f64 * 8.0 / secs(ns))
-    }
-}
 
 /// Sends bulk data until `limit` bytes or the `deadline`. Returns bytes sent and whether
 /// it was interrupted by a stop request.

@@ -16,7 +16,8 @@ use super::series::{self, Sampler, Sources};
 use super::transfer::{self, RecvEnd, SendEnd, Transfer};
 use super::wire::{code, Mode, Request};
 use super::{EndpointSocket, Options, Stop};
-use crate::{output, stats, sys, tls, usage, Direction, QuicClientArgs};
+use crate::output::{self, bps, secs};
+use crate::{stats, sys, tls, usage, Direction, QuicClientArgs};
 
 pub fn client(a: QuicClientArgs) -> anyhow::Result<()> {
     let c = &a.common;
@@ -319,14 +320,3 @@ impl QuicClientArgs {
     }
 }
 
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
-
-fn bps(bytes: u64, ns: u64) -> Value {
-    if ns == 0 {
-        Value::Null
-    } else {
-        json!(bytes as f64 * 8.0 / secs(ns))
-    }
-}

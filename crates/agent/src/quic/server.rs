@@ -246,7 +246,7 @@ async fn serve_connection(
         "last_byte_ns": if sender_is_server { Some(end_ns) } else { t.last_byte() },
         "end_ns": end_ns,
         "duration_s": transfer_ns as f64 / 1e9,
-        "throughput_bps": if transfer_ns == 0 { Value::Null } else { json!(bytes as f64 * 8e9 / transfer_ns as f64) },
+        "throughput_bps": output::bps(bytes, transfer_ns),
         "quic": quic,
         "samples": samples.len(),
     });
