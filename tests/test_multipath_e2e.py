@@ -3,15 +3,12 @@ split 1:1 gets clearly more than one leg's rate; with duplication and 1 % random
 each leg, (almost) no packet is lost to random loss before the client."""
 
 import json
-import subprocess
-import sys
 import textwrap
-
 from pathlib import Path
 
 import numpy as np
-
 import pytest
+from tlab_cli import run_one
 
 from transportlab.packetlog import ARRIVAL, DEPARTURE, DROP, read_records
 
@@ -51,14 +48,7 @@ SCENARIO = textwrap.dedent(
 
 
 def run(tmp_path, **fmt) -> tuple[dict, Path]:
-    scenario = tmp_path / "dc.toml"
-    scenario.write_text(SCENARIO.format(**fmt))
-    out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "transportlab", "run", str(scenario), "--out", str(out), "--quiet"],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    (metrics_path,) = out.glob("dc-e2e/**/metrics.json")
-    return json.loads(metrics_path.read_text()), metrics_path.parent
+    return run_one(tmp_path, SCENARIO.format(**fmt))
 
 
 def test_split_over_two_legs_beats_one_leg(tmp_path):

@@ -2,11 +2,10 @@
 (1 %) emulated link in namespaces, and the runner's metrics account for it."""
 
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from tlab_cli import run_one
 
 from transportlab.scenario.schema import QUIC_CC
 
@@ -42,20 +41,13 @@ SCENARIO = textwrap.dedent(
 
 @pytest.mark.parametrize("cc", QUIC_CC)
 def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
-    scenario = tmp_path / "quic.toml"
-    scenario.write_text(SCENARIO.format(cc=cc))
-    out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "transportlab", "run", str(scenario), "--out", str(out), "--quiet"],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    (metrics_path,) = out.glob("quic-e2e/**/metrics.json")
-    m = json.loads(metrics_path.read_text())
+    m, run_dir = run_one(tmp_path, SCENARIO.format(cc=cc))
     flow = m["flows"]["dl"]
     assert flow["protocol"] == "quic" and flow["cc"] == cc
     assert flow["complete"] is True, flow
     assert flow["completion_s"] is not None and flow["completion_s"] < 30
     # The server's summary names the controller that actually ran.
-    server = json.loads(next(out.glob("quic-e2e/**/raw/dl-server.json")).read_text())
+    server = json.loads((run_dir / "raw" / "dl-server.json").read_text())
     assert server["results"]["cc"] == cc
     # Data crossed the lossy link and the link dropped some of it: the transfer recovered.
     assert flow["bytes_delivered"] >= 2_000_000
@@ -63,5 +55,5 @@ def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
     assert flow["lost_packets"] > 0
     assert m["unintended_drops"] == 0
     # stop_when = "flows-done": the run ended with the download, long before its 30 s.
-    raw = metrics_path.parent / "raw"
+    raw = run_dir / "raw"
     assert int((raw / "t_end_ns").read_text()) - int((raw / "t0_ns").read_text()) < 20e9

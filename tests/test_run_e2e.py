@@ -1,12 +1,10 @@
 """`tlab run` end to end: a short scenario in namespaces, its metrics.json checked
 against what the configured network must produce."""
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from tlab_cli import run_one
 
 pytestmark = pytest.mark.netns
 
@@ -52,14 +50,8 @@ SCENARIO = textwrap.dedent(
 
 
 def test_run_writes_metrics_matching_the_network(tmp_path):
-    scenario = tmp_path / "e2e.toml"
-    scenario.write_text(SCENARIO)
-    out = tmp_path / "out"
-    res = subprocess.run([sys.executable, "-m", "transportlab", "run", str(scenario), "--out", str(out), "--quiet"],
-                         capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    run_dir = out / "e2e" / "base" / "rep-0"
-    m = json.loads((run_dir / "metrics.json").read_text())
+    m, run_dir = run_one(tmp_path, SCENARIO)
+    assert run_dir.relative_to(tmp_path / "out").parts == ("e2e", "base", "rep-0")
     bulk = m["flows"]["bulk"]
     # A 10 Mbit/s link: the flow can never exceed it, and bulk TCP must nearly fill it.
     assert 9e6 <= bulk["throughput_bps"] <= 10e6 * 1.001, bulk["throughput_bps"]
