@@ -143,15 +143,13 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
 
 def _direction_specs(name: str, d: dict) -> dict[str, dict]:
     """SI parameters by direction name; a multipath direction counts as one path with
-    its legs' joint capacity (its "delay" the slowest leg's, queueing not modelled as
-    one queue) and each leg as a direction of its own."""
+    its legs' joint capacity and slowest delay as recorded (`Multipath.capacity`,
+    `.delay`; queueing not modelled as one queue) and each leg as a direction of its own."""
     mp = d.get("multipath")
     if not mp:
         return {name: d}
     legs = {f"{name}.{leg}": spec for leg, spec in mp["legs"]}
-    rates = [spec.get("rate") for spec in legs.values()]
-    cap = None if None in rates else (min(rates) if mp.get("shares") is None else sum(rates))
-    return {name: {"rate": cap, "multipath": True, "delay": max(spec.get("delay", 0) for spec in legs.values())}, **legs}
+    return {name: {"rate": d["path_rate"], "multipath": True, "delay": d["path_delay"]}, **legs}
 
 
 def _wire_counts(records, f: M.Flow) -> dict:

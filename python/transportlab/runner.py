@@ -63,7 +63,10 @@ def scenario_record(run: PlannedRun, run_id: str) -> dict:
     topo = r.topology
 
     def direction(d) -> dict:
-        return {k: v for k, v in asdict(d).items() if v not in (None, 0.0, False) or k in ("delay",)}
+        out = {k: v for k, v in asdict(d).items() if v not in (None, 0.0, False) or k in ("delay",)}
+        if d.multipath is not None:  # what the legs carry together, for the metrics
+            out.update(path_rate=d.path_rate, path_delay=d.path_delay)
+        return out
 
     return {
         "name": r.name,
