@@ -18,7 +18,7 @@ def axes(df: pd.DataFrame) -> list[str]:
 
 def _layout(df: pd.DataFrame) -> tuple[str | None, str | None]:
     """(row axis, column axis): with two axes the one with fewer steps is the columns
-    (the compared arms); with one axis there are no columns."""
+    (the compared arms; on a tie the first axis); with one axis there are no columns."""
     names = axes(df)
     if len(names) == 1:
         return names[0], None
@@ -26,7 +26,7 @@ def _layout(df: pd.DataFrame) -> tuple[str | None, str | None]:
         return None, None
     a, b = names
     na, nb = df[AXIS + a].nunique(), df[AXIS + b].nunique()
-    return (a, b) if nb < na or (nb == na and b == names[0]) else (b, a)
+    return (a, b) if nb < na else (b, a)
 
 
 def mean_std(values, scale: float = 1.0, digits: int = 2) -> str:
