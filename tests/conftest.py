@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from transportlab.paths import binary
+from transportlab.locations import binary
 
 
 def pytest_collection_modifyitems(config, items):

@@ -11,7 +11,7 @@ import pytest
 
 from transportlab import metrics as M
 from transportlab.metrics import Flow
-from transportlab.packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, RECORD, read_frame, read_records, write_records
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, RECORD, read_frame, read_records, write_records
 
 MS = 1_000_000  # ns
 

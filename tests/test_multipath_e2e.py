@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tlab_cli import run_one
 
-from transportlab.packetlog import ARRIVAL, DEPARTURE, DROP, read_records
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, read_records
 
 pytestmark = pytest.mark.netns
 

@@ -12,12 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transportlab import agents, netns
-from transportlab.clean import clean
-from transportlab.network import Network
-from transportlab.packetlog import DEPARTURE, read_records
-from transportlab.paths import RUN_REGISTRY
-from transportlab.topology import Direction, Link, Topology
+from transportlab.network import netns
+from transportlab.plan import agents
+from transportlab.network.clean import clean
+from transportlab.network.live import Network
+from transportlab.artefacts.packetlog import DEPARTURE, read_records
+from transportlab.locations import RUN_REGISTRY
+from transportlab.plan.topology import Direction, Link, Topology
 
 pytestmark = pytest.mark.netns
 
@@ -61,9 +62,9 @@ RUN_AND_HANG = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from transportlab import agents
-    from transportlab.network import Network
-    from transportlab.topology import Direction, Link, Topology
+    from transportlab.plan import agents
+    from transportlab.network.live import Network
+    from transportlab.plan.topology import Direction, Link, Topology
     topo = Topology(hosts=("a", "b"), links=(Link("l", "a", "b", Direction(delay=0.01), Direction(delay=0.01)),))
     with Network(topo, Path(sys.argv[1])) as net:
         echo = net.start_server("b", agents.echo("0.0.0.0", 7000), Path(sys.argv[1]) / "echo.stderr")

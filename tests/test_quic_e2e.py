@@ -7,7 +7,7 @@ import textwrap
 import pytest
 from tlab_cli import run_one
 
-from transportlab.scenario.schema import QUIC_CC
+from transportlab.contract import QUIC_CC
 
 pytestmark = pytest.mark.netns
 

@@ -16,8 +16,9 @@ import pyarrow.ipc
 import pytest
 
 from transportlab.metrics import Flow
-from transportlab.packetlog import ARRIVAL, DEPARTURE, DROP, RECORD, write_records
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, RECORD, write_records
 from transportlab.report import aggregate, render_run, render_sweep, sweep_table
+from transportlab.plan.runs import numeric_values
 from transportlab.report.rundata import RunData
 
 MS = 1_000_000
@@ -94,32 +95,36 @@ def make_run(
     duration = 2.0
     scenario = {
         "name": "demo", "description": "two flows into a shallow buffer", "duration_s": duration, "seed": 7,
-        "repetition": repetition, "point": {"label": point, "values": values or {}},
-        "hosts": ["client", "server"],
+        "scenario_seed": 7, "stop_when": "duration", "run_id": f"r{repetition}-{name}",
+        "repetition": repetition, "point": {"label": point, "values": values or {}, "numeric": numeric_values(values or {})},
+        "hosts": ["client", "server"], "addresses": {"client": "10.0.0.1", "server": "10.0.0.2"},
         "links": [{"name": "bottleneck", "between": ["client", "server"],
                    "forward": {"rate": RATE, "delay": DELAY, "queue": {"packets": 40}}, "reverse": {"delay": DELAY}}],
         "flows": [{"name": "bulk", "protocol": "tcp", "cc": "cubic", "from": "client", "to": "server",
-                   "direction": "upload", "start_s": 0.0, "end_s": duration},
+                   "direction": "upload", "start_s": 0.0, "end_s": duration, "port": 5201},
                   {"name": "cbr", "protocol": "udp", "cc": None, "from": "client", "to": "server",
-                   "direction": "upload", "start_s": 0.0, "end_s": duration, "rate": 1e6, "size": 1000}],
+                   "direction": "upload", "start_s": 0.0, "end_s": duration, "port": 7001, "rate": 1e6, "size": 1000}],
         "probes": [{"name": "probe0", "from": "client", "to": "server", "interval_s": 0.01}],
         "analysis": {"bin": 0.05},
     }
     flows = {
-        "bulk": {"protocol": "tcp", "cc": "cubic", "from": "client", "to": "server", "bytes_delivered": 2_000_000,
+        "bulk": {"protocol": "tcp", "cc": "cubic", "from": "client", "to": "server", "direction": "upload",
+                 "bytes_delivered": 2_000_000,
                  "throughput_bps": throughput, "goodput_bps": goodput, "completion_s": 1.9,
                  "queueing_delay_ms": _stats(40.0), "rtt_ms": _stats(52.0), "loss_rate": 0.01,
                  "retransmissions": 12 + repetition,
                  "data": {"src": BULK.src, "dst": BULK.dst, "sport": 0, "dport": BULK.dport, "proto": 6},
                  "path": [0], "bottleneck": 0},
-        "cbr": {"protocol": "udp", "cc": None, "from": "client", "to": "server", "bytes_delivered": 225_000,
+        "cbr": {"protocol": "udp", "cc": None, "from": "client", "to": "server", "direction": "upload",
+                "bytes_delivered": 225_000,
                 "throughput_bps": 0.9e6, "goodput_bps": None, "completion_s": None,
                 "queueing_delay_ms": _stats(41.0), "rtt_ms": None, "loss_rate": 0.02, "retransmissions": None,
                 "data": {"src": CBR.src, "dst": CBR.dst, "sport": CBR.sport, "dport": CBR.dport, "proto": 17},
                 "path": [0], "bottleneck": 0},
     }
     metrics = {
-        "run": {"scenario": "demo", "point": point, "values": values or {}, "repetition": repetition, "seed": 7 + repetition,
+        "run": {"scenario": "demo", "point": point, "values": values or {}, "numeric": numeric_values(values or {}),
+                "repetition": repetition, "seed": 7 + repetition,
                 "run_id": f"r{repetition}-{name}", "t0_ns": T0, "duration_s": duration},
         "flows": flows,
         "probes": {"probe0": {"rtt_ms": {"mean": 30.0, "std": 9.0, "min": 10.1, "max": 60.0, "p50": 29.0, "p95": 50.0,
@@ -136,7 +141,7 @@ def make_run(
     (d / "metrics.json").write_text(json.dumps(metrics))
     if not raw:
         return d
-    (d / "raw" / "engine-config.json").write_text(json.dumps(
+    (d / "raw" / "engine.json").write_text(json.dumps(
         {"directions": [{"name": "bottleneck.forward"}, {"name": "bottleneck.reverse"}]}))
     _packet_log(d / "raw" / "packets.tlog", duration)
     t = T0 + np.arange(0, int(duration * 1000), 10, dtype=np.int64) * MS

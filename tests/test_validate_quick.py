@@ -4,7 +4,7 @@ loss and drop-tail fidelity targets (about 35 s)."""
 import pytest
 from rich.console import Console
 
-from transportlab.validate import loss, queue
+from transportlab.fidelity.validate import loss, queue
 
 pytestmark = pytest.mark.netns
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .paths import PROJECT_ROOT
+from transportlab.locations import PROJECT_ROOT
 
 DEFAULT_OUT = Path("results")
 DEMO_SCENARIO = PROJECT_ROOT / "scenarios" / "demo.toml"
@@ -16,40 +16,49 @@ def _scenario_errors(fn):
     """Bad scenarios: one clear message, exit status 2, no traceback, nothing created."""
 
     def wrapped(args) -> int:
-        from .scenario import ScenarioError, format_error
-        from .schedule import NotSupported
+        from transportlab.artefacts.rundir import RunDirError
+        from transportlab.pipeline import RunsFailed
+        from transportlab.scenario import ScenarioError, format_error
 
         try:
             return fn(args)
         except ScenarioError as e:
             print(format_error(e), file=sys.stderr)
             return 2
-        except NotSupported as e:
-            print(f"not yet supported: {e}", file=sys.stderr)
-            return 2
+        except (RunDirError, RunsFailed) as e:
+            print(f"tlab: {e}", file=sys.stderr)
+            return 1
 
     return wrapped
 
 
 @_scenario_errors
 def _cmd_run(args) -> int:
-    from .runner import run_scenario
+    from transportlab.pipeline import run_scenario
 
-    sweep_dir, run_dirs = run_scenario(Path(args.scenario), Path(args.out), args.set, progress=not args.quiet)
-    _print_outcome(sweep_dir, run_dirs)
-    return 0
+    outcome = run_scenario(Path(args.scenario), Path(args.out), args.set, progress=not args.quiet)
+    _print_outcome(outcome)
+    return 1 if outcome.failed else 0
 
 
-def _print_outcome(sweep_dir: Path, run_dirs: list[Path]) -> None:
-    import json
+def _print_outcome(outcome) -> None:
+    from transportlab.artefacts.rundir import RunDir
 
-    for d in run_dirs:
-        m = json.loads((d / "metrics.json").read_text())
-        flows = ", ".join(f"{n} {f.get('throughput_bps', 0) / 1e6:.2f} Mbit/s" for n, f in m["flows"].items())
-        warn = f"  UNINTENDED DROPS: {m['unintended_drops']}" if m["unintended_drops"] else ""
+    failed = {f.run_dir for f in outcome.failed}
+    for d in outcome.run_dirs:
+        if d in failed:
+            continue
+        m = RunDir(d).metrics
+        flows = ", ".join(f"{n} {f.throughput_bps / 1e6:.2f} Mbit/s" for n, f in m.flows.items())
+        warn = f"  UNINTENDED DROPS: {m.unintended_drops}" if m.unintended_drops else ""
         print(f"{d}: {flows}{warn}")
-    report = sweep_dir / "report.html" if len(run_dirs) > 1 else run_dirs[0] / "report.html"
-    print(f"report: {report.resolve()}")
+    if outcome.report.exists():
+        print(f"report: {outcome.report.resolve()}")
+    for f in outcome.failed:
+        print(f.line(), file=sys.stderr)
+    if outcome.failed:
+        print(f"tlab run: {len(outcome.failed)} of {len(outcome.run_dirs)} run(s) failed; run again to retry them",
+              file=sys.stderr)
 
 
 def _cmd_demo(args) -> int:
@@ -59,11 +68,11 @@ def _cmd_demo(args) -> int:
 
 def _cmd_report(args) -> int:
     """Recomputes metrics, catalogue rows, plots and reports from raw artefacts."""
-    from .report import render_sweep
-    from .runner import analyse
+    from transportlab.pipeline import analyse
+    from transportlab.report import render_sweep
 
     d = Path(args.dir)
-    runs = sorted(p.parent.parent for p in d.glob("**/raw/t0_ns"))
+    runs = sorted(p.parent.parent for p in d.glob("**/raw/t0_ns") if not (p.parent / "failures.json").exists())
     if not runs:
         print(f"tlab report: no runs (raw/t0_ns) under {d}", file=sys.stderr)
         return 2
@@ -75,7 +84,7 @@ def _cmd_report(args) -> int:
 def _cmd_query(args) -> int:
     import pandas as pd
 
-    from .catalogue import query
+    from transportlab.artefacts.catalogue import query
 
     with pd.option_context("display.max_rows", 200, "display.max_columns", None, "display.width", 250):
         print(query(Path(args.dir), args.sql))
@@ -83,7 +92,7 @@ def _cmd_query(args) -> int:
 
 
 def _cmd_clean(args) -> int:
-    from .clean import clean
+    from transportlab.network.clean import clean
 
     done = clean()
     for line in done:
@@ -95,7 +104,7 @@ def _cmd_clean(args) -> int:
 def _cmd_validate(args) -> int:
     import time
 
-    from .validate import PARTS, validate
+    from transportlab.fidelity.validate import PARTS, validate
 
     out = Path(args.out) if args.out else DEFAULT_OUT / "validate" / f"{time.strftime('%Y%m%d-%H%M%S')}-{'quick' if args.quick else 'full'}"
     ok = validate(out, quick=args.quick, parts=args.part or list(PARTS))
@@ -104,7 +113,7 @@ def _cmd_validate(args) -> int:
 
 
 def _cmd_doctor(args) -> int:
-    from .doctor import run_checks
+    from transportlab.network.doctor import run_checks
 
     checks = run_checks()
     for c in checks:

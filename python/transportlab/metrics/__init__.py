@@ -6,23 +6,23 @@ length for log-based metrics), rates in bits/s. Windows are half-open [start, en
 Every function is vectorised (NumPy/pandas); none reads files.
 """
 
-from .convergence import crossing_time, delta_fair_convergence
-from .delay import one_way_delay, queueing_delay, sojourn
-from .delivery import bytes_delivered, goodput
-from .fairness import byte_difference, jain_index, pairwise_byte_difference
-from .flows import Flow, flow_codes, flow_mask, flow_path, flows, select
-from .jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
-from .loss import drops_by_reason, flow_loss, link_loss, unintended_drops
-from .retransmissions import (
+from transportlab.metrics.convergence import crossing_time, delta_fair_convergence
+from transportlab.metrics.delay import one_way_delay, queueing_delay, sojourn
+from transportlab.metrics.delivery import bytes_delivered, goodput
+from transportlab.metrics.fairness import byte_difference, jain_index, pairwise_byte_difference
+from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
+from transportlab.metrics.jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
+from transportlab.metrics.loss import drops_by_reason, flow_loss, link_loss, unintended_drops
+from transportlab.metrics.retransmissions import (
     count_retransmissions_from_log,
     retransmissions_from_log,
     retransmissions_from_tcp_info,
     unwrap_seq,
 )
-from .rtt import probe_rtts, rtt_stats
-from .summary import summarize
-from .throughput import throughput, throughput_by_flow
-from .utilisation import link_utilisation, utilisation
+from transportlab.metrics.rtt import probe_rtts, rtt_stats
+from transportlab.metrics.summary import summarize
+from transportlab.metrics.throughput import throughput, throughput_by_flow
+from transportlab.metrics.utilisation import link_utilisation, utilisation
 
 __all__ = [
     "Flow", "flows", "flow_codes", "flow_mask", "flow_path", "select",

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..packetlog import ARRIVAL, DEPARTURE
-from ._records import col, take
-from .flows import Flow, flow_mask, flow_path
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
+from transportlab.metrics._records import col, take
+from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 
 def _keys(records) -> np.ndarray:

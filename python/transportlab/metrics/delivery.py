@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..packetlog import DEPARTURE
-from ._records import and_mask, col, window_mask
-from .flows import Flow, flow_mask, flow_path
+from transportlab.artefacts.packetlog import DEPARTURE
+from transportlab.metrics._records import and_mask, col, window_mask
+from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 
 def bytes_delivered(

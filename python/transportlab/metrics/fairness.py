@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .delivery import bytes_delivered
-from .flows import Flow
+from transportlab.metrics.delivery import bytes_delivered
+from transportlab.metrics.logflows import Flow
 
 
 def jain_index(values) -> float:

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from ..packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, REASONS, UNINTENDED_REASONS
-from ._records import col, take
-from .flows import Flow, flow_mask, flow_path
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, REASONS, UNINTENDED_REASONS
+from transportlab.metrics._records import col, take
+from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 _PRE_LINK_REASONS = (10, 12)  # no route, not IPv4: dropped before the first link
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..packetlog import ARRIVAL
-from ._records import col, take
-from .flows import Flow, flow_mask
+from transportlab.artefacts.packetlog import ARRIVAL
+from transportlab.metrics._records import col, take
+from transportlab.metrics.logflows import Flow, flow_mask
 
 MAX_HEADER_BYTES = 80  # 20 B IPv4 header + 60 B, the largest TCP header
 

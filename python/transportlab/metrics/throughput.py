@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..packetlog import DEPARTURE
-from ._records import col, take
-from .flows import Flow, flow_codes, flow_mask
+from transportlab.artefacts.packetlog import DEPARTURE
+from transportlab.metrics._records import col, take
+from transportlab.metrics.logflows import Flow, flow_codes, flow_mask
 
 
 def _bins(t: np.ndarray, bin_ns: int, origin_ns: int, end_ns: int | None) -> tuple[np.ndarray, np.ndarray, int]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..packetlog import DEPARTURE
-from ._records import col, window_mask
+from transportlab.artefacts.packetlog import DEPARTURE
+from transportlab.metrics._records import col, window_mask
 
 
 def utilisation(delivered_bits: float, capacity_bps: float, window_s: float) -> float:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .plots import Plot, run_plots, sweep_plots
-from .rundata import RunData
-from .study import fairness_tables, markdown, study_tables
-from .table import aggregate, probe_table, sweep_table, swept_paths
+from transportlab.report.plots import Plot, run_plots, sweep_plots
+from transportlab.artefacts.rundir import FAILURES, METRICS, RunDir
+from transportlab.report.rundata import RunData
+from transportlab.report.study import fairness_tables, markdown, study_tables
+from transportlab.report.table import aggregate, probe_table, sweep_table, swept_paths
 
 __all__ = ["render_run", "render_sweep", "sweep_table", "probe_table", "aggregate", "RunData", "Plot"]
 
@@ -30,7 +31,7 @@ def _write(path: Path, text: str) -> Path:
 
 def render_run(run_dir: str | Path) -> Path:
     """Writes <run_dir>/plots/*.png and <run_dir>/report.html; returns the report's path."""
-    from .html import render_run_html
+    from transportlab.report.html import render_run_html
 
     rd = RunData.load(run_dir)
     plots = run_plots(rd, rd.dir / "plots")
@@ -40,11 +41,13 @@ def render_run(run_dir: str | Path) -> Path:
 def render_sweep(sweep_dir: str | Path, run_dirs: list[str | Path]) -> Path:
     """Writes <sweep_dir>/plots/*.png and <sweep_dir>/report.html over the given runs
     (all points × repetitions); returns the report's path."""
-    from .html import render_sweep_html
+    from transportlab.report.html import render_sweep_html
 
     sweep_dir = Path(sweep_dir)
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    runs = [RunData.load(d) for d in run_dirs]
+    analysed = [d for d in map(Path, run_dirs) if (d / METRICS).is_file() and not (d / "raw" / FAILURES).is_file()]
+    failed = [(d, RunDir(d).failures) for d in map(Path, run_dirs) if (d / "raw" / FAILURES).is_file()]
+    runs = [RunData.load(d) for d in analysed]
     df = sweep_table(runs)
     swept = df.attrs.get("swept", [])
     agg = aggregate(df)
@@ -56,4 +59,4 @@ def render_sweep(sweep_dir: str | Path, run_dirs: list[str | Path]) -> Path:
     tables = study_tables(df) + fairness_tables(df)
     if tables:
         _write(sweep_dir / "tables.md", markdown(tables))
-    return _write(sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots, tables))
+    return _write(sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots, tables, failed))

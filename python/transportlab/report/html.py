@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from .plots import Plot
-from .rundata import RunData, as_float
-from .table import FLOW_METRICS, RUN_COLUMNS
+from transportlab.report.plots import Plot
+from transportlab.report.rundata import RunData, as_float
+from transportlab.report.table import FLOW_METRICS, RUN_COLUMNS
 
 CSS = """
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --bg:#ffffff; --alt:#f6f8fa; --accent:#0969da;
@@ -450,7 +450,7 @@ def _simple_agg_table(agg: pd.DataFrame, label: str, m: str, f) -> str:
 
 def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain: pd.DataFrame,
                       probes_agg: pd.DataFrame | None, runs: list[RunData], plots: list[Plot],
-                      tables: list[tuple[str, pd.DataFrame]] = ()) -> str:
+                      tables: list[tuple[str, pd.DataFrame]] = (), failed: list[tuple[Path, list[dict]]] = ()) -> str:
     swept = df.attrs.get("swept", [])
     names = sorted({str(rd.run.get("scenario") or rd.scenario.get("name") or "") for rd in runs} - {""})
     title = f"transportlab sweep — {', '.join(names) or sweep_dir.name}"
@@ -465,6 +465,14 @@ def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain
         body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs (" + ", ".join(rd.name for rd in bad) + ")"))
     elif runs:
         body.append(unintended_banner(0, f"all {len(runs)} runs"))
+    if failed:
+        items = "".join(
+            f"<li><code>{escape(os.path.relpath(d, sweep_dir))}</code>: "
+            + escape("; ".join(f"{f.get('name')} ({f.get('role')} on {f.get('host')}) exited {f.get('exit_status')}: "
+                               f"{f.get('message')}" for f in fails)) + "</li>"
+            for d, fails in failed)
+        body.append(f'<div class="banner bad"><b>{len(failed)} run(s) failed</b> and are left out of every table '
+                    f"and plot below (run the sweep again to retry them):<ul>{items}</ul></div>")
     if tables:
         body.append('<h2 id="study">As the study lays it out</h2><p class="small">Also in tables.md beside this report.</p>')
         for title, t in tables:

@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import metrics as M
-from .rundata import RunData
-from .table import parse_value
-from .style import Colors, figure, legend, legend_below, rate_scale, save
+from transportlab import metrics as M
+from transportlab.report.rundata import RunData
+from transportlab.report.table import parse_value
+from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
 
 
 @dataclass
@@ -310,7 +310,7 @@ def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, 
     for p in swept:
         vals = list(dict.fromkeys(df[p].map(_fmt)))
         raw = {_fmt(v): v for v in df[p]}
-        conv = [parse_value(raw[v]) for v in vals]
+        conv = [parse_value(df, p, raw[v]) for v in vals]
         if all(c is not None for c in conv) and len({c[1] for c in conv}) == 1:
             parsed[p] = {v: c[0] for v, c in zip(vals, conv)}
     path = next((p for p in swept if p in parsed), swept[0])

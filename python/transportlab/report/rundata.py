@@ -1,13 +1,13 @@
-"""Reading one run directory (scenario.json, metrics.json, raw/…) for plots and reports.
+"""A run as the report sees it: `artefacts.rundir.RunDir` (the one reader) made tolerant.
 
 Every optional artefact is optional here too: a missing or unreadable file gives None
 (and a note in `RunData.problems`), never an exception, so a report can say what is
-absent instead of failing. Only metrics.json is required.
+absent instead of failing. Only metrics.json is required. Records are exposed as the
+plain dicts their JSON holds (`metrics`, `scenario`) for the HTML and plot code.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -16,37 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .. import metrics as M
-from ..packetlog import read_records
+from transportlab import metrics as M
+from transportlab.artefacts.records import MetricsRecord
+from transportlab.artefacts.rundir import RunDir, RunDirError
 
 DEFAULT_BIN_S = 0.100
-
-
-def read_json(path: Path) -> Any | None:
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def read_arrow(path: Path) -> pd.DataFrame | None:
-    """An Arrow IPC file (file or stream format) as a DataFrame; None if absent/unreadable."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    import pyarrow as pa
-    import pyarrow.ipc
-
-    try:
-        with pa.memory_map(str(path)) as src:
-            try:
-                table = pa.ipc.open_file(src).read_all()
-            except pa.ArrowInvalid:
-                src.seek(0)
-                table = pa.ipc.open_stream(src).read_all()
-        return table.to_pandas()
-    except (OSError, pa.ArrowException):
-        return None
 
 
 def as_float(v: Any) -> float:
@@ -69,25 +43,32 @@ class RunData:
     @classmethod
     def load(cls, run_dir: str | Path) -> "RunData":
         rd = cls(Path(run_dir))
-        if rd.metrics is None:
-            raise FileNotFoundError(f"{rd.dir}: no readable metrics.json")
+        rd.record  # noqa: B018 - raises RunDirError on a missing or unreadable metrics.json
         return rd
+
+    @cached_property
+    def _run(self) -> RunDir:
+        return RunDir(self.dir)
 
     @property
     def raw(self) -> Path:
-        return self.dir / "raw"
+        return self._run.raw
 
     @cached_property
-    def metrics(self) -> dict | None:
-        return read_json(self.dir / "metrics.json")
+    def record(self) -> MetricsRecord:
+        return self._run.metrics
+
+    @cached_property
+    def metrics(self) -> dict:
+        return self.record.dump()
 
     @cached_property
     def scenario(self) -> dict:
-        s = read_json(self.dir / "scenario.json")
-        if s is None:
-            self.problems.append("scenario.json is missing or unreadable")
+        try:
+            return self._run.scenario.dump()
+        except RunDirError as e:
+            self.problems.append(str(e))
             return {}
-        return s
 
     @property
     def run(self) -> dict:
@@ -122,15 +103,6 @@ class RunData:
         b = a.get("bin", a.get("bin_s"))
         if isinstance(b, (int, float)) and not isinstance(b, bool) and b > 0:
             return float(b)
-        if isinstance(b, str):
-            from ..scenario.units import parse_duration
-
-            try:
-                v = parse_duration(b)
-                if v > 0:
-                    return v
-            except ValueError:
-                pass
         return DEFAULT_BIN_S
 
     @property
@@ -147,16 +119,13 @@ class RunData:
 
     @cached_property
     def direction_names(self) -> dict[int, str]:
-        """Direction index → "<link>.<forward|reverse>" (engine config first, then metrics)."""
-        out: dict[int, str] = {}
-        cfg = read_json(self.raw / "engine-config.json") or {}
-        for i, d in enumerate(cfg.get("directions") or []):
-            if isinstance(d, dict) and d.get("name"):
-                out[i] = str(d["name"])
-        for name, l in self.links.items():
-            if isinstance(l, dict) and l.get("index") is not None:
-                out.setdefault(int(l["index"]), name)
-        return out
+        """Direction index → name, from the engine's own table (metrics.json's link
+        indices where the engine's statistics are missing)."""
+        try:
+            return dict(enumerate(self._run.direction_names))
+        except RunDirError as e:
+            self.problems.append(str(e))
+        return {int(l["index"]): name for name, l in self.links.items() if isinstance(l, dict) and l.get("index") is not None}
 
     def direction_name(self, index: int | None) -> str:
         if index is None:
@@ -190,13 +159,12 @@ class RunData:
 
     @cached_property
     def records(self) -> np.ndarray | None:
-        path = self.raw / "packets.tlog"
-        if not path.is_file():
+        if not (self.raw / "packets.tlog").is_file():
             self.problems.append("raw/packets.tlog is missing")
             return None
         try:
-            return read_records(path)
-        except (OSError, ValueError) as e:
+            return self._run.records
+        except (RunDirError, OSError, ValueError) as e:
             self.problems.append(f"raw/packets.tlog is unreadable: {e}")
             return None
 
@@ -226,10 +194,10 @@ class RunData:
         ]
 
     def series(self, stem: str) -> pd.DataFrame | None:
-        return read_arrow(self.raw / f"{stem}.arrow")
+        return self._run.series(stem)
 
     def summary(self, stem: str) -> dict | None:
-        return read_json(self.raw / f"{stem}.json")
+        return self._run.summary(stem)
 
     def scenario_flow(self, name: str) -> dict:
         for f in self.scenario.get("flows") or []:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .table import AXIS
+from transportlab.report.table import AXIS
 
 
 def axes(df: pd.DataFrame) -> list[str]:

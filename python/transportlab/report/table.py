@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .rundata import RunData, as_float
+from transportlab.artefacts.catalogue import AXIS, FLOW_SCALARS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
+from transportlab.artefacts.rundir import RunDir, RunDirError
+from transportlab.report.rundata import RunData
 
 # Flow metric columns of `sweep_table`, in display order: (column, label, unit).
 FLOW_METRICS = [
@@ -25,29 +27,21 @@ FLOW_METRICS = [
     ("bytes_sent_by_data_sender", "bytes sent (data sender)", "bytes"),
 ]
 
-RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
+# Columns holding numbers (NaN where a run has none).
+NUMERIC = set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"} | {
+    f"{m}_{k}_ms" for m in ("queueing_delay", "rtt") for k in PROBE_STATS} | {
+    "jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
 
 
-def parse_value(v):
-    """A swept value as a number (rates, durations, sizes, percentages parsed; plain
-    numbers kept) and the kind of unit; None if not numeric."""
+def parse_value(df: pd.DataFrame, path: str, v):
+    """A swept value as (number in SI units, unit kind) as the plan recorded it (rates,
+    durations, sizes, percentages and plain numbers); None if it is not numeric."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
         return float(v), None
-    if isinstance(v, str):
-        from ..scenario import units as U
-
-        s = v.strip()
-        for kind, fn in (("%", U.parse_percentage), ("rate", U.parse_rate), ("duration", U.parse_duration),
-                         ("size", U.parse_size)):
-            if kind == "%" and not s.endswith("%"):
-                continue
-            try:
-                return float(fn(s)), kind
-            except (ValueError, TypeError):
-                continue
-    return None
+    hit = df.attrs.get("numeric", {}).get(path, {}).get(str(v))
+    return tuple(hit) if hit is not None else None
 
 
 def _point_order(df: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
@@ -58,7 +52,7 @@ def _point_order(df: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
         return df
     keys = {}
     for p in swept:
-        parsed = [parse_value(v) for v in df[p]]
+        parsed = [parse_value(df, p, v) for v in df[p]]
         if all(x is not None for x in parsed) and len({x[1] for x in parsed}) == 1:
             keys[f"_k{len(keys)}"] = [x[0] for x in parsed]
         else:
@@ -81,118 +75,53 @@ def _point_order(df: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
     return out
 
 
-def _get(d: dict | None, k: str):
-    """A statistic from {"mean": …} or the agents' {"mean_ms": …} form."""
-    d = d if isinstance(d, dict) else {}
-    return d.get(k, d.get(f"{k}_ms"))
-
-
-def _stats(d: dict | None, prefix: str) -> dict:
-    return {f"{prefix}_{k}_ms": as_float(_get(d, k)) for k in ("mean", "p50", "p95", "p99")}
-
-
 def swept_paths(run_dirs: Iterable[RunData]) -> list[str]:
     """The swept field paths, in first-seen order."""
     out: dict[str, None] = {}
     for rd in run_dirs:
-        for p in (rd.run.get("values") or (rd.scenario.get("point") or {}).get("values") or {}):
+        for p in rd.record.run.values:
             out[p] = None
     return list(out)
-
-
-def _run_fields(rd: RunData, swept: list[str]) -> dict:
-    r = rd.run
-    values = r.get("values") or (rd.scenario.get("point") or {}).get("values") or {}
-    row = {
-        "run_dir": str(rd.dir),
-        "run_id": r.get("run_id"),
-        "scenario": r.get("scenario") or rd.scenario.get("name"),
-        "point": r.get("point") if r.get("point") is not None else (rd.scenario.get("point") or {}).get("label", ""),
-        "repetition": r.get("repetition", rd.scenario.get("repetition")),
-        "seed": r.get("seed", rd.scenario.get("seed")),
-    }
-    for p in swept:
-        row[p] = values.get(p)
-    for axis, step in ((rd.scenario.get("point") or {}).get("axes") or {}).items():
-        row[f"{AXIS}{axis}"] = step
-    return row
-
-
-AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
 
 
 def _load(run_dirs) -> list[RunData]:
     return [rd if isinstance(rd, RunData) else RunData.load(rd) for rd in run_dirs]
 
 
-def sweep_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
-    """One row per run × flow.
+def _scenario(rd: RunData):
+    try:
+        return RunDir(rd.dir).scenario
+    except RunDirError:
+        return None
 
-    Columns: run_dir, run_id, scenario, point (label), repetition, seed, one column per
-    swept field path (the value as written in the scenario), flow, protocol, cc, from, to,
-    bytes_delivered, throughput_bps, goodput_bps, completion_s,
-    queueing_delay_{mean,p50,p95,p99}_ms, rtt_{mean,p50,p95,p99}_ms, loss_rate,
-    retransmissions, bottleneck (direction index), then the run-level jain_index and
-    unintended_drops. Missing values are NaN. `df.attrs["swept"]` lists the swept paths.
-    """
+
+def _table(run_dirs, rows_of, empty_columns: list[str]) -> pd.DataFrame:
     rds = _load(run_dirs)
     swept = swept_paths(rds)
-    rows = []
-    for rd in rds:
-        base = _run_fields(rd, swept)
-        for name, f in rd.flows.items():
-            row = dict(base)
-            row.update(
-                flow=name,
-                protocol=f.get("protocol"),
-                cc=f.get("cc"),
-                **{"from": f.get("from"), "to": f.get("to")},
-                bytes_delivered=as_float(f.get("bytes_delivered")),
-                throughput_bps=as_float(f.get("throughput_bps")),
-                goodput_bps=as_float(f.get("goodput_bps")),
-                completion_s=as_float(f.get("completion_s")),
-            )
-            row.update(_stats(f.get("queueing_delay_ms"), "queueing_delay"))
-            row.update(_stats(f.get("rtt_ms"), "rtt"))
-            row.update(
-                loss_rate=as_float(f.get("loss_rate")),
-                retransmissions=as_float(f.get("retransmissions")),
-                lost_packets=as_float(f.get("lost_packets")),
-                packets_sent_by_data_sender=as_float(f.get("packets_sent_by_data_sender")),
-                bytes_sent_by_data_sender=as_float(f.get("bytes_sent_by_data_sender")),
-                complete=f.get("complete"),
-                window_limited=f.get("window_limited"),
-                bottleneck=f.get("bottleneck"),
-                jain_index=as_float(rd.metrics.get("jain_index")),
-                unintended_drops=as_float(rd.metrics.get("unintended_drops")),
-            )
-            rows.append(row)
-    cols = RUN_COLUMNS + swept + ["flow", "protocol", "cc", "from", "to"]
-    df = pd.DataFrame(rows, columns=None if rows else cols)
+    rows = [row for rd in rds for row in rows_of(rd.record, _scenario(rd), rd.dir)]
+    df = pd.DataFrame(rows, columns=None if rows else RUN_COLUMNS + swept + empty_columns)
+    for col in df.columns:
+        if col in NUMERIC:
+            df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     df.attrs["swept"] = swept
+    numeric: dict[str, dict[str, list]] = {}
+    for rd in rds:
+        for path, value in rd.record.run.numeric.items():
+            numeric.setdefault(path, {})[str(rd.record.run.values.get(path))] = value
+    df.attrs["numeric"] = numeric
     return _point_order(df, swept)
 
 
+def sweep_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
+    """One row per run × flow: `artefacts.catalogue.flow_rows` (its docstring lists the
+    columns), numbers as floats (missing: NaN). `df.attrs["swept"]` lists the swept paths."""
+    return _table(run_dirs, flow_rows, ["flow", "protocol", "cc", "from", "to"])
+
+
 def probe_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
-    """One row per run × probe: the run columns, swept paths, probe, sent, received,
-    lost, loss_rate, rtt_{mean,std,min,max,p50,p95,p99}_ms."""
-    rds = _load(run_dirs)
-    swept = swept_paths(rds)
-    rows = []
-    for rd in rds:
-        base = _run_fields(rd, swept)
-        for name, p in rd.probes.items():
-            sent = as_float(p.get("sent"))
-            lost = as_float(p.get("lost"))
-            row = dict(base, probe=name, sent=sent, received=as_float(p.get("received")), lost=lost,
-                       loss_rate=lost / sent if sent else np.nan)
-            rtt = p.get("rtt_ms") or {}
-            for k in ("mean", "std", "min", "max", "p50", "p95", "p99"):
-                row[f"rtt_{k}_ms"] = as_float(_get(rtt, k))
-            rows.append(row)
-    df = pd.DataFrame(rows)
-    df.attrs["swept"] = swept
-    return _point_order(df, swept) if rows else df
+    """One row per run × probe (`artefacts.catalogue.probe_rows`), the probe's name in
+    `probe`."""
+    return _table(run_dirs, probe_rows, ["probe"]).rename(columns={"flow": "probe"})
 
 
 AGG_METRICS = [c for c, _, _ in FLOW_METRICS]

@@ -1,16 +1,16 @@
-"""Scenario files: TOML with human units → a validated `Scenario` (SI units) → the
-runner's `Topology`, flows and probes. See docs/scenarios.md.
+"""Stage 1, scenario: TOML with human units → a validated `Scenario` (SI units), one per
+sweep point. The plan stage (`transportlab.plan`) turns a point into a topology, flows
+and probes. See docs/scenarios.md.
 
     scenario = load_scenario("scenarios/s0/e0.toml", ["duration=5s"])
     for point in load_points("scenarios/s0/e0.toml"):
-        resolved = resolve(point.scenario)
+        ...
 """
 
-from .errors import FieldIssue, Issue, ScenarioError, format_error
-from .flows import Analysis, Flow, Objects, Probe, Resolved
-from .load import apply_overrides, load_points, load_raw, load_scenario, parse_override, read_toml
-from .queues import PACKET_BYTES, bdp_packets
-from .schema import (
+from transportlab.scenario.errors import FieldIssue, Issue, ScenarioError, format_error
+from transportlab.scenario.load import apply_overrides, load_points, load_raw, load_scenario, parse_override, read_toml
+from transportlab.scenario.queues import PACKET_BYTES, bdp_packets
+from transportlab.scenario.schema import (
     DirectionSpec,
     FlowSpec,
     GilbertElliottSpec,
@@ -19,17 +19,16 @@ from .schema import (
     QueueSpec,
     Scenario,
 )
-from .sweep import Axis, Point, axes, expand
-from .to_topology import resolve, to_flows, to_probes, to_topology
-from .traces import TraceError, load_trace
-from .units import parse_duration, parse_percentage, parse_rate, parse_size
-from .validate import validate
+from transportlab.scenario.sweep import Axis, Point, axes, expand
+from transportlab.scenario.traces import TraceError, load_trace
+from transportlab.scenario.units import parse_duration, parse_percentage, parse_rate, parse_size
+from transportlab.scenario.validate import validate
 
 __all__ = [
-    "Analysis", "Axis", "DirectionSpec", "FieldIssue", "Flow", "FlowSpec", "GilbertElliottSpec",
-    "Issue", "LinkSpec", "Objects", "PACKET_BYTES", "Point", "Probe", "ProbeSpec", "QueueSpec",
-    "Resolved", "Scenario", "ScenarioError", "TraceError", "apply_overrides", "axes",
+    "Axis", "DirectionSpec", "FieldIssue", "FlowSpec", "GilbertElliottSpec",
+    "Issue", "LinkSpec", "PACKET_BYTES", "Point", "ProbeSpec", "QueueSpec",
+    "Scenario", "ScenarioError", "TraceError", "apply_overrides", "axes",
     "bdp_packets", "expand", "format_error", "load_points", "load_raw", "load_scenario",
     "load_trace", "parse_duration", "parse_override", "parse_percentage", "parse_rate",
-    "parse_size", "read_toml", "resolve", "to_flows", "to_probes", "to_topology", "validate",
+    "parse_size", "read_toml", "validate",
 ]  # fmt: skip

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..topology import Link, Topology, TopologyError
-from .errors import MISSING
+from transportlab.scenario.graph import NoPath, route
+from transportlab.scenario.errors import MISSING
 
 if TYPE_CHECKING:
-    from .schema import Scenario
+    from transportlab.scenario.schema import Scenario
 
 Problem = tuple[tuple, str, Any]
 
@@ -71,15 +71,9 @@ def check_scenario(s: "Scenario") -> list[Problem]:
     if not items:
         out.append((("flows",), "nothing to run: add [[flows]] or [[probes]]", MISSING))
 
-    topology = None
-    if not out:
-        try:
-            topology = Topology(
-                hosts=tuple(hosts),
-                links=tuple(Link(link.name, link.between[0], link.between[1]) for link in s.links),
-            )
-        except TopologyError as e:  # pragma: no cover - the checks above catch these first
-            out.append(((), str(e), MISSING))
+    # Routes are looked for only over a well-formed graph (the checks above passed).
+    routable = not out
+    edges = [(link.between[0], link.between[1]) for link in s.links]
     for kind, i, item in items:
         for end in ("from", "to"):
             node = getattr(item, "from_" if end == "from" else "to")
@@ -89,11 +83,11 @@ def check_scenario(s: "Scenario") -> list[Problem]:
                 out.append(((kind, i, end), f"unknown host (hosts: {', '.join(hosts)})", node))
         if item.from_ == item.to:
             out.append(((kind, i, "to"), "from and to are the same host", item.to))
-        elif topology is not None and item.from_ in hosts and item.to in hosts:
+        elif routable and item.from_ in hosts and item.to in hosts:
             for a, b in ((item.from_, item.to), (item.to, item.from_)):
                 try:
-                    topology.route(a, b)
-                except TopologyError:
+                    route(hosts, edges, a, b)
+                except NoPath:
                     out.append(((kind, i, "to"), f"no path from {a!r} to {b!r} over the links", item.to))
                     break
         if item.start >= s.duration:
@@ -103,11 +97,13 @@ def check_scenario(s: "Scenario") -> list[Problem]:
         if end_value is not None and end_value > s.duration:
             out.append(((kind, i, end_field), f"after the scenario's end (duration {s.duration:g}s)", MISSING))
 
+    from transportlab.kinds import KINDS
+
     ports: dict[tuple[str, str, int], int] = {}
     for kind, i, item in items:
         if item.port is None:
             continue
-        transport = "tcp" if kind == "flows" and item.protocol == "tcp" else "udp"
+        transport = "tcp" if kind == "flows" and KINDS[item.protocol].ip_proto == 6 else "udp"
         key = (item.to, transport, item.port)
         if key in ports:
             out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))

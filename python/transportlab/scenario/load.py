@@ -9,10 +9,10 @@ import tomllib
 from pathlib import Path
 from typing import Any, Iterable
 
-from .errors import Issue, ScenarioError
-from .paths import PathError, set_path
-from .schema import Scenario
-from .validate import validate
+from transportlab.scenario.errors import Issue, ScenarioError
+from transportlab.scenario.fieldpath import PathError, set_path
+from transportlab.scenario.schema import Scenario
+from transportlab.scenario.validate import validate
 
 _TOML_POS = re.compile(r"^(.*) \(at line (\d+), column (\d+)\)$")
 
@@ -76,7 +76,7 @@ def load_raw(path: str | os.PathLike, overrides: Iterable[str] = ()) -> tuple[di
 def load_scenario(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Scenario:
     """The validated scenario (the base point when it has a sweep). Every sweep point is
     validated too, so a bad sweep value is reported here, before anything runs."""
-    from .sweep import expand
+    from transportlab.scenario.sweep import expand
 
     file = str(path)
     raw, notes = load_raw(path, overrides)
@@ -89,7 +89,7 @@ def load_scenario(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Sce
 
 def load_points(path: str | os.PathLike, overrides: Iterable[str] = ()):
     """The runs a file asks for: one `Point` per sweep combination (one if no sweep)."""
-    from .sweep import expand
+    from transportlab.scenario.sweep import expand
 
     file = str(path)
     raw, notes = load_raw(path, overrides)

@@ -21,13 +21,14 @@ from pydantic import (
     PrivateAttr,
     Tag,
     ValidationInfo,
+    field_validator,
     model_validator,
 )
 
-from .errors import FieldIssue
-from .queues import bdp_packets
-from .traces import TraceError, load_trace
-from .units import parse_duration, parse_percentage, parse_rate, parse_size
+from transportlab.scenario.errors import FieldIssue
+from transportlab.scenario.queues import bdp_packets
+from transportlab.scenario.traces import TraceError, load_trace
+from transportlab.scenario.units import parse_duration, parse_percentage, parse_rate, parse_size
 
 # --- value types -------------------------------------------------------------------
 
@@ -75,17 +76,6 @@ SysctlKey = Annotated[
 ]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Count = Annotated[int, Field(ge=1)]
-
-# Congestion controls. TCP is the kernel's: this machine's kernel offers these three.
-KERNEL_TCP_CC = ("reno", "cubic", "bbr")
-_OTHER_LINUX_TCP_CC = {
-    "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
-    "scalable", "vegas", "veno", "westwood", "yeah",
-}  # fmt: skip
-QUIC_CC = ("newreno", "cubic", "vegas", "ledbat", "bbr", "delay-correlation")
-UTP_CC = ("ledbat",)
-DEFAULT_CC = {"tcp": "cubic", "quic": "cubic", "utp": "ledbat"}
-
 
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
@@ -329,7 +319,7 @@ class FlowSpec(_Table):
     name: ItemName
     from_: HostName = Field(alias="from")
     to: HostName
-    protocol: Literal["tcp", "udp", "quic", "utp"]
+    protocol: str  # a flow kind (transportlab.kinds)
     cc: str | None = None
     cc_params: dict[str, Union[bool, int, float, str]] | None = None
     direction: Literal["upload", "download"] = "upload"
@@ -355,85 +345,36 @@ class FlowSpec(_Table):
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
 
+    @field_validator("protocol")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        from transportlab.kinds import KINDS
+
+        if v not in KINDS:
+            raise ValueError(f"not a flow kind transportlab runs; expected one of {', '.join(KINDS)}")
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> "FlowSpec":
-        p = self.protocol
-        given = self.model_fields_set
-        self._check_cc()
+        from transportlab.kinds import COMMON_FIELDS, KINDS
+
+        kind = KINDS[self.protocol]
+        given = {"from" if k == "from_" else k for k in self.model_fields_set}
+        for k in sorted(given - COMMON_FIELDS - kind.fields):
+            owners = [n for n, other in KINDS.items() if k in other.fields]
+            raise FieldIssue(f"{k} is not a field of {kind.name} flows (it is one of {', '.join(owners)} flows)", (k,))
+        self.cc = kind.check_cc(self)
         ends = [k for k in ("stop", "bytes", "objects", "count") if getattr(self, k) is not None]
         if len(ends) > 1:
             raise FieldIssue(f"{' and '.join(ends)} exclude each other: give at most one way to end a flow", (ends[1],))
         if self.stop is not None and self.stop <= self.start:
             raise FieldIssue(f"stop must come after start ({self.start:g}s)", ("stop",))
         if self.objects is not None:
-            if p == "udp":
-                raise FieldIssue("objects are for tcp, quic and utp flows", ("objects",))
             if "direction" in given and self.direction != "download":
                 raise FieldIssue("objects are downloaded from the server: direction must be \"download\"", ("direction",))
             self.direction = "download"
-        if p == "udp":
-            if self.size is None:
-                raise FieldIssue("a udp flow needs size (the datagram payload)", ("size",))
-            if not 16 <= self.size <= 65507:
-                raise FieldIssue("a udp datagram payload is 16 to 65507 bytes", ("size",))
-            if (self.rate is None) == (self.interval is None):
-                which = ("interval",) if self.rate is not None else ("rate",)
-                raise FieldIssue("a udp flow needs exactly one of rate and interval", which)
-        elif p == "quic" and (self.size is not None or self.rate is not None or self.interval is not None):
-            if self.size is None:
-                raise FieldIssue("constant-rate quic messages need size (bytes per message)", ("size",))
-            if not 16 <= self.size <= 16 * 2**20:
-                raise FieldIssue("a quic message is 16 bytes to 16 MiB", ("size",))
-            if (self.rate is None) == (self.interval is None):
-                which = ("interval",) if self.rate is not None else ("rate",)
-                raise FieldIssue("constant-rate quic messages need exactly one of rate and interval", which)
-            for k in ("bytes", "objects", "burst", "count"):
-                if k in given:
-                    raise FieldIssue(f"constant-rate quic messages run until stop; {k} does not apply", (k,))
-        else:
-            for k in ("rate", "interval", "size", "burst", "count"):
-                if k in given:
-                    raise FieldIssue(f"{k} is only for udp flows (and rate, interval, size for quic messages)", (k,))
-        if self.rcvbuf != "default" and p != "quic":
-            raise FieldIssue("rcvbuf is for quic flows (tcp autotunes: set net.ipv4.tcp_rmem in sysctls)", ("rcvbuf",))
-        if self.tls and p != "tcp":
-            raise FieldIssue("tls is for tcp flows (quic always runs TLS 1.3)", ("tls",))
-        if "streams" in given and p != "quic" and self.streams != 1:
-            raise FieldIssue("several streams on one connection need protocol = \"quic\"", ("streams",))
-        if self.mss is not None:
-            limits = {"tcp": (88, 65495), "quic": (1200, 1472)}.get(p)
-            if limits is None:
-                raise FieldIssue("mss is only for tcp (TCP_MAXSEG) and quic (datagram size)", ("mss",))
-            if not limits[0] <= self.mss <= limits[1]:
-                raise FieldIssue(f"a {p} mss is {limits[0]} to {limits[1]} bytes", ("mss",))
-        if "tcp_info_interval" in given and p != "tcp":
-            raise FieldIssue("tcp_info_interval is only for tcp flows", ("tcp_info_interval",))
+        kind.check(self, given)
         return self
-
-    def _check_cc(self) -> None:
-        p, cc = self.protocol, self.cc
-        if p == "udp":
-            if cc is not None:
-                raise FieldIssue("udp has no congestion control", ("cc",))
-            if self.cc_params is not None:
-                raise FieldIssue("udp has no congestion control", ("cc_params",))
-            return
-        if cc is None:
-            self.cc = DEFAULT_CC[p]
-        elif p == "tcp" and cc not in KERNEL_TCP_CC:
-            avail = ", ".join(KERNEL_TCP_CC)
-            if cc in _OTHER_LINUX_TCP_CC:
-                hint = ' (the userspace one runs with protocol = "quic")' if cc in QUIC_CC else ""
-                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}{hint}", ("cc",))
-            if cc == "newreno":
-                raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
-            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}", ("cc",))
-        elif p == "quic" and cc not in QUIC_CC:
-            raise FieldIssue(f"unknown QUIC congestion control; expected one of {', '.join(QUIC_CC)}", ("cc",))
-        elif p == "utp" and cc not in UTP_CC:
-            raise FieldIssue(f"uTP uses {', '.join(UTP_CC)}", ("cc",))
-        if self.cc_params is not None and p == "tcp":
-            raise FieldIssue("kernel congestion controls take no per-flow parameters", ("cc_params",))
 
 
 class ProbeSpec(_Table):
@@ -522,7 +463,7 @@ class Scenario(_Table):
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Scenario":
-        from .checks import check_scenario
+        from transportlab.scenario.checks import check_scenario
 
         issues = check_scenario(self)
         if issues:

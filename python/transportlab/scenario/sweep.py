@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import MISSING, FieldIssue, Issue, ScenarioError, format_value
-from .paths import PathError, format_path, parse_path, set_path
-from .schema import Scenario, _check_sweep
-from .validate import validate
+from transportlab.scenario.errors import MISSING, FieldIssue, Issue, ScenarioError, format_value
+from transportlab.scenario.fieldpath import PathError, format_path, parse_path, set_path
+from transportlab.scenario.schema import Scenario, _check_sweep
+from transportlab.scenario.validate import validate
 
 
 _STEP_LABEL = re.compile(r"[A-Za-z0-9._:+-]{1,40}")

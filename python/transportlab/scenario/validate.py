@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import MISSING, FieldIssue, Issue, ScenarioError
-from .paths import format_path, keys_of, lookup
-from .schema import Scenario
+from transportlab.scenario.errors import MISSING, FieldIssue, Issue, ScenarioError
+from transportlab.scenario.fieldpath import format_path, keys_of, lookup
+from transportlab.scenario.schema import Scenario
 
 
 def validate(raw: dict, file: str = "<scenario>", base_dir: str | Path | None = None,

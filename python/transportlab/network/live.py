@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import netns
-from .paths import binary
-from .registry import RunRecord, new_record
-from .topology import Topology
-from .tun import open_tun
+from transportlab.network import netns
+from transportlab.locations import binary
+from transportlab.network.registry import RunRecord, new_record
+from transportlab.plan.topology import Topology
+from transportlab.network.tun import open_tun
 
 TUN_MTU = 1500
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's

@@ -4,11 +4,11 @@ the static routing computed from them. Pure: no system calls here (see `network`
 from __future__ import annotations
 
 import ipaddress
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .units import to_ns
+from transportlab.plan.units import to_ns
+from transportlab.scenario import graph
 
 # RFC 2544's benchmarking range: never routed on the Internet, meant for test networks.
 ADDRESS_BASE = ipaddress.IPv4Address("198.18.0.0")
@@ -185,32 +185,12 @@ class Topology:
         return str(ADDRESS_BASE + 1 + self.hosts.index(host))
 
     def route(self, src: str, dst: str) -> Route:
-        """Fewest-hops path; ties go to the link listed first, so routing is stable."""
-        adjacency: dict[str, list[tuple[str, int]]] = {}
-        for i, link in enumerate(self.links):
-            adjacency.setdefault(link.a, []).append((link.b, 2 * i))
-            adjacency.setdefault(link.b, []).append((link.a, 2 * i + 1))
-        previous: dict[str, tuple[str, int]] = {}
-        seen = {src}
-        queue = deque([src])
-        while queue:
-            node = queue.popleft()
-            if node == dst:
-                break
-            for nxt, direction in adjacency.get(node, []):
-                # Hosts are end points: traffic is never forwarded through another host.
-                if nxt not in seen and (nxt == dst or nxt not in self.hosts):
-                    seen.add(nxt)
-                    previous[nxt] = (node, direction)
-                    queue.append(nxt)
-        if dst not in seen:
-            raise TopologyError(f"no path from {src!r} to {dst!r}")
-        path = []
-        node = dst
-        while node != src:
-            node, direction = previous[node]
-            path.append(direction)
-        return Route(src, dst, tuple(reversed(path)))
+        """Fewest-hops path (`scenario.graph.route`)."""
+        try:
+            path = graph.route(self.hosts, [(link.a, link.b) for link in self.links], src, dst)
+        except graph.NoPath as e:
+            raise TopologyError(str(e)) from None
+        return Route(src, dst, tuple(path))
 
     def connected(self, src: str, dst: str) -> bool:
         try:
@@ -226,7 +206,7 @@ class Topology:
 
     def engine_config(self, tun_fds: dict[str, int], seed: int, log_path: str, stats_path: str) -> dict:
         """The engine's JSON configuration (crates/engine/src/config.rs)."""
-        from .seeds import derive_seed
+        from transportlab.plan.seeds import derive_seed
 
         return {
             "log_path": log_path,
@@ -251,7 +231,7 @@ class Topology:
 
     @staticmethod
     def _direction_config(name: str, d: Direction, seed: int) -> dict:
-        from .seeds import derive_seed
+        from transportlab.plan.seeds import derive_seed
 
         out = {"name": name, "seed": derive_seed(seed, name), "spec": d.engine_spec()}
         if d.multipath is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..topology import Topology
+from transportlab.plan.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Flow:
     name: str
     from_: str
     to: str
-    protocol: Literal["tcp", "udp", "quic", "utp"]
+    protocol: str  # a flow kind (transportlab.kinds)
     direction: Literal["upload", "download"]
     start: float
     end: float  # stop if given, else the scenario's duration

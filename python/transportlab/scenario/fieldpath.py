@@ -12,7 +12,7 @@ from typing import Any, Union
 
 from pydantic import BaseModel
 
-from .errors import MISSING
+from transportlab.scenario.errors import MISSING
 
 Segment = Union[str, int]
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..topology import Direction, GilbertElliott, Link, Multipath, Topology
-from .flows import Analysis, Flow, Objects, Probe, Resolved
-from .queues import bdp_packets
-from .schema import LegSpec, LinkSpec, PathSpec, Scenario
+from transportlab.kinds import kind
+from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
+from transportlab.plan.flows import Analysis, Flow, Objects, Probe, Resolved
+from transportlab.scenario.queues import bdp_packets
+from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
 
 FIRST_PORT = 5201
 
@@ -120,7 +121,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 mss=f.mss,
                 tls=f.tls,
                 rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
-                tcp_info_interval=f.tcp_info_interval if f.protocol == "tcp" else None,
+                tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
             )
         )
     return out

@@ -8,7 +8,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import PROJECT_ROOT, binary
+from transportlab.locations import PROJECT_ROOT, binary
 
 
 @dataclass
@@ -24,7 +24,7 @@ def _root() -> Check:
 
 
 def _tun() -> Check:
-    from .tun import open_tun
+    from transportlab.network.tun import open_tun
 
     if not Path("/dev/net/tun").exists():
         return Check("TUN", False, "/dev/net/tun is missing: `modprobe tun`")
@@ -37,7 +37,7 @@ def _tun() -> Check:
 
 
 def _namespaces() -> Check:
-    from . import netns
+    from transportlab.network import netns
 
     name = f"tlab-doctor-{secrets.token_hex(3)}"
     try:

@@ -1,31 +1,18 @@
-"""Computes a run's `metrics.json` from its raw artefacts (packet log, engine stats,
-agent summaries and series). Definitions are those of `transportlab.metrics`."""
+"""Stage metrics, its one entry that reads files: computes a run's `metrics.json`
+(a MetricsRecord) from its raw artefacts, read through `artefacts.rundir`. Definitions
+are those of `transportlab.metrics`; kind-specific fields come from the flow's kind."""
 
 from __future__ import annotations
 
 import ipaddress
-import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
-import pyarrow.ipc as ipc
 
-from . import metrics as M
-from .packetlog import read_records
-
-PROTO = {"tcp": 6, "udp": 17, "quic": 17}
-
-
-def read_series(path: Path) -> pd.DataFrame | None:
-    if not path.exists():
-        return None
-    with ipc.open_file(path) as f:
-        return f.read_all().to_pandas()
-
-
-def read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.exists() else None
+from transportlab import metrics as M
+from transportlab.artefacts.records import MetricsRecord
+from transportlab.artefacts.rundir import RunDir
+from transportlab.kinds import kind
 
 
 def _ip(addr: str) -> int:
@@ -38,11 +25,12 @@ def _data_flow(records, flow: dict, addresses: dict) -> M.Flow | None:
     client, server = _ip(addresses[flow["from"]]), _ip(addresses[flow["to"]])
     upload = flow["direction"] == "upload"
     src, dst = (client, server) if upload else (server, client)
+    proto = kind(flow["protocol"]).ip_proto
     table = M.flows(records)
     best = None
     for f, n in zip(table["flow"], table["records"]):
         port_ok = f.dport == flow["port"] if upload else f.sport == flow["port"]
-        if f.src == src and f.dst == dst and f.proto == PROTO[flow["protocol"]] and port_ok:
+        if f.src == src and f.dst == dst and f.proto == proto and port_ok:
             if best is None or n > best[1]:
                 best = (f, n)
     return best[0] if best else None
@@ -57,12 +45,11 @@ def _stats_ms(values_ns) -> dict | None:
     return {k: s[k] for k in ("mean", "p50", "p95", "p99")}
 
 
-def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns: int, raw: Path) -> dict:
+def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[dict], t0_ns: int) -> dict:
     out: dict = {"protocol": flow["protocol"], "cc": flow.get("cc"), "from": flow["from"], "to": flow["to"],
                  "direction": flow["direction"]}
-    client = read_json(raw / f"{flow['name']}-client.json") or {}
-    server = read_json(raw / f"{flow['name']}-server.json") or {}
-    cres, sres = client.get("results", {}), server.get("results", {})
+    client = (run.summary(f"{flow['name']}-client") or {}).get("results", {})
+    server = (run.summary(f"{flow['name']}-server") or {}).get("results", {})
     f = _data_flow(records, flow, scen["addresses"])
     if f is None:
         return {**out, "bytes_delivered": 0, "throughput_bps": 0.0, "error": "no packets of this flow in the log"}
@@ -77,6 +64,7 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
     span = 0.0
     if dep is not None and len(dep):
         span = (int(dep["t_ns"].max()) - start_ns) / 1e9
+    finite = flow.get("bytes") or flow.get("objects")
     out.update({
         "data": {"src": f.src, "dst": f.dst, "sport": f.sport, "dport": f.dport, "proto": f.proto},
         "path": list(path),
@@ -85,48 +73,12 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
         # Bytes that crossed the last link over the flow's active time (first start to
         # last delivery): what the network carried, retransmissions included.
         "throughput_bps": delivered * 8 / span if span > 0 else 0.0,
-        "goodput_bps": None,
-        "completion_s": None,
-        "complete": None,
-    })
-    if flow["protocol"] == "tcp":
         # The client measures set-up to close whichever way the data flows.
-        out["goodput_bps"] = cres.get("goodput_bps")
-        out["complete"] = cres.get("complete")
-        if flow.get("bytes") or flow.get("objects"):
-            out["completion_s"] = cres.get("completion_s") if cres.get("complete") else None
-        sender = cres if cres.get("sender") == "client" else (sres.get("connections") or [{}])[0]
-        out["retransmissions"] = sender.get("retransmits")
-        series = read_series(raw / f"{flow['name']}-{'client' if cres.get('sender') == 'client' else 'server'}.arrow")
-        if series is not None and len(series) and "srtt_us" in series:
-            out["rtt_ms"] = _stats_ms(series.loc[series["srtt_us"] > 0, "srtt_us"].to_numpy() * 1e3)
-        # The kernel's own account of time spent limited by the receive window or the
-        # send buffer: over 1 % of the flow's time means the host, not the network,
-        # capped it (DESIGN.md: a run warns when a flow was window-limited).
-        info = sender.get("tcp_info") or {}
-        limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
-        out["window_limited"] = limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"])
-    elif flow["protocol"] == "quic":
-        out["goodput_bps"] = cres.get("goodput_bps")
-        out["complete"] = cres.get("complete")
-        if flow.get("bytes") or flow.get("objects"):
-            out["completion_s"] = cres.get("completion_s") if cres.get("complete") else None
-        client_sends = cres.get("sender") == "client"
-        sender = cres if client_sends else (sres.get("connections") or [{}])[0]
-        quic = sender.get("quic") or {}
-        # QUIC never retransmits a packet (lost data goes out in new packets): its
-        # counterpart of TCP's retransmissions is the packets declared lost.
-        out["lost_packets"] = quic.get("lost_packets")
-        out["congestion_events"] = quic.get("congestion_events")
-        series = read_series(raw / f"{flow['name']}-{'client' if client_sends else 'server'}.arrow")
-        if series is not None and len(series) and "srtt_us" in series:
-            out["rtt_ms"] = _stats_ms(series.loc[series["srtt_us"] > 0, "srtt_us"].to_numpy() * 1e3)
-    elif flow["protocol"] == "udp":
-        out["received"] = sres.get("received")
-        out["sent"] = cres.get("sent")
-        out["jitter_rfc3550_ms"] = sres.get("jitter_rfc3550_ms")
-        out["ipdv_rfc3393_ms"] = sres.get("ipdv_rfc3393_ms")
-        out["one_way_delay_ms"] = sres.get("owd")
+        "goodput_bps": client.get("goodput_bps"),
+        "complete": client.get("complete"),
+        "completion_s": client.get("completion_s") if finite and client.get("complete") else None,
+    })
+    out.update(kind(flow["protocol"]).metrics(run, flow, client, server))
     if bottleneck is not None and not directions[bottleneck]["spec"].get("multipath"):
         spec = directions[bottleneck]["spec"]
         q = M.queueing_delay(records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9))
@@ -135,9 +87,6 @@ def flow_metrics(records, flow: dict, scen: dict, directions: list[dict], t0_ns:
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}
     out.update(_wire_counts(records, f))
-    out.setdefault("rtt_ms", None)
-    out.setdefault("retransmissions", None)
-    out.setdefault("lost_packets", None)
     return out
 
 
@@ -167,25 +116,25 @@ def _wire_counts(records, f: M.Flow) -> dict:
     return out
 
 
-def write_metrics(run_dir: Path, t0_ns: int) -> dict:
-    raw = run_dir / "raw"
-    scen = json.loads((run_dir / "scenario.json").read_text())
-    engine = read_json(raw / "engine.json") or {}
-    config = json.loads((raw / "engine-config.json").read_text())
-    records = np.asarray(read_records(raw / "packets.tlog"))
-    # Directions with their SI parameters (from the scenario record, by name).
+def write_metrics(run_dir: Path) -> MetricsRecord:
+    run = RunDir(run_dir)
+    scen = run.scenario.dump()
+    t0_ns = run.t0_ns
+    engine = run.engine_stats
+    records = run.records
+    # Directions with their SI parameters (from the scenario record, by name), numbered
+    # as the engine numbered them.
     by_name = {}
     for link in scen["links"]:
         for which in ("forward", "reverse"):
             by_name.update(_direction_specs(f"{link['name']}.{which}", link[which]))
-    # The engine numbers the legs of multipath directions after all directions.
-    names = [d["name"] for d in config["directions"]] + [n for d in config["directions"] for n in d.get("leg_names", [])]
-    directions = [{"name": n, "spec": by_name.get(n, {}), "leg": i >= len(config["directions"])} for i, n in enumerate(names)]
+    directions = [{"name": n, "spec": by_name.get(n, {}), "leg": i in run.leg_indices}
+                  for i, n in enumerate(run.direction_names)]
 
-    flows = {f["name"]: flow_metrics(records, f, scen, directions, t0_ns, raw) for f in scen["flows"]}
+    flows = {f["name"]: flow_metrics(run, records, f, scen, directions, t0_ns) for f in scen["flows"]}
     probes = {}
     for p in scen["probes"]:
-        summ = read_json(raw / f"{p['name']}.json")
+        summ = run.summary(p["name"])
         if summ is None:
             probes[p["name"]] = {"error": "probe wrote no summary"}
             continue
@@ -194,8 +143,8 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
                              "lost": res.get("lost"), "owd_forward_ms": res.get("owd_forward"), "owd_reverse_ms": res.get("owd_reverse")}
 
     # A run that stopped when its flows were done ended before its duration.
-    end = raw / "t_end_ns"
-    window = (t0_ns, min(t0_ns + int(scen["duration_s"] * 1e9), int(end.read_text()) if end.exists() else 2**63))
+    end = run.t_end_ns
+    window = (t0_ns, min(t0_ns + int(scen["duration_s"] * 1e9), end if end is not None else 2**63))
     links = {}
     loss_table = M.link_loss(records, directions=list(range(len(directions))))
     for i, d in enumerate(directions):
@@ -214,21 +163,21 @@ def write_metrics(run_dir: Path, t0_ns: int) -> dict:
             },
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
-    window_metrics = _window_metrics(records, scen, flows, directions, t0_ns)
-    metrics = {
+    record = MetricsRecord.model_validate({
         "run": {"scenario": scen["name"], "point": scen["point"]["label"], "values": scen["point"]["values"],
+                "numeric": scen["point"]["numeric"],
                 "repetition": scen["repetition"], "seed": scen["seed"], "run_id": scen["run_id"],
                 "t0_ns": t0_ns, "duration_s": scen["duration_s"]},
         "flows": flows,
         "probes": probes,
         "links": links,
         "jain_index": M.jain_index(rates) if len(rates) >= 2 else None,
-        "window": window_metrics,
+        "window": _window_metrics(records, scen, flows, directions, t0_ns),
         "unintended_drops": int(engine.get("unintended_drops_total", M.unintended_drops(records))),
         "engine": engine.get("handover_lateness"),
-    }
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=1, default=_json_default))
-    return metrics
+    })
+    run.write_metrics(record)
+    return record
 
 
 def _window_metrics(records, scen: dict, flows: dict, directions: list[dict], t0_ns: int) -> dict | None:
@@ -260,11 +209,3 @@ def _window_metrics(records, scen: dict, flows: dict, directions: list[dict], t0
             crossing = M.crossing_time(rates, join)
             out["convergence_s"] = crossing / 1e9 if crossing is not None else None
     return out
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    return str(o)

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 from rich.table import Table
 
-from . import metrics as M
-from .packetlog import ARRIVAL, DEPARTURE, read_records
-from .paths import PROJECT_ROOT
-from .runner import run_scenario
+from transportlab import metrics as M
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, read_records
+from transportlab.locations import PROJECT_ROOT
+from transportlab.artefacts.rundir import RunDir
+from transportlab.pipeline import RunsFailed, run_scenario
 
 S0 = PROJECT_ROOT / "scenarios" / "s0"
 Z99 = 2.5758293035489  # two-sided 99 % normal quantile
@@ -49,8 +50,10 @@ class Run:
 
 
 def _run(file: str, out: Path, overrides: list[str]) -> list[Run]:
-    _, dirs = run_scenario(S0 / file, out, overrides, progress=False)
-    return [Run(d, json.loads((d / "metrics.json").read_text()), json.loads((d / "scenario.json").read_text())) for d in dirs]
+    outcome = run_scenario(S0 / file, out, overrides, progress=False)
+    if outcome.failed:
+        raise RunsFailed(outcome.failed)
+    return [Run(d, RunDir(d).metrics.dump(), RunDir(d).scenario.dump()) for d in outcome.run_dirs]
 
 
 def _verdict(ok: bool) -> str:

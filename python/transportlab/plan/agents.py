@@ -8,8 +8,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .network import Network, NetworkError
-from .paths import binary
+from transportlab.network.live import Network, NetworkError
+from transportlab.locations import binary
 
 
 def _ns(seconds: float) -> str:

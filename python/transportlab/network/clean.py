@@ -9,8 +9,8 @@ import signal
 import subprocess
 import time
 
-from . import netns
-from .registry import ProcessRecord, all_records, is_alive, process_start_time
+from transportlab.network import netns
+from transportlab.network.registry import ProcessRecord, all_records, is_alive, process_start_time
 
 
 def _kill(pid: int, start_time: int | None) -> bool:

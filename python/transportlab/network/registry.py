@@ -9,7 +9,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .paths import RUN_REGISTRY
+from transportlab.locations import RUN_REGISTRY
 
 
 def process_start_time(pid: int) -> int | None:

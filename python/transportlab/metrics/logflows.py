@@ -10,8 +10,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from ..packetlog import ARRIVAL, NO_DIRECTION
-from ._records import and_mask, col, take
+from transportlab.artefacts.packetlog import ARRIVAL, NO_DIRECTION
+from transportlab.metrics._records import and_mask, col, take
 
 PROTOCOLS = {"icmp": 1, "tcp": 6, "udp": 17}
 _PROTO_NAMES = {v: k for k, v in PROTOCOLS.items()}

@@ -1,0 +1,112 @@
+"""What a flow kind is: the one place that knows a protocol's scenario fields, its agent
+command lines and how its agents' summaries become metrics. The stages ask the kind;
+none of them branches on a protocol's name. See `kinds/__init__.py` for the registry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from transportlab.scenario.errors import FieldIssue
+
+if TYPE_CHECKING:
+    from transportlab.artefacts.rundir import RunDir
+    from transportlab.plan.flows import Flow
+    from transportlab.scenario.schema import FlowSpec
+
+# Fields every flow has, whatever its kind.
+COMMON_FIELDS = frozenset({"name", "from", "to", "protocol", "start", "stop", "port"})
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    """Agent command lines of one flow: the server starts before time 0, the client at
+    the flow's start. Both write their summary and series where `Files` says."""
+
+    server: list[str]
+    client: list[str]
+
+
+@dataclass(frozen=True)
+class Files:
+    server_summary: Path
+    server_series: Path
+    client_summary: Path
+    client_series: Path
+
+    @classmethod
+    def of(cls, raw: Path, name: str) -> "Files":
+        return cls(raw / f"{name}-server.json", raw / f"{name}-server.arrow",
+                   raw / f"{name}-client.json", raw / f"{name}-client.arrow")
+
+
+class FlowKind:
+    """Base of the kinds: subclasses set the class attributes and implement the three
+    stage hooks."""
+
+    name: ClassVar[str]
+    ip_proto: ClassVar[int]  # 6 (TCP) or 17 (UDP): how its packets appear in the log
+    fields: ClassVar[frozenset[str]]  # accepted beyond COMMON_FIELDS
+    default_cc: ClassVar[str | None] = None
+
+    # --- scenario stage ---------------------------------------------------------------
+
+    def check(self, spec: "FlowSpec", given: set[str]) -> None:
+        """Kind-specific checks of a flow table; raise FieldIssue. `given` holds the
+        fields the file set (defaults are not in it)."""
+
+    def check_cc(self, spec: "FlowSpec") -> str | None:
+        """The congestion control the flow runs (its default if unset); raise FieldIssue."""
+        if spec.cc is not None or spec.cc_params is not None:
+            field = "cc" if spec.cc is not None else "cc_params"
+            raise FieldIssue(f"{self.name} has no congestion control", (field,))
+        return None
+
+    # --- plan stage -------------------------------------------------------------------
+
+    def endpoints(self, flow: "Flow", server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+        raise NotImplementedError
+
+    # --- metrics stage ----------------------------------------------------------------
+
+    def metrics(self, run: "RunDir", flow: dict[str, Any], client: dict, server: dict) -> dict[str, Any]:
+        """Kind-specific fields of the flow's FlowMetrics from its agents' results
+        (`client`, `server`: the summaries' "results", {} if absent)."""
+        return {}
+
+
+def agent_binary() -> str:
+    from transportlab.locations import binary
+
+    return str(binary("agent"))
+
+
+def duration_arg(seconds: float) -> str:
+    """A duration for the agent's command line (whole nanoseconds, at least 1)."""
+    return f"{max(1, int(round(seconds * 1e9)))}ns"
+
+
+def sender_results(client: dict, server: dict) -> tuple[dict, str]:
+    """The data sender's results and side: the client's when it sent, else the server's
+    first connection."""
+    if client.get("sender") == "client":
+        return client, "client"
+    return (server.get("connections") or [{}])[0], "server"
+
+
+def srtt_stats(run: "RunDir", stem: str) -> dict | None:
+    """Smoothed-RTT distribution (ms) from an agent's series (`srtt_us` column)."""
+    import numpy as np
+
+    from transportlab import metrics as M
+
+    series = run.series(stem)
+    if series is None or not len(series) or "srtt_us" not in series:
+        return None
+    v = series.loc[series["srtt_us"] > 0, "srtt_us"].to_numpy(dtype=float) / 1e3
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return None
+    s = M.summarize(v)
+    return {k: s[k] for k in ("mean", "p50", "p95", "p99")}

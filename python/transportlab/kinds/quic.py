@@ -1,0 +1,85 @@
+"""QUIC (quinn) with the lab's congestion controllers (`quic-server` / `quic-client` in
+docs/agent.md): bulk, objects on parallel streams, or constant-rate messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transportlab import contract
+from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, sender_results, srtt_stats
+from transportlab.scenario.errors import FieldIssue
+
+DATAGRAM_RANGE = (1200, 1472)
+MESSAGE_RANGE = (16, 16 * 2**20)
+
+
+class Quic(FlowKind):
+    name = "quic"
+    ip_proto = 17
+    fields = frozenset({"cc", "cc_params", "direction", "bytes", "objects", "streams", "mss", "rcvbuf",
+                        "rate", "interval", "size"})
+    default_cc = "cubic"
+
+    def check(self, spec, given) -> None:
+        if spec.size is not None or spec.rate is not None or spec.interval is not None:
+            if spec.size is None:
+                raise FieldIssue("constant-rate quic messages need size (bytes per message)", ("size",))
+            if not MESSAGE_RANGE[0] <= spec.size <= MESSAGE_RANGE[1]:
+                raise FieldIssue("a quic message is 16 bytes to 16 MiB", ("size",))
+            if (spec.rate is None) == (spec.interval is None):
+                which = ("interval",) if spec.rate is not None else ("rate",)
+                raise FieldIssue("constant-rate quic messages need exactly one of rate and interval", which)
+            for k in ("bytes", "objects", "streams"):
+                if k in given:
+                    raise FieldIssue(f"constant-rate quic messages run until stop; {k} does not apply", (k,))
+        if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
+            raise FieldIssue(f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",))
+
+    def check_cc(self, spec) -> str:
+        cc = spec.cc or self.default_cc
+        if cc not in contract.QUIC_CC:
+            raise FieldIssue(f"unknown QUIC congestion control; expected one of {', '.join(contract.QUIC_CC)}", ("cc",))
+        return cc
+
+    def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+        agent = agent_binary()
+        server = [agent, "quic-server", "--bind", f"0.0.0.0:{flow.port}", "--once", "--duration", duration_arg(serve_for_s),
+                  "--summary", str(files.server_summary), "--series", str(files.server_series)]
+        client = [agent, "quic-client", "--connect", f"{server_addr}:{flow.port}",
+                  "--summary", str(files.client_summary), "--series", str(files.client_series)]
+        # Both ends get the controller: the sending end's is the one that acts.
+        for argv in (server, client):
+            argv += ["--cc", str(flow.cc)]
+            for key, value in sorted(flow.cc_params.items()):
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                argv += ["--cc-param", f"{key}={text}"]
+            if flow.mss:
+                argv += ["--datagram-size", str(flow.mss)]
+            if flow.rcvbuf:
+                # The kernel doubles a requested buffer (bookkeeping overhead); rcvbuf is
+                # the resulting size, as net.core.rmem_default would set it.
+                argv += ["--rcvbuf", str(flow.rcvbuf // 2)]
+        if flow.objects is not None:
+            client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size),
+                       "--streams", str(flow.streams)]
+        elif flow.size is not None:
+            per_s = flow.rate / (8 * flow.size) if flow.rate else 1 / flow.interval
+            client += ["--message-size", str(flow.size), "--message-rate", f"{per_s:.9g}",
+                       "--duration", duration_arg(flow.end - flow.start), "--direction", flow.direction]
+        else:
+            client += ["--direction", flow.direction]
+            client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+            if flow.streams > 1:
+                client += ["--streams", str(flow.streams)]
+        return Endpoints(server, client)
+
+    def metrics(self, run, flow, client, server) -> dict[str, Any]:
+        sender, side = sender_results(client, server)
+        quic = sender.get("quic") or {}
+        # QUIC never retransmits a packet (lost data goes out in new packets): its
+        # counterpart of TCP's retransmissions is the packets declared lost.
+        return {
+            "lost_packets": quic.get("lost_packets"),
+            "congestion_events": quic.get("congestion_events"),
+            "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
+        }

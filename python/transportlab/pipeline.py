@@ -1,0 +1,99 @@
+"""The stages end to end: plan a scenario file's runs, execute each one not yet done,
+turn its raw artefacts into metrics, a catalogue row and a report, and render the sweep.
+
+Finished runs are never redone or lost: a sweep that is interrupted resumes where it
+stopped. A run whose agents failed is recorded as failed (`raw/failures.json`, no
+`DONE`), the sweep goes on with the next run, and the next `tlab run` tries it again."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from transportlab.artefacts import catalogue
+from transportlab.artefacts.rundir import DONE, FAILURES, write_json
+from transportlab.metrics.collect import write_metrics
+from transportlab.plan.runs import PlannedRun, plan, scenario_record
+from transportlab.report import render_run, render_sweep
+from transportlab.run.execute import AgentFailure, execute
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    run_dir: Path
+    label: str
+    failures: list[AgentFailure]
+
+    def line(self) -> str:
+        return f"FAILED {self.label} ({self.run_dir}): " + "; ".join(f.line() for f in self.failures)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    sweep_dir: Path
+    run_dirs: list[Path]  # every planned run, in plan order
+    failed: list[FailedRun]
+
+    @property
+    def report(self) -> Path:
+        return self.sweep_dir / "report.html" if len(self.run_dirs) > 1 else self.run_dirs[0] / "report.html"
+
+
+class RunsFailed(RuntimeError):
+    """Raised by callers that need every run to have succeeded (`tlab validate`)."""
+
+    def __init__(self, failed: list[FailedRun]):
+        self.failed = failed
+        super().__init__("\n".join(f.line() for f in failed))
+
+
+def is_done(run_dir: Path) -> bool:
+    return (run_dir / DONE).exists()
+
+
+def run_one(run: PlannedRun, on_progress=None) -> FailedRun | None:
+    run_id = secrets.token_hex(3)
+    failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
+    if failures:
+        write_json(run.run_dir / "raw" / FAILURES, [asdict(f) for f in failures])
+        return FailedRun(run.run_dir, run.label, failures)
+    analyse(run.run_dir)
+    (run.run_dir / DONE).write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+    return None
+
+
+def analyse(run_dir: Path) -> Path:
+    """metrics.json, the catalogue row, plots and report, from the raw artefacts alone
+    (so they can be recomputed without re-running); returns the report."""
+    write_metrics(run_dir)
+    catalogue.write(run_dir)
+    return render_run(run_dir)
+
+
+def run_scenario(path: Path, out: Path, overrides: list[str] = (), progress: bool = True) -> Outcome:
+    """Every run of a scenario file (skipping those already done); renders the sweep
+    report when there is more than one run."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    sweep_dir, runs = plan(Path(path), Path(out), list(overrides))
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    todo = [r for r in runs if not is_done(r.run_dir)]
+    failed: list[FailedRun] = []
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn())
+    with Progress(*columns, disable=not progress, transient=False) as bar:
+        overall = bar.add_task(f"{sweep_dir.name}", total=len(runs), completed=len(runs) - len(todo))
+        current = bar.add_task("", total=1.0)
+        for run in todo:
+            bar.update(current, description=f"  {run.label}", completed=0)
+            outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x))
+            if outcome is not None:
+                failed.append(outcome)
+                bar.console.print(f"[red]{outcome.line()}[/]")
+            bar.update(current, completed=1.0)
+            bar.advance(overall)
+    run_dirs = [r.run_dir for r in runs]
+    if len(runs) > 1:
+        render_sweep(sweep_dir, run_dirs)
+    return Outcome(sweep_dir, run_dirs, failed)
