@@ -10,8 +10,17 @@ import pandas as pd
 import pytest
 
 from transportlab import metrics as M
+from transportlab.artefacts.packetlog import (
+    ARRIVAL,
+    DEPARTURE,
+    DROP,
+    NO_DIRECTION,
+    RECORD,
+    read_frame,
+    read_records,
+    write_records,
+)
 from transportlab.metrics import Flow
-from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, RECORD, read_frame, read_records, write_records
 
 MS = 1_000_000  # ns
 
@@ -22,7 +31,21 @@ UDP = Flow.of("10.0.0.1", "10.0.0.2", 7000, 7001, "udp")
 
 
 def r(t_ns, pid, event, direction=0, size=1500, flow=DATA, reason=0, flags=0, seq=0):
-    return (int(t_ns), pid, flow.src, flow.dst, flow.sport, flow.dport, size, direction, flow.proto, event, reason, flags, seq)
+    return (
+        int(t_ns),
+        pid,
+        flow.src,
+        flow.dst,
+        flow.sport,
+        flow.dport,
+        size,
+        direction,
+        flow.proto,
+        event,
+        reason,
+        flags,
+        seq,
+    )
 
 
 def log(tmp_path, rows, name="packets.tlog"):
@@ -39,14 +62,19 @@ def log(tmp_path, rows, name="packets.tlog"):
 def test_flow_identity_reverse_and_path(tmp_path):
     rows = [
         # packet 1 of DATA crosses direction 2 then direction 0 (path order ≠ index order)
-        r(0, 1, ARRIVAL, 2), r(1 * MS, 1, DEPARTURE, 2), r(1 * MS, 1, ARRIVAL, 0), r(2 * MS, 1, DEPARTURE, 0),
+        r(0, 1, ARRIVAL, 2),
+        r(1 * MS, 1, DEPARTURE, 2),
+        r(1 * MS, 1, ARRIVAL, 0),
+        r(2 * MS, 1, DEPARTURE, 0),
         # its ack goes back over direction 1 then 3
-        r(3 * MS, 2, ARRIVAL, 1, 52, ACK), r(4 * MS, 2, DEPARTURE, 1, 52, ACK),
-        r(4 * MS, 2, ARRIVAL, 3, 52, ACK), r(5 * MS, 2, DEPARTURE, 3, 52, ACK),
+        r(3 * MS, 2, ARRIVAL, 1, 52, ACK),
+        r(4 * MS, 2, DEPARTURE, 1, 52, ACK),
+        r(4 * MS, 2, ARRIVAL, 3, 52, ACK),
+        r(5 * MS, 2, DEPARTURE, 3, 52, ACK),
     ]
     recs = log(tmp_path, rows)
     assert str(DATA) == "10.0.0.1:40000>10.0.0.2:5001/tcp"
-    assert ACK == Flow.of("10.0.0.2", "10.0.0.1", 5001, 40000, 6)
+    assert Flow.of("10.0.0.2", "10.0.0.1", 5001, 40000, 6) == ACK
     table = M.flows(recs)
     assert list(table["flow"]) == [DATA, ACK]
     assert list(table["records"]) == [4, 4]
@@ -65,13 +93,15 @@ def test_throughput_bins_aligned_to_origin(tmp_path):
     rows = [
         r(4 * MS, 1, DEPARTURE),  # before the origin (5 ms): ignored
         # bin 0 = [5, 15) ms: 3 packets of 1500 B → 3·1500·8 bit / 0.010 s = 3 600 000 bit/s
-        r(5 * MS, 2, DEPARTURE), r(9 * MS, 3, DEPARTURE), r(15 * MS - 1, 4, DEPARTURE),
+        r(5 * MS, 2, DEPARTURE),
+        r(9 * MS, 3, DEPARTURE),
+        r(15 * MS - 1, 4, DEPARTURE),
         # bin 1 = [15, 25) ms: empty → 0
         # bin 2 = [25, 35) ms: one 1000 B packet → 1000·8 / 0.010 = 800 000 bit/s
         r(25 * MS, 5, DEPARTURE, size=1000),
-        r(26 * MS, 6, ARRIVAL),                      # an arrival: not counted
-        r(27 * MS, 7, DEPARTURE, direction=1),       # another direction: not counted
-        r(28 * MS, 8, DEPARTURE, flow=OTHER),        # another flow
+        r(26 * MS, 6, ARRIVAL),  # an arrival: not counted
+        r(27 * MS, 7, DEPARTURE, direction=1),  # another direction: not counted
+        r(28 * MS, 8, DEPARTURE, flow=OTHER),  # another flow
     ]
     recs = log(tmp_path, rows)
     tp = M.throughput(recs, DATA, direction=0, bin_ns=10 * MS, origin_ns=5 * MS)
@@ -99,8 +129,12 @@ def test_bytes_delivered_goodput_utilisation_and_byte_difference(tmp_path):
     rows = []
     # DATA: path 0 → 1; 4 packets of 1500 B leave direction 1 at 1, 2, 3, 12 ms
     for i, t in enumerate([1, 2, 3, 12]):
-        rows += [r(t * MS - 500_000, i, ARRIVAL, 0), r(t * MS - 400_000, i, DEPARTURE, 0),
-                 r(t * MS - 400_000, i, ARRIVAL, 1), r(t * MS, i, DEPARTURE, 1)]
+        rows += [
+            r(t * MS - 500_000, i, ARRIVAL, 0),
+            r(t * MS - 400_000, i, DEPARTURE, 0),
+            r(t * MS - 400_000, i, ARRIVAL, 1),
+            r(t * MS, i, DEPARTURE, 1),
+        ]
     # OTHER: one 1000 B packet leaves direction 1 at 5 ms
     rows += [r(5 * MS - 1, 10, ARRIVAL, 1, 1000, OTHER), r(5 * MS, 10, DEPARTURE, 1, 1000, OTHER)]
     recs = log(tmp_path, rows)
@@ -128,16 +162,25 @@ def test_bytes_delivered_goodput_utilisation_and_byte_difference(tmp_path):
 def test_sojourn_one_way_and_queueing_delay_with_a_duplicate(tmp_path):
     rows = [
         # packet 1: dir 0 arrival 0, departs 6.2 ms; duplicated at dir 0: copy departs 7.4 ms
-        r(0, 1, ARRIVAL, 0), r(6_200_000, 1, DEPARTURE, 0), r(7_400_000, 1, DEPARTURE, 0, flags=1),
+        r(0, 1, ARRIVAL, 0),
+        r(6_200_000, 1, DEPARTURE, 0),
+        r(7_400_000, 1, DEPARTURE, 0, flags=1),
         # dir 1: the original and the copy arrive, depart 1 ms later
-        r(6_200_000, 1, ARRIVAL, 1), r(7_400_000, 1, ARRIVAL, 1, flags=1),
-        r(7_200_000, 1, DEPARTURE, 1), r(8_400_000, 1, DEPARTURE, 1, flags=1),
+        r(6_200_000, 1, ARRIVAL, 1),
+        r(7_400_000, 1, ARRIVAL, 1, flags=1),
+        r(7_200_000, 1, DEPARTURE, 1),
+        r(8_400_000, 1, DEPARTURE, 1, flags=1),
         # packet 2 arrives at 1 ms, departs dir 0 at 10 ms (queued behind), dir 1 at 11 ms
-        r(1 * MS, 2, ARRIVAL, 0), r(10 * MS, 2, DEPARTURE, 0), r(10 * MS, 2, ARRIVAL, 1), r(11 * MS, 2, DEPARTURE, 1),
+        r(1 * MS, 2, ARRIVAL, 0),
+        r(10 * MS, 2, DEPARTURE, 0),
+        r(10 * MS, 2, ARRIVAL, 1),
+        r(11 * MS, 2, DEPARTURE, 1),
         # packet 3 dropped at dir 0: no delay
-        r(2 * MS, 3, ARRIVAL, 0), r(2 * MS, 3, DROP, 0, reason=1),
+        r(2 * MS, 3, ARRIVAL, 0),
+        r(2 * MS, 3, DROP, 0, reason=1),
         # packet 4 of another flow, 500 B: 0.4 ms serialisation + 5 ms at dir 0
-        r(3 * MS, 4, ARRIVAL, 0, 500, OTHER), r(8_400_000, 4, DEPARTURE, 0, 500, OTHER),
+        r(3 * MS, 4, ARRIVAL, 0, 500, OTHER),
+        r(8_400_000, 4, DEPARTURE, 0, 500, OTHER),
     ]
     recs = log(tmp_path, rows)
     s = M.sojourn(recs, 0, DATA)
@@ -155,7 +198,9 @@ def test_sojourn_one_way_and_queueing_delay_with_a_duplicate(tmp_path):
     q = M.queueing_delay(recs, 0, DATA, rate_bps=10e6, fixed_delay_ns=5 * MS)
     assert q["queueing_ns"].to_numpy() == pytest.approx([0, 1_200_000, 2_800_000])
     # OTHER (500 B): 5.4 − (0.4 + 5) = 0
-    assert M.queueing_delay(recs, 0, OTHER, rate_bps=10e6, fixed_delay_ns=5 * MS)["queueing_ns"].tolist() == pytest.approx([0])
+    assert M.queueing_delay(recs, 0, OTHER, rate_bps=10e6, fixed_delay_ns=5 * MS)[
+        "queueing_ns"
+    ].tolist() == pytest.approx([0])
     # without parameters: minus the min sojourn of the same size at dir 0 (1500 B: 6.2 ms;
     # 500 B: 5.4 ms, its only packet)
     q2 = M.queueing_delay(recs, 0)
@@ -206,13 +251,17 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
     # DATA, path 0 → 1: 10 packets offered at direction 0
     for i in range(10):
         rows.append(r(i * MS, i, ARRIVAL, 0))
-    rows += [r(0, 0, DROP, 0, reason=1), r(MS, 1, DROP, 0, reason=1), r(2 * MS, 2, DROP, 0, reason=2)]  # 2 queue full, 1 random
+    rows += [
+        r(0, 0, DROP, 0, reason=1),
+        r(MS, 1, DROP, 0, reason=1),
+        r(2 * MS, 2, DROP, 0, reason=2),
+    ]  # 2 queue full, 1 random
     for i in range(3, 10):
         rows += [r(i * MS + 1, i, DEPARTURE, 0), r(i * MS + 1, i, ARRIVAL, 1)]
-    rows.append(r(3 * MS + 2, 3, DROP, 1, reason=2))                                    # random loss on dir 1
+    rows.append(r(3 * MS + 2, 3, DROP, 1, reason=2))  # random loss on dir 1
     rows += [r(i * MS + 2, i, DEPARTURE, 1) for i in range(4, 10)]
-    rows.append(r(9 * MS + 3, 9, DROP, NO_DIRECTION, reason=11))                         # TUN write failed
-    rows.append(r(10 * MS, 20, DROP, NO_DIRECTION, reason=10))                           # no route (pre-link)
+    rows.append(r(9 * MS + 3, 9, DROP, NO_DIRECTION, reason=11))  # TUN write failed
+    rows.append(r(10 * MS, 20, DROP, NO_DIRECTION, reason=10))  # no route (pre-link)
     rows.append(r(10 * MS, 21, DROP, NO_DIRECTION, 60, Flow(0, 0, 0, 0, 0), reason=12))  # not IPv4
     rows.append(r(11 * MS, 22, ARRIVAL, 0, flow=OTHER))
     rows.append(r(11 * MS, 22, DEPARTURE, 0, flow=OTHER))
@@ -227,8 +276,11 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
     assert fl["by_reason"] == {"queue_full": 2, "random_loss": 2, "no_route": 1, "tun_write_failed": 1}
     bd = fl["by_direction"]
     assert bd.values.tolist() == [
-        [0, 1, "queue_full", 2], [0, 2, "random_loss", 1], [1, 2, "random_loss", 1],
-        [NO_DIRECTION, 10, "no_route", 1], [NO_DIRECTION, 11, "tun_write_failed", 1],
+        [0, 1, "queue_full", 2],
+        [0, 2, "random_loss", 1],
+        [1, 2, "random_loss", 1],
+        [NO_DIRECTION, 10, "no_route", 1],
+        [NO_DIRECTION, 11, "tun_write_failed", 1],
     ]
     links = M.link_loss(recs)
     assert list(links.index) == [0, 1]
@@ -248,14 +300,14 @@ def test_retransmission_detected_from_sequence_numbers(tmp_path):
     # data segments of 1500 B (1448 B payload + 52 B headers) at direction 0
     rows = [
         r(0, 1, ARRIVAL, 0, 1500, seq=1000),
-        r(1 * MS, 2, ARRIVAL, 0, 52, ACK, seq=7),        # ack flow: other flow anyway
-        r(1 * MS, 3, ARRIVAL, 0, 52, seq=2448),          # pure ack of DATA (no payload): ignored
+        r(1 * MS, 2, ARRIVAL, 0, 52, ACK, seq=7),  # ack flow: other flow anyway
+        r(1 * MS, 3, ARRIVAL, 0, 52, seq=2448),  # pure ack of DATA (no payload): ignored
         r(2 * MS, 4, ARRIVAL, 0, 1500, seq=2448),
         r(3 * MS, 5, ARRIVAL, 0, 1500, seq=3896),
         r(3 * MS, 5, ARRIVAL, 0, 1500, seq=3896, flags=1),  # a duplicate copy: not a retransmission
-        r(4 * MS, 6, ARRIVAL, 0, 1500, seq=2448),        # ← retransmission of the 2nd segment
+        r(4 * MS, 6, ARRIVAL, 0, 1500, seq=2448),  # ← retransmission of the 2nd segment
         r(5 * MS, 7, ARRIVAL, 0, 1500, seq=5344),
-        r(6 * MS, 8, DEPARTURE, 0, 1500, seq=1000),      # a departure, other event: ignored
+        r(6 * MS, 8, DEPARTURE, 0, 1500, seq=1000),  # a departure, other event: ignored
     ]
     recs = log(tmp_path, rows)
     retx = M.retransmissions_from_log(recs, DATA, 0)
@@ -267,9 +319,9 @@ def test_retransmission_detected_from_sequence_numbers(tmp_path):
 def test_retransmission_across_sequence_wraparound(tmp_path):
     top = 2**32 - 1000
     rows = [
-        r(0, 1, ARRIVAL, seq=top),                          # covers top .. top+1447 (wraps)
-        r(1, 2, ARRIVAL, seq=(top + 1448) % 2**32),         # = 448
-        r(2, 3, ARRIVAL, seq=top),                          # retransmission across the wrap
+        r(0, 1, ARRIVAL, seq=top),  # covers top .. top+1447 (wraps)
+        r(1, 2, ARRIVAL, seq=(top + 1448) % 2**32),  # = 448
+        r(2, 3, ARRIVAL, seq=top),  # retransmission across the wrap
     ]
     recs = log(tmp_path, rows)
     assert M.unwrap_seq([top, 448]).tolist() == [top, 2**32 + 448]
@@ -289,8 +341,8 @@ def test_retransmissions_from_tcp_info():
 
 
 def test_jain_index():
-    assert M.jain_index([1, 1]) == 1.0           # (2)²/(2·2) = 1
-    assert M.jain_index([1, 0]) == 0.5           # 1/(2·1)
+    assert M.jain_index([1, 1]) == 1.0  # (2)²/(2·2) = 1
+    assert M.jain_index([1, 0]) == 0.5  # 1/(2·1)
     assert M.jain_index([3, 1]) == pytest.approx(0.8)  # 16/(2·10) = 16/20
     assert M.jain_index([5, 5, 5, 5]) == 1.0
     assert math.isnan(M.jain_index([])) and math.isnan(M.jain_index([0, 0]))
@@ -337,11 +389,13 @@ def test_delta_fair_convergence():
 
 
 def test_rtt_stats_from_probes():
-    probes = pd.DataFrame({
-        "seq": [0, 1, 2, 3, 4, 5],
-        "send_ns": [0, 10, 20, 30, 40, 50],
-        "rtt_ns": [10.0, 20.0, -1.0, 30.0, np.nan, 40.0],  # seq 2 and 4 lost
-    })
+    probes = pd.DataFrame(
+        {
+            "seq": [0, 1, 2, 3, 4, 5],
+            "send_ns": [0, 10, 20, 30, 40, 50],
+            "rtt_ns": [10.0, 20.0, -1.0, 30.0, np.nan, 40.0],  # seq 2 and 4 lost
+        }
+    )
     s = M.rtt_stats(probes)
     assert (s["sent"], s["received"], s["lost"]) == (6, 4, 2)
     assert s["loss_rate"] == pytest.approx(2 / 6)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tlab_cli import run_one
 
+from tlab_cli import run_one
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, read_records
 
 pytestmark = pytest.mark.netns

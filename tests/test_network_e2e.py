@@ -12,13 +12,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transportlab.network import netns
-from transportlab.plan import agents
-from transportlab.network.clean import clean
-from transportlab.network.live import Network
 from transportlab.artefacts.packetlog import DEPARTURE, read_records
 from transportlab.locations import RUN_REGISTRY
+from transportlab.network import netns
+from transportlab.network.clean import clean
+from transportlab.network.live import Network
 from transportlab.plan.topology import Direction, Link, Topology
+from transportlab.run import agents
 
 pytestmark = pytest.mark.netns
 
@@ -62,7 +62,7 @@ RUN_AND_HANG = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from transportlab.plan import agents
+    from transportlab.run import agents
     from transportlab.network.live import Network
     from transportlab.plan.topology import Direction, Link, Topology
     topo = Topology(hosts=("a", "b"), links=(Link("l", "a", "b", Direction(delay=0.01), Direction(delay=0.01)),))

@@ -5,8 +5,8 @@ import json
 import textwrap
 
 import pytest
-from tlab_cli import run_one
 
+from tlab_cli import run_one
 from transportlab.contract import QUIC_CC
 
 pytestmark = pytest.mark.netns

@@ -15,10 +15,10 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
-from transportlab.metrics import Flow
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, RECORD, write_records
-from transportlab.report import aggregate, render_run, render_sweep, sweep_table
+from transportlab.metrics import Flow
 from transportlab.plan.runs import numeric_values
+from transportlab.report import aggregate, render_run, render_sweep, sweep_table
 from transportlab.report.rundata import RunData
 
 MS = 1_000_000
@@ -56,7 +56,9 @@ def _packet_log(path: Path, duration_s: float) -> None:
     for t, f, size in arrivals:
         pid += 1
         tn = T0 + int(t * 1e9)
-        rows.append((tn, pid, f.src, f.dst, f.sport, f.dport, size, 0, f.proto, ARRIVAL, 0, 0, pid if f.proto == 6 else 0))
+        rows.append(
+            (tn, pid, f.src, f.dst, f.sport, f.dport, size, 0, f.proto, ARRIVAL, 0, 0, pid if f.proto == 6 else 0)
+        )
         queue = [d for d in queue if d > t]
         if len(queue) >= 40:
             rows.append((tn, pid, f.src, f.dst, f.sport, f.dport, size, 0, f.proto, DROP, 1, 0, 0))
@@ -94,45 +96,129 @@ def make_run(
     (d / "raw").mkdir(parents=True)
     duration = 2.0
     scenario = {
-        "name": "demo", "description": "two flows into a shallow buffer", "duration_s": duration, "seed": 7,
-        "scenario_seed": 7, "stop_when": "duration", "run_id": f"r{repetition}-{name}",
-        "repetition": repetition, "point": {"label": point, "values": values or {}, "numeric": numeric_values(values or {})},
-        "hosts": ["client", "server"], "addresses": {"client": "10.0.0.1", "server": "10.0.0.2"},
-        "links": [{"name": "bottleneck", "between": ["client", "server"],
-                   "forward": {"rate": RATE, "delay": DELAY, "queue": {"packets": 40}}, "reverse": {"delay": DELAY}}],
-        "flows": [{"name": "bulk", "protocol": "tcp", "cc": "cubic", "from": "client", "to": "server",
-                   "direction": "upload", "start_s": 0.0, "end_s": duration, "port": 5201},
-                  {"name": "cbr", "protocol": "udp", "cc": None, "from": "client", "to": "server",
-                   "direction": "upload", "start_s": 0.0, "end_s": duration, "port": 7001, "rate": 1e6, "size": 1000}],
+        "name": "demo",
+        "description": "two flows into a shallow buffer",
+        "duration_s": duration,
+        "seed": 7,
+        "scenario_seed": 7,
+        "stop_when": "duration",
+        "run_id": f"r{repetition}-{name}",
+        "repetition": repetition,
+        "point": {"label": point, "values": values or {}, "numeric": numeric_values(values or {})},
+        "hosts": ["client", "server"],
+        "addresses": {"client": "10.0.0.1", "server": "10.0.0.2"},
+        "links": [
+            {
+                "name": "bottleneck",
+                "between": ["client", "server"],
+                "forward": {"rate": RATE, "delay": DELAY, "queue": {"packets": 40}},
+                "reverse": {"delay": DELAY},
+            }
+        ],
+        "flows": [
+            {
+                "name": "bulk",
+                "protocol": "tcp",
+                "cc": "cubic",
+                "from": "client",
+                "to": "server",
+                "direction": "upload",
+                "start_s": 0.0,
+                "end_s": duration,
+                "port": 5201,
+            },
+            {
+                "name": "cbr",
+                "protocol": "udp",
+                "cc": None,
+                "from": "client",
+                "to": "server",
+                "direction": "upload",
+                "start_s": 0.0,
+                "end_s": duration,
+                "port": 7001,
+                "rate": 1e6,
+                "size": 1000,
+            },
+        ],
         "probes": [{"name": "probe0", "from": "client", "to": "server", "interval_s": 0.01}],
         "analysis": {"bin": 0.05},
     }
     flows = {
-        "bulk": {"protocol": "tcp", "cc": "cubic", "from": "client", "to": "server", "direction": "upload",
-                 "bytes_delivered": 2_000_000,
-                 "throughput_bps": throughput, "goodput_bps": goodput, "completion_s": 1.9,
-                 "queueing_delay_ms": _stats(40.0), "rtt_ms": _stats(52.0), "loss_rate": 0.01,
-                 "retransmissions": 12 + repetition,
-                 "data": {"src": BULK.src, "dst": BULK.dst, "sport": 0, "dport": BULK.dport, "proto": 6},
-                 "path": [0], "bottleneck": 0},
-        "cbr": {"protocol": "udp", "cc": None, "from": "client", "to": "server", "direction": "upload",
-                "bytes_delivered": 225_000,
-                "throughput_bps": 0.9e6, "goodput_bps": None, "completion_s": None,
-                "queueing_delay_ms": _stats(41.0), "rtt_ms": None, "loss_rate": 0.02, "retransmissions": None,
-                "data": {"src": CBR.src, "dst": CBR.dst, "sport": CBR.sport, "dport": CBR.dport, "proto": 17},
-                "path": [0], "bottleneck": 0},
+        "bulk": {
+            "protocol": "tcp",
+            "cc": "cubic",
+            "from": "client",
+            "to": "server",
+            "direction": "upload",
+            "bytes_delivered": 2_000_000,
+            "throughput_bps": throughput,
+            "goodput_bps": goodput,
+            "completion_s": 1.9,
+            "queueing_delay_ms": _stats(40.0),
+            "rtt_ms": _stats(52.0),
+            "loss_rate": 0.01,
+            "retransmissions": 12 + repetition,
+            "data": {"src": BULK.src, "dst": BULK.dst, "sport": 0, "dport": BULK.dport, "proto": 6},
+            "path": [0],
+            "bottleneck": 0,
+        },
+        "cbr": {
+            "protocol": "udp",
+            "cc": None,
+            "from": "client",
+            "to": "server",
+            "direction": "upload",
+            "bytes_delivered": 225_000,
+            "throughput_bps": 0.9e6,
+            "goodput_bps": None,
+            "completion_s": None,
+            "queueing_delay_ms": _stats(41.0),
+            "rtt_ms": None,
+            "loss_rate": 0.02,
+            "retransmissions": None,
+            "data": {"src": CBR.src, "dst": CBR.dst, "sport": CBR.sport, "dport": CBR.dport, "proto": 17},
+            "path": [0],
+            "bottleneck": 0,
+        },
     }
     metrics = {
-        "run": {"scenario": "demo", "point": point, "values": values or {}, "numeric": numeric_values(values or {}),
-                "repetition": repetition, "seed": 7 + repetition,
-                "run_id": f"r{repetition}-{name}", "t0_ns": T0, "duration_s": duration},
+        "run": {
+            "scenario": "demo",
+            "point": point,
+            "values": values or {},
+            "numeric": numeric_values(values or {}),
+            "repetition": repetition,
+            "seed": 7 + repetition,
+            "run_id": f"r{repetition}-{name}",
+            "t0_ns": T0,
+            "duration_s": duration,
+        },
         "flows": flows,
-        "probes": {"probe0": {"rtt_ms": {"mean": 30.0, "std": 9.0, "min": 10.1, "max": 60.0, "p50": 29.0, "p95": 50.0,
-                                         "p99": 58.0}, "sent": 200, "received": 198, "lost": 2}},
-        "links": {"bottleneck.forward": {"index": 0, "delivered_bits": 18_000_000, "utilisation": 0.9,
-                                         "capacity_bps": RATE, "drops": {"queue_full": 30, "random_loss": 0}},
-                  "bottleneck.reverse": {"index": 1, "delivered_bits": 100_000, "utilisation": None,
-                                         "capacity_bps": None, "drops": {"queue_full": 0, "random_loss": 0}}},
+        "probes": {
+            "probe0": {
+                "rtt_ms": {"mean": 30.0, "std": 9.0, "min": 10.1, "max": 60.0, "p50": 29.0, "p95": 50.0, "p99": 58.0},
+                "sent": 200,
+                "received": 198,
+                "lost": 2,
+            }
+        },
+        "links": {
+            "bottleneck.forward": {
+                "index": 0,
+                "delivered_bits": 18_000_000,
+                "utilisation": 0.9,
+                "capacity_bps": RATE,
+                "drops": {"queue_full": 30, "random_loss": 0},
+            },
+            "bottleneck.reverse": {
+                "index": 1,
+                "delivered_bits": 100_000,
+                "utilisation": None,
+                "capacity_bps": None,
+                "drops": {"queue_full": 0, "random_loss": 0},
+            },
+        },
         "jain_index": 0.6 + 0.1 * repetition,
         "unintended_drops": unintended,
         "engine": {"handover_lateness": {"count": 5000, "mean_us": 1.5, "p50_us": 1.0, "p99_us": 4.0, "max_us": 30.0}},
@@ -141,25 +227,34 @@ def make_run(
     (d / "metrics.json").write_text(json.dumps(metrics))
     if not raw:
         return d
-    (d / "raw" / "engine.json").write_text(json.dumps(
-        {"directions": [{"name": "bottleneck.forward"}, {"name": "bottleneck.reverse"}]}))
+    (d / "raw" / "engine.json").write_text(
+        json.dumps({"directions": [{"name": "bottleneck.forward"}, {"name": "bottleneck.reverse"}]})
+    )
     _packet_log(d / "raw" / "packets.tlog", duration)
     t = T0 + np.arange(0, int(duration * 1000), 10, dtype=np.int64) * MS
     saw = (np.arange(len(t)) % 50) / 50
-    _write_arrow(d / "raw" / "bulk-client.arrow", {
-        "conn": pa.array(np.zeros(len(t), dtype=np.uint32)), "t_ns": pa.array(t),
-        "cwnd": pa.array((10 + 60 * saw).astype(np.uint32)),
-        "cwnd_bytes": pa.array(((10 + 60 * saw) * 1448).astype(np.uint64)),
-        "snd_mss": pa.array(np.full(len(t), 1448, dtype=np.uint32)),
-        "srtt_us": pa.array((10_000 + 40_000 * saw).astype(np.uint32)),
-    })
+    _write_arrow(
+        d / "raw" / "bulk-client.arrow",
+        {
+            "conn": pa.array(np.zeros(len(t), dtype=np.uint32)),
+            "t_ns": pa.array(t),
+            "cwnd": pa.array((10 + 60 * saw).astype(np.uint32)),
+            "cwnd_bytes": pa.array(((10 + 60 * saw) * 1448).astype(np.uint64)),
+            "snd_mss": pa.array(np.full(len(t), 1448, dtype=np.uint32)),
+            "srtt_us": pa.array((10_000 + 40_000 * saw).astype(np.uint32)),
+        },
+    )
     seq = np.arange(200, dtype=np.uint64)
     send = T0 + seq.astype(np.int64) * 10 * MS
     rtt = (10 + 40 * ((np.arange(200) % 50) / 50)) * MS
     rtt_arr = pa.array([None if i in (17, 120) else int(v) for i, v in enumerate(rtt)], type=pa.int64())
-    recv_arr = pa.array([None if i in (17, 120) else int(s + v) for i, (s, v) in enumerate(zip(send, rtt))], type=pa.int64())
-    _write_arrow(d / "raw" / "probe0.arrow", {"seq": pa.array(seq), "send_ns": pa.array(send), "recv_ns": recv_arr,
-                                              "rtt_ns": rtt_arr})
+    recv_arr = pa.array(
+        [None if i in (17, 120) else int(s + v) for i, (s, v) in enumerate(zip(send, rtt))], type=pa.int64()
+    )
+    _write_arrow(
+        d / "raw" / "probe0.arrow",
+        {"seq": pa.array(seq), "send_ns": pa.array(send), "recv_ns": recv_arr, "rtt_ns": rtt_arr},
+    )
     return d
 
 
@@ -201,8 +296,13 @@ def test_missing_optional_data_skips_plots(tmp_path):
     html = render_run(run).read_text()
     assert _pngs(html) == 0
     assert "Plots not drawn" in html
-    for title in ("Throughput over time", "Queueing delay at the bottleneck", "Round-trip time over time",
-                  "One-way delay distribution", "Congestion window over time"):
+    for title in (
+        "Throughput over time",
+        "Queueing delay at the bottleneck",
+        "Round-trip time over time",
+        "One-way delay distribution",
+        "Congestion window over time",
+    ):
         assert title in html
     assert "raw/packets.tlog is missing" in html
     assert "bulk" in html and "cbr" in html  # the summary tables are still there
@@ -218,14 +318,22 @@ def test_wildcard_port_resolves_to_the_log_flow(tmp_path):
 
 def _sweep(tmp_path):
     # throughput per (point, repetition) for flow bulk
-    tput = {("rate=10Mbit", 0): 8e6, ("rate=10Mbit", 1): 10e6,
-            ("rate=20Mbit", 0): 15e6, ("rate=20Mbit", 1): 19e6}
+    tput = {("rate=10Mbit", 0): 8e6, ("rate=10Mbit", 1): 10e6, ("rate=20Mbit", 0): 15e6, ("rate=20Mbit", 1): 19e6}
     runs = []
     for (point, rep), v in tput.items():
         rate = point.split("=")[1]
-        runs.append(make_run(tmp_path / "runs", f"{rate}-{rep}", point=point,
-                             values={"links.bottleneck.forward.rate": rate}, repetition=rep, throughput=v,
-                             goodput=None if rep == 1 and rate == "20Mbit" else v * 0.9, raw=False))
+        runs.append(
+            make_run(
+                tmp_path / "runs",
+                f"{rate}-{rep}",
+                point=point,
+                values={"links.bottleneck.forward.rate": rate},
+                repetition=rep,
+                throughput=v,
+                goodput=None if rep == 1 and rate == "20Mbit" else v * 0.9,
+                raw=False,
+            )
+        )
     return runs
 
 
@@ -234,9 +342,23 @@ def test_sweep_table_one_row_per_run_and_flow(tmp_path):
     df = sweep_table(runs)
     assert len(df) == 4 * 2
     assert df.attrs["swept"] == ["links.bottleneck.forward.rate"]
-    for col in ("point", "repetition", "links.bottleneck.forward.rate", "flow", "protocol", "cc",
-                "throughput_bps", "goodput_bps", "completion_s", "queueing_delay_mean_ms", "rtt_mean_ms",
-                "loss_rate", "retransmissions", "jain_index", "unintended_drops"):
+    for col in (
+        "point",
+        "repetition",
+        "links.bottleneck.forward.rate",
+        "flow",
+        "protocol",
+        "cc",
+        "throughput_bps",
+        "goodput_bps",
+        "completion_s",
+        "queueing_delay_mean_ms",
+        "rtt_mean_ms",
+        "loss_rate",
+        "retransmissions",
+        "jain_index",
+        "unintended_drops",
+    ):
         assert col in df, col
     row = df[(df["point"] == "rate=20Mbit") & (df["repetition"] == 1) & (df["flow"] == "bulk")].iloc[0]
     assert row["throughput_bps"] == 19e6 and math.isnan(row["goodput_bps"]) and row["retransmissions"] == 13
@@ -273,9 +395,17 @@ def test_render_sweep_min_median_max(tmp_path):
 
 def test_sweep_banner_and_categorical_axis(tmp_path):
     runs = []
-    for i, cc in enumerate(["reno", "cubic", "bbr"]):
-        runs.append(make_run(tmp_path, f"{cc}", point=f"cc={cc}", values={"flows.bulk.cc": cc},
-                             unintended=1 if cc == "bbr" else 0, raw=False))
+    for cc in ["reno", "cubic", "bbr"]:
+        runs.append(
+            make_run(
+                tmp_path,
+                f"{cc}",
+                point=f"cc={cc}",
+                values={"flows.bulk.cc": cc},
+                unintended=1 if cc == "bbr" else 0,
+                raw=False,
+            )
+        )
     html = render_sweep(tmp_path / "sweep", runs).read_text()
     assert 'class="banner bad"' in html and "1 of 3 runs" in html
     assert (tmp_path / "sweep" / "plots" / "sweep_throughput_bps.png").is_file()
@@ -284,8 +414,18 @@ def test_sweep_banner_and_categorical_axis(tmp_path):
 
 def test_sweep_points_in_numeric_order(tmp_path):
     # passed in path order ("20Mbit" sorts before "5Mbit" as text): rows follow the rate
-    runs = [make_run(tmp_path, f"{rate}-{rep}", point=f"rate={rate}", values={"links.bottleneck.forward.rate": rate},
-                     repetition=rep, raw=False) for rate in ("20Mbit", "5Mbit") for rep in (1, 0)]
+    runs = [
+        make_run(
+            tmp_path,
+            f"{rate}-{rep}",
+            point=f"rate={rate}",
+            values={"links.bottleneck.forward.rate": rate},
+            repetition=rep,
+            raw=False,
+        )
+        for rate in ("20Mbit", "5Mbit")
+        for rep in (1, 0)
+    ]
     df = sweep_table(runs)
     assert list(df["point"].drop_duplicates()) == ["rate=5Mbit", "rate=20Mbit"]
     assert list(df[df["flow"] == "bulk"]["repetition"]) == [0, 1, 0, 1]
@@ -298,8 +438,16 @@ def test_runner_forms_of_statistics(tmp_path):
     engine's lateness summary directly, and per-flow `window_limited`/`complete`."""
     run = make_run(tmp_path)
     m = json.loads((run / "metrics.json").read_text())
-    m["probes"]["probe0"]["rtt_ms"] = {"count": 198, "mean_ms": 69.5, "std_ms": 9.6, "min_ms": 40.2, "max_ms": 156.0,
-                                       "p50_ms": 69.6, "p95_ms": 78.8, "p99_ms": 79.7}
+    m["probes"]["probe0"]["rtt_ms"] = {
+        "count": 198,
+        "mean_ms": 69.5,
+        "std_ms": 9.6,
+        "min_ms": 40.2,
+        "max_ms": 156.0,
+        "p50_ms": 69.6,
+        "p95_ms": 78.8,
+        "p99_ms": 79.7,
+    }
     m["engine"] = {"count": 28157, "mean_us": 0.78, "p50_us": 1.0, "p99_us": 5.0, "max_us": 826.4}
     m["flows"]["bulk"].update(window_limited=True, complete=True)
     (run / "metrics.json").write_text(json.dumps(m))
@@ -318,8 +466,17 @@ def test_study_table_lays_out_rows_by_swept_value_and_columns_by_arm():
     values = {("quic", "0%"): (10, 12), ("quic", "50%"): (30, 34), ("tcp", "0%"): (9, 9), ("tcp", "50%"): (20, 24)}
     for (arm, ratio), (g1, g2) in values.items():
         for rep, g in enumerate((g1, g2)):
-            rows.append({"axis:arm": arm, "axis:ratio": ratio, "flow": "dl", "run_dir": f"{arm}{ratio}{rep}",
-                         "goodput_bps": g * 1e6, "throughput_bps": g * 1e6, "jain_index": None})
+            rows.append(
+                {
+                    "axis:arm": arm,
+                    "axis:ratio": ratio,
+                    "flow": "dl",
+                    "run_dir": f"{arm}{ratio}{rep}",
+                    "goodput_bps": g * 1e6,
+                    "throughput_bps": g * 1e6,
+                    "jain_index": None,
+                }
+            )
     df = pd.DataFrame(rows)
     ((title, t),) = study_tables(df)
     assert "goodput" in title
@@ -338,8 +495,16 @@ def test_fairness_table_has_each_flow_and_jain():
     rows = []
     for rep, (a, b, j) in enumerate(((10, 10, 1.0), (12, 8, 0.96))):
         for flow, v in (("dual", a), ("leg1", b)):
-            rows.append({"axis:ratio": "50%", "flow": flow, "run_dir": f"r{rep}", "throughput_bps": v * 1e6,
-                         "goodput_bps": None, "jain_index": j})
+            rows.append(
+                {
+                    "axis:ratio": "50%",
+                    "flow": flow,
+                    "run_dir": f"r{rep}",
+                    "throughput_bps": v * 1e6,
+                    "goodput_bps": None,
+                    "jain_index": j,
+                }
+            )
     ((title, t),) = fairness_tables(pd.DataFrame(rows))
     assert list(t.columns) == ["dual (Mbit/s)", "leg1 (Mbit/s)", "Jain's index"]
     assert t.loc["50%", "dual (Mbit/s)"] == "11.00 (1.41)"

@@ -4,6 +4,7 @@ against what the configured network must produce."""
 import textwrap
 
 import pytest
+
 from tlab_cli import run_one
 
 pytestmark = pytest.mark.netns

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from transportlab.plan.resolve import resolve, to_topology
+from transportlab.plan.topology import GilbertElliott
 from transportlab.scenario import (
     ScenarioError,
     bdp_packets,
@@ -21,8 +23,6 @@ from transportlab.scenario import (
     parse_size,
     read_toml,
 )
-from transportlab.plan.resolve import resolve, to_topology
-from transportlab.plan.topology import GilbertElliott
 
 DATA = Path(__file__).parent / "data" / "scenarios"
 
@@ -370,7 +370,9 @@ def test_quic_is_accepted_and_unknown_kinds_are_refused_at_load(tmp_path):
 
 
 def test_a_field_of_another_kind_names_its_kinds(tmp_path):
-    with pytest.raises(ScenarioError, match=r"flows\.bulk\.tls: tls is not a field of quic flows \(it is one of tcp flows\)"):
+    with pytest.raises(
+        ScenarioError, match=r"flows\.bulk\.tls: tls is not a field of quic flows \(it is one of tcp flows\)"
+    ):
         load_scenario(write(tmp_path, doc(protocol="quic", flow="tls = true")))
     with pytest.raises(ScenarioError, match=r"flows\.bulk\.direction: udp flows send from `from` to `to`"):
         load_scenario(write(tmp_path, doc(protocol="udp", flow='size = 1200\nrate = "1Mbit"\ndirection = "download"')))
@@ -480,7 +482,7 @@ labels = ["reno-20", "cubic-30"]
     assert points[1].scenario.flows[0].cc == "cubic"
 
 
-@pytest.mark.parametrize("labels", ['["a"]', '["a", "a"]', '["a b", "c"]', '[1, 2]'])
+@pytest.mark.parametrize("labels", ['["a"]', '["a", "a"]', '["a b", "c"]', "[1, 2]"])
 def test_sweep_together_bad_labels(tmp_path, labels):
     extra = f"""
 [sweep.together.arm]
@@ -532,9 +534,23 @@ def test_dumbbell_to_topology():
     assert topo.engine_config({h: 3 + i for i, h in enumerate(topo.hosts)}, s.seed, "log", "stats")
 
     bulk, cross, web = r.flows
-    assert (bulk.from_, bulk.to, bulk.cc, bulk.stop, bulk.end, bulk.mss) == ("client1", "server1", "bbr", 20.0, 20.0, 1280)
+    assert (bulk.from_, bulk.to, bulk.cc, bulk.stop, bulk.end, bulk.mss) == (
+        "client1",
+        "server1",
+        "bbr",
+        20.0,
+        20.0,
+        1280,
+    )
     assert bulk.tcp_info_interval == 0.010
-    assert (cross.protocol, cross.rate, cross.size, cross.start, cross.port, cross.cc) == ("udp", 2e6, 1200, 10.0, 6000, None)
+    assert (cross.protocol, cross.rate, cross.size, cross.start, cross.port, cross.cc) == (
+        "udp",
+        2e6,
+        1200,
+        10.0,
+        6000,
+        None,
+    )
     assert cross.tcp_info_interval is None
     assert web.direction == "download" and web.objects.size == 100_000
     ports = [bulk.port, cross.port, web.port, r.probes[0].port]

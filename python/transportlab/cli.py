@@ -36,7 +36,9 @@ def _scenario_errors(fn):
 def _cmd_run(args) -> int:
     from transportlab.pipeline import run_scenario
 
-    outcome = run_scenario(Path(args.scenario), Path(args.out), args.set, progress=not args.quiet)
+    outcome = run_scenario(
+        Path(args.scenario), Path(args.out), args.set, progress=not args.quiet, smoke_s=getattr(args, "smoke", None)
+    )
     _print_outcome(outcome)
     return 1 if outcome.failed else 0
 
@@ -57,8 +59,10 @@ def _print_outcome(outcome) -> None:
     for f in outcome.failed:
         print(f.line(), file=sys.stderr)
     if outcome.failed:
-        print(f"tlab run: {len(outcome.failed)} of {len(outcome.run_dirs)} run(s) failed; run again to retry them",
-              file=sys.stderr)
+        print(
+            f"tlab run: {len(outcome.failed)} of {len(outcome.run_dirs)} run(s) failed; run again to retry them",
+            file=sys.stderr,
+        )
 
 
 def _cmd_demo(args) -> int:
@@ -106,7 +110,11 @@ def _cmd_validate(args) -> int:
 
     from transportlab.fidelity.validate import PARTS, validate
 
-    out = Path(args.out) if args.out else DEFAULT_OUT / "validate" / f"{time.strftime('%Y%m%d-%H%M%S')}-{'quick' if args.quick else 'full'}"
+    out = (
+        Path(args.out)
+        if args.out
+        else DEFAULT_OUT / "validate" / f"{time.strftime('%Y%m%d-%H%M%S')}-{'quick' if args.quick else 'full'}"
+    )
     ok = validate(out, quick=args.quick, parts=args.part or list(PARTS))
     print(f"tlab validate: {'all PASS' if ok else 'FAIL'} (runs in {out})")
     return 0 if ok else 1
@@ -129,7 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     for sp in (run, demo := sub.add_parser("demo", help="run the default scenario and print where its report is")):
         sp.add_argument("--out", default=str(DEFAULT_OUT), help="results folder (default: results/)")
         sp.add_argument("--quiet", action="store_true", help="no progress bar")
-    run.add_argument("--set", action="append", default=[], metavar="PATH=VALUE", help="override a field, e.g. links.bottleneck.forward.rate=5Mbit")
+    run.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="PATH=VALUE",
+        help="override a field, e.g. links.bottleneck.forward.rate=5Mbit",
+    )
+    run.add_argument(
+        "--smoke",
+        type=float,
+        nargs="?",
+        const=5.0,
+        metavar="SECONDS",
+        help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
+    )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
@@ -142,8 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="run the S0 E0 emulator validation and check DESIGN.md's fidelity targets")
     val.add_argument("--quick", action="store_true", help="fewer points, probes and packets (under 3 minutes)")
     val.add_argument("--out", help="results folder (default: results/validate/<time>-<quick|full>)")
-    val.add_argument("--part", action="append", choices=["delay", "jitter", "loss", "queue", "bandwidth"],
-                     help="run only this part (repeatable; default: all)")
+    val.add_argument(
+        "--part",
+        action="append",
+        choices=["delay", "jitter", "loss", "queue", "bandwidth"],
+        help="run only this part (repeatable; default: all)",
+    )
     val.set_defaults(func=_cmd_validate)
     sub.add_parser("clean", help="remove what killed runs left behind").set_defaults(func=_cmd_clean)
     sub.add_parser("doctor", help="check that this machine can run experiments").set_defaults(func=_cmd_doctor)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 from transportlab.locations import PROJECT_ROOT

@@ -15,7 +15,5 @@ def binary(name: str) -> Path:
     folder = Path(os.environ.get("TLAB_BIN_DIR", PROJECT_ROOT / "target" / "release"))
     path = folder / name
     if not path.exists():
-        raise FileNotFoundError(
-            f"{path} does not exist: build it with `cargo build --release` in {PROJECT_ROOT}"
-        )
+        raise FileNotFoundError(f"{path} does not exist: build it with `cargo build --release` in {PROJECT_ROOT}")
     return path

@@ -72,16 +72,23 @@ def analyse(run_dir: Path) -> Path:
     return render_run(run_dir)
 
 
-def run_scenario(path: Path, out: Path, overrides: list[str] = (), progress: bool = True) -> Outcome:
+def run_scenario(
+    path: Path, out: Path, overrides: list[str] = (), progress: bool = True, smoke_s: float | None = None
+) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
-    report when there is more than one run."""
+    report when there is more than one run. `smoke_s`: see `plan`."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    sweep_dir, runs = plan(Path(path), Path(out), list(overrides))
+    sweep_dir, runs = plan(Path(path), Path(out), list(overrides), smoke_s)
     sweep_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in runs if not is_done(r.run_dir)]
     failed: list[FailedRun] = []
-    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} runs"), TimeElapsedColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} runs"),
+        TimeElapsedColumn(),
+    )
     with Progress(*columns, disable=not progress, transient=False) as bar:
         overall = bar.add_task(f"{sweep_dir.name}", total=len(runs), completed=len(runs) - len(todo))
         current = bar.add_task("", total=1.0)
@@ -90,7 +97,8 @@ def run_scenario(path: Path, out: Path, overrides: list[str] = (), progress: boo
             outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x))
             if outcome is not None:
                 failed.append(outcome)
-                bar.console.print(f"[red]{outcome.line()}[/]")
+                if progress:
+                    bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
             bar.update(current, completed=1.0)
             bar.advance(overall)
     run_dirs = [r.run_dir for r in runs]

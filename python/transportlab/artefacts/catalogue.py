@@ -26,8 +26,17 @@ AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
 RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
 # Scalar flow metrics copied as they are, in display order.
 FLOW_SCALARS = [
-    "bytes_delivered", "throughput_bps", "goodput_bps", "completion_s", "loss_rate", "retransmissions",
-    "lost_packets", "packets_sent_by_data_sender", "bytes_sent_by_data_sender", "complete", "window_limited",
+    "bytes_delivered",
+    "throughput_bps",
+    "goodput_bps",
+    "completion_s",
+    "loss_rate",
+    "retransmissions",
+    "lost_packets",
+    "packets_sent_by_data_sender",
+    "bytes_sent_by_data_sender",
+    "complete",
+    "window_limited",
     "bottleneck",
 ]
 STATS = ("mean", "p50", "p95", "p99")
@@ -36,8 +45,14 @@ PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
 
 def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> dict[str, Any]:
     r = m.run
-    row: dict[str, Any] = {"run_dir": str(run_dir), "run_id": r.run_id, "scenario": r.scenario, "point": r.point,
-                           "repetition": r.repetition, "seed": r.seed}
+    row: dict[str, Any] = {
+        "run_dir": str(run_dir),
+        "run_id": r.run_id,
+        "scenario": r.scenario,
+        "point": r.point,
+        "repetition": r.repetition,
+        "seed": r.seed,
+    }
     for path, value in r.values.items():
         row[path if path not in row else f"sweep:{path}"] = value
     for axis, step in (scenario.point.axes if scenario else {}).items():
@@ -48,9 +63,13 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
 def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> list[dict[str, Any]]:
     base = _base(m, scenario, run_dir)
     w = m.window
-    base.update(jain_index=m.jain_index, unintended_drops=m.unintended_drops,
-                window_byte_difference=w.byte_difference if w else None,
-                window_utilisation=w.utilisation if w else None, convergence_s=w.convergence_s if w else None)
+    base.update(
+        jain_index=m.jain_index,
+        unintended_drops=m.unintended_drops,
+        window_byte_difference=w.byte_difference if w else None,
+        window_utilisation=w.utilisation if w else None,
+        convergence_s=w.convergence_s if w else None,
+    )
     rows = []
     for name, f in m.flows.items():
         row = dict(base, flow=name, protocol=f.protocol, cc=f.cc, **{"from": f.from_, "to": f.to})
@@ -67,8 +86,15 @@ def probe_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path)
     base = _base(m, scenario, run_dir)
     rows = []
     for name, p in m.probes.items():
-        row = dict(base, flow=name, protocol="probe", sent=p.sent, received=p.received, lost=p.lost,
-                   loss_rate=(p.lost or 0) / p.sent if p.sent else None)
+        row = dict(
+            base,
+            flow=name,
+            protocol="probe",
+            sent=p.sent,
+            received=p.received,
+            lost=p.lost,
+            loss_rate=(p.lost or 0) / p.sent if p.sent else None,
+        )
         rtt = p.rtt_ms or {}
         for k in PROBE_STATS:
             # The probe agent writes {"mean_ms": …}; older runs {"mean": …}.

@@ -31,7 +31,14 @@ assert RECORD.itemsize == 40
 
 ARRIVAL, DEPARTURE, DROP = 1, 2, 3
 NO_DIRECTION = 0xFFFF
-REASONS = {1: "queue_full", 2: "random_loss", 3: "merge_discard", 10: "no_route", 11: "tun_write_failed", 12: "not_ipv4"}
+REASONS = {
+    1: "queue_full",
+    2: "random_loss",
+    3: "merge_discard",
+    10: "no_route",
+    11: "tun_write_failed",
+    12: "not_ipv4",
+}
 UNINTENDED_REASONS = (10, 11, 12)
 
 

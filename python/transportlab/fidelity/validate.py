@@ -16,8 +16,8 @@ from rich.table import Table
 
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, read_records
-from transportlab.locations import PROJECT_ROOT
 from transportlab.artefacts.rundir import RunDir
+from transportlab.locations import PROJECT_ROOT
 from transportlab.pipeline import RunsFailed, run_scenario
 
 S0 = PROJECT_ROOT / "scenarios" / "s0"
@@ -74,9 +74,20 @@ def delay(out: Path, quick: bool) -> Part:
     """100 probes per one-way delay; the target is on (mean RTT − 2·delay)/2."""
     ov = ["probes.ping.count=20", "probes.ping.interval=50ms", "duration=2s"] if quick else []
     runs = _run("e0_delay.toml", out, ov)
-    t = _table("delay: probes client→server (target: mean one-way error ≤ 20 µs)",
-               "one-way delay", "probes", "mean RTT ms", "std err ms", "min ms", "max ms",
-               "RTT − 2d µs", "one-way err µs", "fwd OWD err µs", "excl. 0 ms base µs", "verdict")
+    t = _table(
+        "delay: probes client→server (target: mean one-way error ≤ 20 µs)",
+        "one-way delay",
+        "probes",
+        "mean RTT ms",
+        "std err ms",
+        "min ms",
+        "max ms",
+        "RTT − 2d µs",
+        "one-way err µs",
+        "fwd OWD err µs",
+        "excl. 0 ms base µs",
+        "verdict",
+    )
     ok_all, base = True, None
     for r in runs:
         d = r.link("bottleneck")["forward"]["delay"]
@@ -87,15 +98,26 @@ def delay(out: Path, quick: bool) -> Part:
         one_way = err_rtt_us / 2
         ok = abs(one_way) <= 20 and p["lost"] == 0
         ok_all &= ok
-        t.add_row(f"{d * 1e3:g} ms", f"{p['received']}/{p['sent']}", f"{rtt['mean_ms']:.4f}",
-                  f"{rtt['std_ms'] / math.sqrt(rtt['count']):.4f}", f"{rtt['min_ms']:.4f}", f"{rtt['max_ms']:.4f}",
-                  f"{err_rtt_us:.1f}", f"{one_way:.1f}", f"{(fwd['mean_ms'] - 1e3 * d) * 1e3:.1f}" if fwd else "-",
-                  f"{(err_rtt_us - base) / 2:.1f}" if base is not None else "-", _verdict(ok))
-    notes = ["The verdict is on the raw one-way error (mean RTT − 2·delay)/2: everything between the probe's "
-             "send() and its recv() — both hosts' stacks, the TUN devices and the engine — counts against it. "
-             "'fwd OWD err' is the probe→echo one-way delay (echo's receive stamp) minus the delay; "
-             "'excl. 0 ms base' subtracts the error measured at 0 ms (the host path's fixed cost), "
-             "leaving what the emulated delay itself adds (information only)."]
+        t.add_row(
+            f"{d * 1e3:g} ms",
+            f"{p['received']}/{p['sent']}",
+            f"{rtt['mean_ms']:.4f}",
+            f"{rtt['std_ms'] / math.sqrt(rtt['count']):.4f}",
+            f"{rtt['min_ms']:.4f}",
+            f"{rtt['max_ms']:.4f}",
+            f"{err_rtt_us:.1f}",
+            f"{one_way:.1f}",
+            f"{(fwd['mean_ms'] - 1e3 * d) * 1e3:.1f}" if fwd else "-",
+            f"{(err_rtt_us - base) / 2:.1f}" if base is not None else "-",
+            _verdict(ok),
+        )
+    notes = [
+        "The verdict is on the raw one-way error (mean RTT − 2·delay)/2: everything between the probe's "
+        "send() and its recv() — both hosts' stacks, the TUN devices and the engine — counts against it. "
+        "'fwd OWD err' is the probe→echo one-way delay (echo's receive stamp) minus the delay; "
+        "'excl. 0 ms base' subtracts the error measured at 0 ms (the host path's fixed cost), "
+        "leaving what the emulated delay itself adds (information only)."
+    ]
     return Part("delay", t, ok_all, notes)
 
 
@@ -116,12 +138,26 @@ def _sigma_ci99(n: int) -> tuple[float, float]:
 def jitter(out: Path, quick: bool) -> Part:
     """450 packets every 20 ms; the target: std of one-way delay within 3 % of the
     configured jitter, and never a reordered packet in order-preserving mode."""
-    ov = ['sweep."links.bottleneck.reverse.jitter"=["0ms", "2ms", "5ms"]',
-          "flows.cbr.count=250", "duration=5.5s"] if quick else []
+    ov = (
+        ['sweep."links.bottleneck.reverse.jitter"=["0ms", "2ms", "5ms"]', "flows.cbr.count=250", "duration=5.5s"]
+        if quick
+        else []
+    )
     runs = _run("e0_jitter.toml", out, ov)
-    t = _table("jitter: UDP every 20 ms server→client, normal, order-preserving (target: std of delay within 3 %; 0 reordered)",
-               "jitter σ", "received", "IAT mean ms", "IAT std ms", "IAT min ms", "IAT max ms",
-               "OWD std ms", "error", "99 % sampling", "reordered", "verdict")
+    t = _table(
+        "jitter: UDP every 20 ms server→client, normal, order-preserving (target: std of delay within 3 %; 0 reordered)",
+        "jitter σ",
+        "received",
+        "IAT mean ms",
+        "IAT std ms",
+        "IAT min ms",
+        "IAT max ms",
+        "OWD std ms",
+        "error",
+        "99 % sampling",
+        "reordered",
+        "verdict",
+    )
     ok_all = True
     for r in runs:
         sigma = r.link("bottleneck")["reverse"].get("jitter", 0.0) * 1e3
@@ -140,14 +176,26 @@ def jitter(out: Path, quick: bool) -> Part:
             ok = abs(err) <= 0.03 or lo <= err <= hi
         ok &= s["reordered"] == 0 and n == s["expected"]
         ok_all &= ok
-        t.add_row(f"{sigma:g} ms", str(s["received"]), f"{iat['mean_ms']:.3f}", f"{iat['std_ms']:.3f}",
-                  f"{iat['min_ms']:.3f}", f"{iat['max_ms']:.3f}", f"{measured:.4f}", err_txt, samp_txt,
-                  str(s["reordered"]), _verdict(ok))
-    notes = ["'error' is the measured std of one-way delay against the configured σ. A sample std of n values "
-             "scatters by itself ('99 % sampling': ±11 % at n = 250, ±9 % at n = 450), wider than the 3 % target, "
-             "so a row passes when the error is within 3 % or within that sampling interval; a 3 % check "
-             "proper needs n ≳ 3700 packets. At σ = 0 the row passes when the spread is ≤ 20 µs. "
-             "IAT = inter-arrival time at the receiver."]
+        t.add_row(
+            f"{sigma:g} ms",
+            str(s["received"]),
+            f"{iat['mean_ms']:.3f}",
+            f"{iat['std_ms']:.3f}",
+            f"{iat['min_ms']:.3f}",
+            f"{iat['max_ms']:.3f}",
+            f"{measured:.4f}",
+            err_txt,
+            samp_txt,
+            str(s["reordered"]),
+            _verdict(ok),
+        )
+    notes = [
+        "'error' is the measured std of one-way delay against the configured σ. A sample std of n values "
+        "scatters by itself ('99 % sampling': ±11 % at n = 250, ±9 % at n = 450), wider than the 3 % target, "
+        "so a row passes when the error is within 3 % or within that sampling interval; a 3 % check "
+        "proper needs n ≳ 3700 packets. At σ = 0 the row passes when the spread is ≤ 20 µs. "
+        "IAT = inter-arrival time at the receiver."
+    ]
     return Part("jitter", t, ok_all, notes)
 
 
@@ -158,8 +206,10 @@ def _binom_interval99(n: int, p: float) -> tuple[int, int]:
     """The central 99 % range [lo, hi] of a Binomial(n, p) count (each tail ≤ 0.5 %)."""
     if p <= 0:
         return 0, 0
-    logpmf = [math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
-              for k in range(n + 1)]
+    logpmf = [
+        math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1) + k * math.log(p) + (n - k) * math.log1p(-p)
+        for k in range(n + 1)
+    ]
     cdf = np.cumsum(np.exp(logpmf))
     lo = int(np.searchsorted(cdf, 0.005, side="right"))  # P(X < lo) ≤ 0.005
     hi = int(np.searchsorted(cdf, 0.995, side="left"))  # P(X > hi) ≤ 0.005
@@ -170,8 +220,17 @@ def loss(out: Path, quick: bool) -> Part:
     """1500 packets per loss rate; the target: the measured loss inside the configured
     rate's 99 % binomial interval."""
     runs = _run("e0_loss.toml", out, [])
-    t = _table("loss: 1500 UDP packets client→server (target: inside the 99 % binomial interval)",
-               "loss", "sent", "received", "lost", "measured", "99 % interval", "engine drops", "verdict")
+    t = _table(
+        "loss: 1500 UDP packets client→server (target: inside the 99 % binomial interval)",
+        "loss",
+        "sent",
+        "received",
+        "lost",
+        "measured",
+        "99 % interval",
+        "engine drops",
+        "verdict",
+    )
     ok_all = True
     for r in runs:
         p = r.link("bottleneck")["forward"].get("loss", 0.0)
@@ -182,10 +241,20 @@ def loss(out: Path, quick: bool) -> Part:
         drops = r.metrics["links"]["bottleneck.forward"]["drops"]["random_loss"]
         ok = lo <= lost <= hi and drops == lost and r.metrics["unintended_drops"] == 0
         ok_all &= ok
-        t.add_row(f"{p * 100:g} %", str(sent), str(recv), str(lost), f"{lost / sent * 100:.3f} %",
-                  f"{lo / sent * 100:.3f}…{hi / sent * 100:.3f} %", str(drops), _verdict(ok))
-    notes = ["The interval is the central 99 % range of Binomial(sent, loss) lost counts; a row also needs "
-             "every lost packet to be one of the engine's random-loss drops (no unintended drops)."]
+        t.add_row(
+            f"{p * 100:g} %",
+            str(sent),
+            str(recv),
+            str(lost),
+            f"{lost / sent * 100:.3f} %",
+            f"{lo / sent * 100:.3f}…{hi / sent * 100:.3f} %",
+            str(drops),
+            _verdict(ok),
+        )
+    notes = [
+        "The interval is the central 99 % range of Binomial(sent, loss) lost counts; a row also needs "
+        "every lost packet to be one of the engine's random-loss drops (no unintended drops)."
+    ]
     return Part("loss", t, ok_all, notes)
 
 
@@ -209,8 +278,17 @@ def queue(out: Path, quick: bool) -> Part:
     """A 500-packet burst into a 50-packet queue; the target: exactly 50 accepted, plus
     any that finished serialisation while the burst was still arriving."""
     runs = _run("e0_queue.toml", out, [])
-    t = _table("queue: 500-packet burst into a 50-packet drop-tail queue (target: accepts exactly 50 of a burst)",
-               "rate", "sent", "received", "queue drops", "burst span µs", "freed during burst", "expected", "verdict")
+    t = _table(
+        "queue: 500-packet burst into a 50-packet drop-tail queue (target: accepts exactly 50 of a burst)",
+        "rate",
+        "sent",
+        "received",
+        "queue drops",
+        "burst span µs",
+        "freed during burst",
+        "expected",
+        "verdict",
+    )
     ok_all = True
     for r in runs:
         fwd = r.link("bottleneck")["forward"]
@@ -226,12 +304,22 @@ def queue(out: Path, quick: bool) -> Part:
         sent = r.raw("burst-client.json")["results"]["sent"]
         ok = recv == expected and link["drops"]["queue_full"] == sent - expected and r.metrics["unintended_drops"] == 0
         ok_all &= ok
-        t.add_row(f"{rate / 1e6:g} Mbit/s", str(sent), str(recv), str(link["drops"]["queue_full"]),
-                  f"{(t_arr[-1] - t_arr[0]) / 1e3:.0f}", str(expected - limit), str(expected), _verdict(ok))
-    notes = ["The queue limit counts the packet being serialised. 'expected' replays the burst's logged arrival "
-             "times at the bottleneck through an ideal drop-tail queue: 50, plus the packets that finished "
-             "serialisation before the burst had fully arrived ('freed during burst'). A row passes when exactly "
-             "that many arrive and the engine's queue-full drops account for all the others."]
+        t.add_row(
+            f"{rate / 1e6:g} Mbit/s",
+            str(sent),
+            str(recv),
+            str(link["drops"]["queue_full"]),
+            f"{(t_arr[-1] - t_arr[0]) / 1e3:.0f}",
+            str(expected - limit),
+            str(expected),
+            _verdict(ok),
+        )
+    notes = [
+        "The queue limit counts the packet being serialised. 'expected' replays the burst's logged arrival "
+        "times at the bottleneck through an ideal drop-tail queue: 50, plus the packets that finished "
+        "serialisation before the burst had fully arrived ('freed during burst'). A row passes when exactly "
+        "that many arrive and the engine's queue-full drops account for all the others."
+    ]
     return Part("queue", t, ok_all, notes)
 
 
@@ -248,12 +336,23 @@ def _quick_together(n: int) -> str:
 
 def bandwidth(out: Path, quick: bool) -> Part:
     """1, 2, 3 TCP flows started together; the target: their sum ≥ 95 % of the rate."""
-    t = _table("bandwidth and fairness: TCP flows started together, RTT 100 ms, q = BDP·1 (target: sum ≥ 95 % of the rate)",
-               "rate", "cc", "flows", "per-flow Mbit/s", "sum / rate", "Jain", "unintended drops", "verdict")
+    t = _table(
+        "bandwidth and fairness: TCP flows started together, RTT 100 ms, q = BDP·1 (target: sum ≥ 95 % of the rate)",
+        "rate",
+        "cc",
+        "flows",
+        "per-flow Mbit/s",
+        "sum / rate",
+        "Jain",
+        "unintended drops",
+        "verdict",
+    )
     ok_all = True
     for n in (1, 2, 3):
         # Quick: 10 Mbit/s only (the rate axis is a `together` group, replaced whole), 8 s.
-        ov = [f"sweep.together={{{_quick_together(n)}}}", "duration=8s", 'analysis.window=["3s", "8s"]'] if quick else []
+        ov = (
+            [f"sweep.together={{{_quick_together(n)}}}", "duration=8s", 'analysis.window=["3s", "8s"]'] if quick else []
+        )
         for r in _run(f"e0_bandwidth_{n}.toml", out, ov):
             rate = r.link("bottleneck")["forward"]["rate"]
             link = r.metrics["links"]["bottleneck.forward"]
@@ -265,19 +364,30 @@ def bandwidth(out: Path, quick: bool) -> Part:
             for f in r.metrics["flows"].values():
                 dep = M.select(recs, M.Flow(**f["data"]), direction=link["index"], event=DEPARTURE)
                 tt = np.asarray(dep["t_ns"])
-                per_flow.append(8 * int(np.asarray(dep["size"], dtype=np.int64)[(tt >= start) & (tt < end)].sum()) / (w1 - w0))
+                per_flow.append(
+                    8 * int(np.asarray(dep["size"], dtype=np.int64)[(tt >= start) & (tt < end)].sum()) / (w1 - w0)
+                )
             util = M.link_utilisation(recs, link["index"], rate, start, end)
             jain = M.jain_index(per_flow) if n > 1 else None
             ok = util >= 0.95 and r.metrics["unintended_drops"] == 0
             ok_all &= ok
             cc = next(iter(r.metrics["flows"].values()))["cc"]
-            t.add_row(f"{rate / 1e6:g} Mbit/s", cc, str(n), " ".join(f"{x / 1e6:.2f}" for x in per_flow),
-                      f"{util * 100:.1f} %", f"{jain:.3f}" if jain is not None else "-",
-                      str(r.metrics["unintended_drops"]), _verdict(ok))
+            t.add_row(
+                f"{rate / 1e6:g} Mbit/s",
+                cc,
+                str(n),
+                " ".join(f"{x / 1e6:.2f}" for x in per_flow),
+                f"{util * 100:.1f} %",
+                f"{jain:.3f}" if jain is not None else "-",
+                str(r.metrics["unintended_drops"]),
+                _verdict(ok),
+            )
     w = "3–8 s of 8 s" if quick else "5–30 s of 30 s"
-    notes = [f"Throughput is what left the bottleneck (IP bytes, retransmissions included) over the window {w}, "
-             "leaving out slow start; 'sum / rate' is the bottleneck's utilisation over that window. "
-             "Jain's index has no target (information only)."]
+    notes = [
+        f"Throughput is what left the bottleneck (IP bytes, retransmissions included) over the window {w}, "
+        "leaving out slow start; 'sum / rate' is the bottleneck's utilisation over that window. "
+        "Jain's index has no target (information only)."
+    ]
     return Part("bandwidth", t, ok_all, notes)
 
 

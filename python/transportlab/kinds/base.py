@@ -36,9 +36,13 @@ class Files:
     client_series: Path
 
     @classmethod
-    def of(cls, raw: Path, name: str) -> "Files":
-        return cls(raw / f"{name}-server.json", raw / f"{name}-server.arrow",
-                   raw / f"{name}-client.json", raw / f"{name}-client.arrow")
+    def of(cls, raw: Path, name: str) -> Files:
+        return cls(
+            raw / f"{name}-server.json",
+            raw / f"{name}-server.arrow",
+            raw / f"{name}-client.json",
+            raw / f"{name}-client.arrow",
+        )
 
 
 class FlowKind:
@@ -52,11 +56,11 @@ class FlowKind:
 
     # --- scenario stage ---------------------------------------------------------------
 
-    def check(self, spec: "FlowSpec", given: set[str]) -> None:
+    def check(self, spec: FlowSpec, given: set[str]) -> None:
         """Kind-specific checks of a flow table; raise FieldIssue. `given` holds the
         fields the file set (defaults are not in it)."""
 
-    def check_cc(self, spec: "FlowSpec") -> str | None:
+    def check_cc(self, spec: FlowSpec) -> str | None:
         """The congestion control the flow runs (its default if unset); raise FieldIssue."""
         if spec.cc is not None or spec.cc_params is not None:
             field = "cc" if spec.cc is not None else "cc_params"
@@ -65,12 +69,12 @@ class FlowKind:
 
     # --- plan stage -------------------------------------------------------------------
 
-    def endpoints(self, flow: "Flow", server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+    def endpoints(self, flow: Flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         raise NotImplementedError
 
     # --- metrics stage ----------------------------------------------------------------
 
-    def metrics(self, run: "RunDir", flow: dict[str, Any], client: dict, server: dict) -> dict[str, Any]:
+    def metrics(self, run: RunDir, flow: dict[str, Any], client: dict, server: dict) -> dict[str, Any]:
         """Kind-specific fields of the flow's FlowMetrics from its agents' results
         (`client`, `server`: the summaries' "results", {} if absent)."""
         return {}
@@ -95,7 +99,7 @@ def sender_results(client: dict, server: dict) -> tuple[dict, str]:
     return (server.get("connections") or [{}])[0], "server"
 
 
-def srtt_stats(run: "RunDir", stem: str) -> dict | None:
+def srtt_stats(run: RunDir, stem: str) -> dict | None:
     """Smoothed-RTT distribution (ms) from an agent's series (`srtt_us` column)."""
     import numpy as np
 

@@ -16,8 +16,9 @@ MESSAGE_RANGE = (16, 16 * 2**20)
 class Quic(FlowKind):
     name = "quic"
     ip_proto = 17
-    fields = frozenset({"cc", "cc_params", "direction", "bytes", "objects", "streams", "mss", "rcvbuf",
-                        "rate", "interval", "size"})
+    fields = frozenset(
+        {"cc", "cc_params", "direction", "bytes", "objects", "streams", "mss", "rcvbuf", "rate", "interval", "size"}
+    )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
@@ -33,7 +34,9 @@ class Quic(FlowKind):
                 if k in given:
                     raise FieldIssue(f"constant-rate quic messages run until stop; {k} does not apply", (k,))
         if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
-            raise FieldIssue(f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",))
+            raise FieldIssue(
+                f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
+            )
 
     def check_cc(self, spec) -> str:
         cc = spec.cc or self.default_cc
@@ -43,10 +46,29 @@ class Quic(FlowKind):
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         agent = agent_binary()
-        server = [agent, "quic-server", "--bind", f"0.0.0.0:{flow.port}", "--once", "--duration", duration_arg(serve_for_s),
-                  "--summary", str(files.server_summary), "--series", str(files.server_series)]
-        client = [agent, "quic-client", "--connect", f"{server_addr}:{flow.port}",
-                  "--summary", str(files.client_summary), "--series", str(files.client_series)]
+        server = [
+            agent,
+            "quic-server",
+            "--bind",
+            f"0.0.0.0:{flow.port}",
+            "--once",
+            "--duration",
+            duration_arg(serve_for_s),
+            "--summary",
+            str(files.server_summary),
+            "--series",
+            str(files.server_series),
+        ]
+        client = [
+            agent,
+            "quic-client",
+            "--connect",
+            f"{server_addr}:{flow.port}",
+            "--summary",
+            str(files.client_summary),
+            "--series",
+            str(files.client_series),
+        ]
         # Both ends get the controller: the sending end's is the one that acts.
         for argv in (server, client):
             argv += ["--cc", str(flow.cc)]
@@ -60,15 +82,31 @@ class Quic(FlowKind):
                 # the resulting size, as net.core.rmem_default would set it.
                 argv += ["--rcvbuf", str(flow.rcvbuf // 2)]
         if flow.objects is not None:
-            client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size),
-                       "--streams", str(flow.streams)]
+            client += [
+                "--objects",
+                str(flow.objects.count),
+                "--object-size",
+                str(flow.objects.size),
+                "--streams",
+                str(flow.streams),
+            ]
         elif flow.size is not None:
             per_s = flow.rate / (8 * flow.size) if flow.rate else 1 / flow.interval
-            client += ["--message-size", str(flow.size), "--message-rate", f"{per_s:.9g}",
-                       "--duration", duration_arg(flow.end - flow.start), "--direction", flow.direction]
+            client += [
+                "--message-size",
+                str(flow.size),
+                "--message-rate",
+                f"{per_s:.9g}",
+                "--duration",
+                duration_arg(flow.end - flow.start),
+                "--direction",
+                flow.direction,
+            ]
         else:
             client += ["--direction", flow.direction]
-            client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+            client += (
+                ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+            )
             if flow.streams > 1:
                 client += ["--streams", str(flow.streams)]
         return Endpoints(server, client)

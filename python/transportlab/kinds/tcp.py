@@ -10,10 +10,24 @@ from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, du
 from transportlab.scenario.errors import FieldIssue
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
-OTHER_LINUX_TCP_CC = frozenset({
-    "bic", "cdg", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv",
-    "scalable", "vegas", "veno", "westwood", "yeah",
-})
+OTHER_LINUX_TCP_CC = frozenset(
+    {
+        "bic",
+        "cdg",
+        "dctcp",
+        "highspeed",
+        "htcp",
+        "hybla",
+        "illinois",
+        "lp",
+        "nv",
+        "scalable",
+        "vegas",
+        "veno",
+        "westwood",
+        "yeah",
+    }
+)
 MSS_RANGE = (88, 65495)
 
 
@@ -41,10 +55,29 @@ class Tcp(FlowKind):
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         agent = agent_binary()
-        server = [agent, "tcp-server", "--bind", f"0.0.0.0:{flow.port}", "--once", "--duration", duration_arg(serve_for_s),
-                  "--summary", str(files.server_summary), "--series", str(files.server_series)]
-        client = [agent, "tcp-client", "--connect", f"{server_addr}:{flow.port}",
-                  "--summary", str(files.client_summary), "--series", str(files.client_series)]
+        server = [
+            agent,
+            "tcp-server",
+            "--bind",
+            f"0.0.0.0:{flow.port}",
+            "--once",
+            "--duration",
+            duration_arg(serve_for_s),
+            "--summary",
+            str(files.server_summary),
+            "--series",
+            str(files.server_series),
+        ]
+        client = [
+            agent,
+            "tcp-client",
+            "--connect",
+            f"{server_addr}:{flow.port}",
+            "--summary",
+            str(files.client_summary),
+            "--series",
+            str(files.client_series),
+        ]
         for argv in (server, client):
             if flow.cc:
                 argv += ["--cc", flow.cc]
@@ -58,7 +91,9 @@ class Tcp(FlowKind):
             client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size)]
         else:
             client += ["--direction", flow.direction]
-            client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+            client += (
+                ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+            )
         return Endpoints(server, client)
 
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
@@ -73,4 +108,3 @@ class Tcp(FlowKind):
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
-

@@ -29,10 +29,28 @@ class Udp(FlowKind):
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         agent = agent_binary()
-        server = [agent, "udp-recv", "--bind", f"0.0.0.0:{flow.port}", "--duration", duration_arg(serve_for_s),
-                  "--summary", str(files.server_summary), "--series", str(files.server_series)]
-        client = [agent, "udp-send", "--to", f"{server_addr}:{flow.port}", "--size", str(flow.size),
-                  "--summary", str(files.client_summary)]
+        server = [
+            agent,
+            "udp-recv",
+            "--bind",
+            f"0.0.0.0:{flow.port}",
+            "--duration",
+            duration_arg(serve_for_s),
+            "--summary",
+            str(files.server_summary),
+            "--series",
+            str(files.server_series),
+        ]
+        client = [
+            agent,
+            "udp-send",
+            "--to",
+            f"{server_addr}:{flow.port}",
+            "--size",
+            str(flow.size),
+            "--summary",
+            str(files.client_summary),
+        ]
         client += ["--rate", f"{int(flow.rate)}bit"] if flow.rate else ["--interval", duration_arg(flow.interval)]
         client += ["--count", str(flow.count)] if flow.count else ["--duration", duration_arg(flow.end - flow.start)]
         if flow.burst > 1:

@@ -10,8 +10,8 @@ from transportlab.metrics.convergence import crossing_time, delta_fair_convergen
 from transportlab.metrics.delay import one_way_delay, queueing_delay, sojourn
 from transportlab.metrics.delivery import bytes_delivered, goodput
 from transportlab.metrics.fairness import byte_difference, jain_index, pairwise_byte_difference
-from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
 from transportlab.metrics.jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
+from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
 from transportlab.metrics.loss import drops_by_reason, flow_loss, link_loss, unintended_drops
 from transportlab.metrics.retransmissions import (
     count_retransmissions_from_log,
@@ -25,16 +25,39 @@ from transportlab.metrics.throughput import throughput, throughput_by_flow
 from transportlab.metrics.utilisation import link_utilisation, utilisation
 
 __all__ = [
-    "Flow", "flows", "flow_codes", "flow_mask", "flow_path", "select",
-    "throughput", "throughput_by_flow",
-    "bytes_delivered", "goodput",
-    "sojourn", "one_way_delay", "queueing_delay",
-    "jitter_rfc3550", "jitter_rfc3550_series", "ipdv_rfc3393", "ipdv_rfc3393_series",
-    "drops_by_reason", "link_loss", "flow_loss", "unintended_drops",
-    "retransmissions_from_log", "count_retransmissions_from_log", "retransmissions_from_tcp_info", "unwrap_seq",
-    "jain_index", "byte_difference", "pairwise_byte_difference",
-    "utilisation", "link_utilisation",
-    "crossing_time", "delta_fair_convergence",
-    "probe_rtts", "rtt_stats",
+    "Flow",
+    "flows",
+    "flow_codes",
+    "flow_mask",
+    "flow_path",
+    "select",
+    "throughput",
+    "throughput_by_flow",
+    "bytes_delivered",
+    "goodput",
+    "sojourn",
+    "one_way_delay",
+    "queueing_delay",
+    "jitter_rfc3550",
+    "jitter_rfc3550_series",
+    "ipdv_rfc3393",
+    "ipdv_rfc3393_series",
+    "drops_by_reason",
+    "link_loss",
+    "flow_loss",
+    "unintended_drops",
+    "retransmissions_from_log",
+    "count_retransmissions_from_log",
+    "retransmissions_from_tcp_info",
+    "unwrap_seq",
+    "jain_index",
+    "byte_difference",
+    "pairwise_byte_difference",
+    "utilisation",
+    "link_utilisation",
+    "crossing_time",
+    "delta_fair_convergence",
+    "probe_rtts",
+    "rtt_stats",
     "summarize",
 ]

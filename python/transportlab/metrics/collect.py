@@ -30,9 +30,8 @@ def _data_flow(records, flow: dict, addresses: dict) -> M.Flow | None:
     best = None
     for f, n in zip(table["flow"], table["records"]):
         port_ok = f.dport == flow["port"] if upload else f.sport == flow["port"]
-        if f.src == src and f.dst == dst and f.proto == proto and port_ok:
-            if best is None or n > best[1]:
-                best = (f, n)
+        if f.src == src and f.dst == dst and f.proto == proto and port_ok and (best is None or n > best[1]):
+            best = (f, n)
     return best[0] if best else None
 
 
@@ -46,8 +45,13 @@ def _stats_ms(values_ns) -> dict | None:
 
 
 def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[dict], t0_ns: int) -> dict:
-    out: dict = {"protocol": flow["protocol"], "cc": flow.get("cc"), "from": flow["from"], "to": flow["to"],
-                 "direction": flow["direction"]}
+    out: dict = {
+        "protocol": flow["protocol"],
+        "cc": flow.get("cc"),
+        "from": flow["from"],
+        "to": flow["to"],
+        "direction": flow["direction"],
+    }
     client = (run.summary(f"{flow['name']}-client") or {}).get("results", {})
     server = (run.summary(f"{flow['name']}-server") or {}).get("results", {})
     f = _data_flow(records, flow, scen["addresses"])
@@ -65,23 +69,27 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
     if dep is not None and len(dep):
         span = (int(dep["t_ns"].max()) - start_ns) / 1e9
     finite = flow.get("bytes") or flow.get("objects")
-    out.update({
-        "data": {"src": f.src, "dst": f.dst, "sport": f.sport, "dport": f.dport, "proto": f.proto},
-        "path": list(path),
-        "bottleneck": bottleneck,
-        "bytes_delivered": int(delivered),
-        # Bytes that crossed the last link over the flow's active time (first start to
-        # last delivery): what the network carried, retransmissions included.
-        "throughput_bps": delivered * 8 / span if span > 0 else 0.0,
-        # The client measures set-up to close whichever way the data flows.
-        "goodput_bps": client.get("goodput_bps"),
-        "complete": client.get("complete"),
-        "completion_s": client.get("completion_s") if finite and client.get("complete") else None,
-    })
+    out.update(
+        {
+            "data": {"src": f.src, "dst": f.dst, "sport": f.sport, "dport": f.dport, "proto": f.proto},
+            "path": list(path),
+            "bottleneck": bottleneck,
+            "bytes_delivered": int(delivered),
+            # Bytes that crossed the last link over the flow's active time (first start to
+            # last delivery): what the network carried, retransmissions included.
+            "throughput_bps": delivered * 8 / span if span > 0 else 0.0,
+            # The client measures set-up to close whichever way the data flows.
+            "goodput_bps": client.get("goodput_bps"),
+            "complete": client.get("complete"),
+            "completion_s": client.get("completion_s") if finite and client.get("complete") else None,
+        }
+    )
     out.update(kind(flow["protocol"]).metrics(run, flow, client, server))
     if bottleneck is not None and not directions[bottleneck]["spec"].get("multipath"):
         spec = directions[bottleneck]["spec"]
-        q = M.queueing_delay(records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9))
+        q = M.queueing_delay(
+            records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9)
+        )
         out["queueing_delay_ms"] = _stats_ms(q["queueing_ns"].to_numpy())
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
@@ -128,8 +136,9 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
     for link in scen["links"]:
         for which in ("forward", "reverse"):
             by_name.update(_direction_specs(f"{link['name']}.{which}", link[which]))
-    directions = [{"name": n, "spec": by_name.get(n, {}), "leg": i in run.leg_indices}
-                  for i, n in enumerate(run.direction_names)]
+    directions = [
+        {"name": n, "spec": by_name.get(n, {}), "leg": i in run.leg_indices} for i, n in enumerate(run.direction_names)
+    ]
 
     flows = {f["name"]: flow_metrics(run, records, f, scen, directions, t0_ns) for f in scen["flows"]}
     probes = {}
@@ -139,8 +148,14 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             probes[p["name"]] = {"error": "probe wrote no summary"}
             continue
         res = summ["results"]
-        probes[p["name"]] = {"rtt_ms": res.get("rtt"), "sent": res.get("sent"), "received": res.get("received"),
-                             "lost": res.get("lost"), "owd_forward_ms": res.get("owd_forward"), "owd_reverse_ms": res.get("owd_reverse")}
+        probes[p["name"]] = {
+            "rtt_ms": res.get("rtt"),
+            "sent": res.get("sent"),
+            "received": res.get("received"),
+            "lost": res.get("lost"),
+            "owd_forward_ms": res.get("owd_forward"),
+            "owd_reverse_ms": res.get("owd_reverse"),
+        }
 
     # A run that stopped when its flows were done ended before its duration.
     end = run.t_end_ns
@@ -163,19 +178,28 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             },
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
-    record = MetricsRecord.model_validate({
-        "run": {"scenario": scen["name"], "point": scen["point"]["label"], "values": scen["point"]["values"],
+    record = MetricsRecord.model_validate(
+        {
+            "run": {
+                "scenario": scen["name"],
+                "point": scen["point"]["label"],
+                "values": scen["point"]["values"],
                 "numeric": scen["point"]["numeric"],
-                "repetition": scen["repetition"], "seed": scen["seed"], "run_id": scen["run_id"],
-                "t0_ns": t0_ns, "duration_s": scen["duration_s"]},
-        "flows": flows,
-        "probes": probes,
-        "links": links,
-        "jain_index": M.jain_index(rates) if len(rates) >= 2 else None,
-        "window": _window_metrics(records, scen, flows, directions, t0_ns),
-        "unintended_drops": int(engine.get("unintended_drops_total", M.unintended_drops(records))),
-        "engine": engine.get("handover_lateness"),
-    })
+                "repetition": scen["repetition"],
+                "seed": scen["seed"],
+                "run_id": scen["run_id"],
+                "t0_ns": t0_ns,
+                "duration_s": scen["duration_s"],
+            },
+            "flows": flows,
+            "probes": probes,
+            "links": links,
+            "jain_index": M.jain_index(rates) if len(rates) >= 2 else None,
+            "window": _window_metrics(records, scen, flows, directions, t0_ns),
+            "unintended_drops": int(engine.get("unintended_drops_total", M.unintended_drops(records))),
+            "engine": engine.get("handover_lateness"),
+        }
+    )
     run.write_metrics(record)
     return record
 
@@ -191,8 +215,11 @@ def _window_metrics(records, scen: dict, flows: dict, directions: list[dict], t0
         return None
     start, end = t0_ns + int(window[0] * 1e9), t0_ns + int(window[1] * 1e9)
     mflows = {n: M.Flow(**f["data"]) for n, f in named.items()}
-    out: dict = {"start_s": window[0], "end_s": window[1], "bytes": {
-        n: int(M.bytes_delivered(records, mflows[n], start, end, path=named[n]["path"])) for n in named}}
+    out: dict = {
+        "start_s": window[0],
+        "end_s": window[1],
+        "bytes": {n: int(M.bytes_delivered(records, mflows[n], start, end, path=named[n]["path"])) for n in named},
+    }
     bottlenecks = {f["bottleneck"] for f in named.values() if f.get("bottleneck") is not None}
     if len(bottlenecks) == 1:
         (b,) = bottlenecks

@@ -27,22 +27,19 @@ class Flow(NamedTuple):
     proto: int
 
     @classmethod
-    def of(cls, src: str | int, dst: str | int, sport: int, dport: int, proto: str | int = "tcp") -> "Flow":
+    def of(cls, src: str | int, dst: str | int, sport: int, dport: int, proto: str | int = "tcp") -> Flow:
         """A flow from human values: dotted addresses (or integers) and a protocol name
         ("tcp", "udp", "icmp") or number."""
         p = PROTOCOLS[proto.lower()] if isinstance(proto, str) else int(proto)
         return cls(int(ipaddress.IPv4Address(src)), int(ipaddress.IPv4Address(dst)), int(sport), int(dport), p)
 
-    def reverse(self) -> "Flow":
+    def reverse(self) -> Flow:
         """The flow of the opposite direction (e.g. the ack flow of a data flow)."""
         return Flow(self.dst, self.src, self.dport, self.sport, self.proto)
 
     def __str__(self) -> str:
         proto = _PROTO_NAMES.get(self.proto, str(self.proto))
-        return (
-            f"{ipaddress.IPv4Address(self.src)}:{self.sport}>"
-            f"{ipaddress.IPv4Address(self.dst)}:{self.dport}/{proto}"
-        )
+        return f"{ipaddress.IPv4Address(self.src)}:{self.sport}>{ipaddress.IPv4Address(self.dst)}:{self.dport}/{proto}"
 
 
 def flow_mask(records, flow: Flow) -> np.ndarray:

@@ -73,7 +73,9 @@ def count_retransmissions_from_log(records, flow: Flow, direction: int, **kwargs
     return len(retransmissions_from_log(records, flow, direction, **kwargs))
 
 
-def retransmissions_from_tcp_info(tcp_info: pd.DataFrame, start_ns: int | None = None, end_ns: int | None = None) -> int:
+def retransmissions_from_tcp_info(
+    tcp_info: pd.DataFrame, start_ns: int | None = None, end_ns: int | None = None
+) -> int:
     """Retransmitted segments the kernel counted, from an agent's TCP_INFO series
     (columns `t_ns`, `total_retrans` = tcpi_total_retrans, cumulative per connection).
 

@@ -25,13 +25,23 @@ def rtt_stats(probes: pd.DataFrame) -> dict[str, float]:
     r = probe_rtts(probes)
     sent = len(probes)
     nan = float("nan")
-    out = {"sent": sent, "received": int(len(r)), "lost": int(sent - len(r)),
-           "loss_rate": (sent - len(r)) / sent if sent else nan}
+    out = {
+        "sent": sent,
+        "received": int(len(r)),
+        "lost": int(sent - len(r)),
+        "loss_rate": (sent - len(r)) / sent if sent else nan,
+    }
     if len(r):
         p50, p95, p99 = np.percentile(r, [50, 95, 99])
-        out.update(mean_ns=float(r.mean()), std_ns=float(r.std(ddof=1)) if len(r) > 1 else nan,
-                   min_ns=float(r.min()), max_ns=float(r.max()),
-                   p50_ns=float(p50), p95_ns=float(p95), p99_ns=float(p99))
+        out.update(
+            mean_ns=float(r.mean()),
+            std_ns=float(r.std(ddof=1)) if len(r) > 1 else nan,
+            min_ns=float(r.min()),
+            max_ns=float(r.max()),
+            p50_ns=float(p50),
+            p95_ns=float(p95),
+            p99_ns=float(p99),
+        )
     else:
         out.update(mean_ns=nan, std_ns=nan, min_ns=nan, max_ns=nan, p50_ns=nan, p95_ns=nan, p99_ns=nan)
     return out

@@ -86,7 +86,11 @@ def throughput(
         (col(records, "event") == DEPARTURE) & (col(records, "direction") == direction) & flow_mask(records, flow),
     )
     keep, idx, nbins = _bins(col(dep, "t_ns"), bin_ns, origin_ns, end_ns)
-    b = np.bincount(idx, weights=col(dep, "size")[keep].astype(np.float64), minlength=nbins)[:nbins] if nbins else np.zeros(0)
+    b = (
+        np.bincount(idx, weights=col(dep, "size")[keep].astype(np.float64), minlength=nbins)[:nbins]
+        if nbins
+        else np.zeros(0)
+    )
     return pd.DataFrame(
         {
             "t_ns": origin_ns + np.arange(nbins, dtype=np.int64) * bin_ns,

@@ -65,7 +65,9 @@ def _congestion_controls() -> Check:
         return Check("tcp congestion controls", False, str(e))
     missing = [cc for cc in ("reno", "cubic") if cc not in avail]
     if missing:
-        return Check("tcp congestion controls", False, f"available: {avail}; missing {missing} (modprobe tcp_{missing[0]})")
+        return Check(
+            "tcp congestion controls", False, f"available: {avail}; missing {missing} (modprobe tcp_{missing[0]})"
+        )
     return Check("tcp congestion controls", True, " ".join(avail))
 
 

@@ -13,11 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from transportlab.network import netns
 from transportlab.locations import binary
+from transportlab.network import netns
 from transportlab.network.registry import RunRecord, new_record
-from transportlab.plan.topology import Topology
 from transportlab.network.tun import open_tun
+from transportlab.plan.topology import Topology
 
 TUN_MTU = 1500
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
@@ -116,7 +116,7 @@ class Network:
         return self.workdir / "engine.json"
 
     # -- lifecycle ---------------------------------------------------------------
-    def __enter__(self) -> "Network":
+    def __enter__(self) -> Network:
         global _HANDLER_PID
         if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
             _HANDLER_PID = os.getpid()
@@ -150,14 +150,13 @@ class Network:
         self.record.save()
         for host in self.topology.hosts:
             self._create_host(host)
-        config = self.topology.engine_config(
-            self._tun_fds, self.seed, str(self.log_path), str(self.stats_path)
-        )
+        config = self.topology.engine_config(self._tun_fds, self.seed, str(self.log_path), str(self.stats_path))
         config["spin_ns"] = int(self.spin_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config_path = self.workdir / "engine-config.json"
         config_path.write_text(json.dumps(config, indent=1))
-        stderr = open(self.workdir / "engine.stderr", "wb")
+        # The engine keeps the file after we close our copy of the descriptor.
+        stderr = open(self.workdir / "engine.stderr", "wb")  # noqa: SIM115
         self._engine = subprocess.Popen(
             [str(engine_bin), str(config_path)],
             stdout=subprocess.PIPE,
@@ -234,7 +233,7 @@ class Network:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             _stop_process(proc)
-            raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s")
+            raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s") from None
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     def _tun_drops(self) -> dict[str, int]:

@@ -58,7 +58,7 @@ class RunRecord:
             self.save()
 
     @staticmethod
-    def load(path: Path) -> "RunRecord":
+    def load(path: Path) -> RunRecord:
         data = json.loads(path.read_text())
         return RunRecord(
             run_id=data["run_id"],

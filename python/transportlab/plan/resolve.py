@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Literal
 
 from transportlab.kinds import kind
-from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.plan.flows import Analysis, Flow, Objects, Probe, Resolved
+from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.scenario.queues import bdp_packets
 from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
 
@@ -52,14 +52,16 @@ def to_direction(link: LinkSpec, which: Literal["forward", "reverse"]) -> Direct
         return _path(d, link.queue_packets(which))
     assert d.split is not None and d.merge is not None  # the schema fills them in
     shares = d.split.leg_shares(len(d.legs))
-    return Direction(multipath=Multipath(
-        legs=tuple((leg.name, _path(leg, _leg_queue_packets(leg))) for leg in d.legs),
-        shares=tuple(shares) if shares is not None else None,
-        batch=d.split.batch,
-        merge=d.merge.enabled,
-        t_reordering=d.merge.t_reordering,
-        pin=tuple(sorted((d.pin or {}).items())),
-    ))
+    return Direction(
+        multipath=Multipath(
+            legs=tuple((leg.name, _path(leg, _leg_queue_packets(leg))) for leg in d.legs),
+            shares=tuple(shares) if shares is not None else None,
+            batch=d.split.batch,
+            merge=d.merge.enabled,
+            t_reordering=d.merge.t_reordering,
+            pin=tuple(sorted((d.pin or {}).items())),
+        )
+    )
 
 
 def to_topology(s: Scenario) -> Topology:

@@ -35,9 +35,30 @@ def flow_jobs(flow: Flow, server_addr: str, raw: Path, duration: float) -> list[
 
 def probe_jobs(probe: Probe, server_addr: str, raw: Path, duration: float) -> list[Job]:
     agent = agent_binary()
-    server = [agent, "echo", "--bind", f"0.0.0.0:{probe.port}", "--duration", _d(duration + SERVER_GRACE_S),
-              "--stamp", "--summary", str(raw / f"{probe.name}-echo.json")]
-    client = [agent, "probe", "--to", f"{server_addr}:{probe.port}", "--interval", _d(probe.interval),
-              "--size", str(max(probe.size, 24)), "--summary", str(raw / f"{probe.name}.json"), "--series", str(raw / f"{probe.name}.arrow")]
+    server = [
+        agent,
+        "echo",
+        "--bind",
+        f"0.0.0.0:{probe.port}",
+        "--duration",
+        _d(duration + SERVER_GRACE_S),
+        "--stamp",
+        "--summary",
+        str(raw / f"{probe.name}-echo.json"),
+    ]
+    client = [
+        agent,
+        "probe",
+        "--to",
+        f"{server_addr}:{probe.port}",
+        "--interval",
+        _d(probe.interval),
+        "--size",
+        str(max(probe.size, 24)),
+        "--summary",
+        str(raw / f"{probe.name}.json"),
+        "--series",
+        str(raw / f"{probe.name}.arrow"),
+    ]
     client += ["--count", str(probe.count)] if probe.count else ["--duration", _d(probe.end - probe.start)]
     return [Job(probe.name, probe.to, server, 0.0, True), Job(probe.name, probe.from_, client, probe.start, False)]

@@ -167,7 +167,9 @@ class Topology:
             raise TopologyError(f"links: duplicate names in {names}")
         for link in self.links:
             if link.a == link.b:
-                raise TopologyError(f"links.{link.name}.between: a link joins two different nodes, got {link.a!r} twice")
+                raise TopologyError(
+                    f"links.{link.name}.between: a link joins two different nodes, got {link.a!r} twice"
+                )
         attached = {n for link in self.links for n in (link.a, link.b)}
         for h in self.hosts:
             if h not in attached:
@@ -206,7 +208,6 @@ class Topology:
 
     def engine_config(self, tun_fds: dict[str, int], seed: int, log_path: str, stats_path: str) -> dict:
         """The engine's JSON configuration (crates/engine/src/config.rs)."""
-        from transportlab.plan.seeds import derive_seed
 
         return {
             "log_path": log_path,

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transportlab.report.plots import Plot, run_plots, sweep_plots
 from transportlab.artefacts.rundir import FAILURES, METRICS, RunDir
+from transportlab.report.plots import Plot, run_plots, sweep_plots
 from transportlab.report.rundata import RunData
 from transportlab.report.study import fairness_tables, markdown, study_tables
-from transportlab.report.table import aggregate, probe_table, sweep_table, swept_paths
+from transportlab.report.table import aggregate, probe_table, sweep_table
 
 __all__ = ["render_run", "render_sweep", "sweep_table", "probe_table", "aggregate", "RunData", "Plot"]
 
@@ -51,12 +51,15 @@ def render_sweep(sweep_dir: str | Path, run_dirs: list[str | Path]) -> Path:
     df = sweep_table(runs)
     swept = df.attrs.get("swept", [])
     agg = aggregate(df)
-    jain = aggregate(df.drop_duplicates("run_dir").assign(flow="all") if len(df) else df,
-                     metrics=["jain_index"], by=("point",))
+    jain = aggregate(
+        df.drop_duplicates("run_dir").assign(flow="all") if len(df) else df, metrics=["jain_index"], by=("point",)
+    )
     probes = probe_table(runs)
     probes_agg = aggregate(probes, metrics=["rtt_mean_ms"], by=("point", "probe")) if len(probes) else None
     plots = sweep_plots(df, swept, sweep_dir / "plots", probes if len(probes) else None)
     tables = study_tables(df) + fairness_tables(df)
     if tables:
         _write(sweep_dir / "tables.md", markdown(tables))
-    return _write(sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots, tables, failed))
+    return _write(
+        sweep_dir / "report.html", render_sweep_html(sweep_dir, df, agg, jain, probes_agg, runs, plots, tables, failed)
+    )

@@ -17,7 +17,8 @@ import pandas as pd
 
 from transportlab.report.plots import Plot
 from transportlab.report.rundata import RunData, as_float
-from transportlab.report.table import FLOW_METRICS, RUN_COLUMNS
+from transportlab.artefacts.catalogue import RUN_COLUMNS
+from transportlab.report.table import FLOW_METRICS
 
 CSS = """
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --bg:#ffffff; --alt:#f6f8fa; --accent:#0969da;
@@ -155,8 +156,10 @@ def plots_section(plots: list[Plot]) -> str:
     for p in plots:
         if p.path is None:
             continue
-        parts.append(f'<figure id="plot-{escape(p.key)}">{img_tag(p.path, p.title)}'
-                     f"<figcaption><b>{escape(p.title)}.</b> {escape(p.caption)}</figcaption></figure>")
+        parts.append(
+            f'<figure id="plot-{escape(p.key)}">{img_tag(p.path, p.title)}'
+            f"<figcaption><b>{escape(p.title)}.</b> {escape(p.caption)}</figcaption></figure>"
+        )
     skipped = [p for p in plots if p.path is None]
     if skipped:
         items = "".join(f"<li><b>{escape(p.title)}</b>: not drawn — {escape(p.skipped or '')}</li>" for p in skipped)
@@ -168,7 +171,7 @@ def plots_section(plots: list[Plot]) -> str:
 
 def page(title: str, body: str) -> str:
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title><style>{CSS}</style></head>"
         f"<body><main>{body}</main></body></html>\n"
@@ -181,8 +184,16 @@ def _now() -> str:
 
 # ---- scenario ------------------------------------------------------------------------
 
-_DIR_FORMAT = {"rate": fmt_rate, "delay": fmt_s, "jitter": fmt_s, "loss": fmt_pct, "duplicate": fmt_pct,
-               "bytes": fmt_bytes, "size": lambda v: f"{int(v)} B", "interval": fmt_s}
+_DIR_FORMAT = {
+    "rate": fmt_rate,
+    "delay": fmt_s,
+    "jitter": fmt_s,
+    "loss": fmt_pct,
+    "duplicate": fmt_pct,
+    "bytes": fmt_bytes,
+    "size": lambda v: f"{int(v)} B",
+    "interval": fmt_s,
+}
 
 
 def _fmt_param(key: str, v: Any) -> str:
@@ -239,18 +250,28 @@ def scenario_section(sc: dict) -> str:
     out = [kv_table(general)]
     links = sc.get("links") or []
     if links:
-        rows = [[f"<td><b>{escape(str(l.get('name')))}</b></td>",
-                 f"<td>{escape(' → '.join(map(str, l.get('between') or [])))}</td>",
-                 f"<td>{_direction(l.get('forward'))}</td>", f"<td>{_direction(l.get('reverse'))}</td>"]
-                for l in links]
+        rows = [
+            [
+                f"<td><b>{escape(str(l.get('name')))}</b></td>",
+                f"<td>{escape(' → '.join(map(str, l.get('between') or [])))}</td>",
+                f"<td>{_direction(l.get('forward'))}</td>",
+                f"<td>{_direction(l.get('reverse'))}</td>",
+            ]
+            for l in links
+        ]
         out.append("<h3>Links</h3>" + table(["link", "between (forward →)", "forward", "reverse"], rows))
     if sc.get("flows"):
-        out.append("<h3>Flows</h3>" + _items_table(sc["flows"], ["name", "protocol", "cc", "from", "to", "direction",
-                                                                 "start_s", "end_s"]))
+        out.append(
+            "<h3>Flows</h3>"
+            + _items_table(sc["flows"], ["name", "protocol", "cc", "from", "to", "direction", "start_s", "end_s"])
+        )
     if sc.get("probes"):
         out.append("<h3>Probes</h3>" + _items_table(sc["probes"], ["name", "from", "to", "interval_s"]))
-    out.append("<details><summary>scenario.json (as run)</summary><pre>"
-               + escape(json.dumps(sc, indent=2, sort_keys=False)) + "</pre></details>")
+    out.append(
+        "<details><summary>scenario.json (as run)</summary><pre>"
+        + escape(json.dumps(sc, indent=2, sort_keys=False))
+        + "</pre></details>"
+    )
     return "".join(out)
 
 
@@ -260,25 +281,54 @@ def scenario_section(sc: dict) -> str:
 def _flows_table(rd: RunData) -> str:
     if not rd.flows:
         return "<p>No flows.</p>"
-    headers = ["flow", "protocol", "cc", "from → to", "complete", "bytes delivered", "throughput", "goodput", "completion",
-               "queueing delay mean", "p50", "p95", "p99", "RTT mean", "RTT p95", "RTT p99", "loss",
-               "retransmissions", "bottleneck"]
+    headers = [
+        "flow",
+        "protocol",
+        "cc",
+        "from → to",
+        "complete",
+        "bytes delivered",
+        "throughput",
+        "goodput",
+        "completion",
+        "queueing delay mean",
+        "p50",
+        "p95",
+        "p99",
+        "RTT mean",
+        "RTT p95",
+        "RTT p99",
+        "loss",
+        "retransmissions",
+        "bottleneck",
+    ]
     rows = []
     for name, f in rd.flows.items():
         q = f.get("queueing_delay_ms") or {}
         r = f.get("rtt_ms") or {}
-        rows.append([
-            f"<td><b>{escape(name)}</b></td>", cell(str(f.get("protocol") or "—"), False),
-            cell(str(f.get("cc") or "—"), False), cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
-            cell({True: "yes", False: "NO"}.get(f.get("complete"), "—"), False),
-            cell(fmt_bytes(f.get("bytes_delivered"))), cell(fmt_rate(f.get("throughput_bps"))),
-            cell(fmt_rate(f.get("goodput_bps"))), cell(fmt_s(f.get("completion_s"))),
-            cell(fmt_ms(stat(q, "mean"))), cell(fmt_ms(stat(q, "p50"))), cell(fmt_ms(stat(q, "p95"))),
-            cell(fmt_ms(stat(q, "p99"))), cell(fmt_ms(stat(r, "mean"))), cell(fmt_ms(stat(r, "p95"))),
-            cell(fmt_ms(stat(r, "p99"))),
-            cell(fmt_pct(f.get("loss_rate"))), cell(fmt_num(f.get("retransmissions"))),
-            cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False),
-        ])
+        rows.append(
+            [
+                f"<td><b>{escape(name)}</b></td>",
+                cell(str(f.get("protocol") or "—"), False),
+                cell(str(f.get("cc") or "—"), False),
+                cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
+                cell({True: "yes", False: "NO"}.get(f.get("complete"), "—"), False),
+                cell(fmt_bytes(f.get("bytes_delivered"))),
+                cell(fmt_rate(f.get("throughput_bps"))),
+                cell(fmt_rate(f.get("goodput_bps"))),
+                cell(fmt_s(f.get("completion_s"))),
+                cell(fmt_ms(stat(q, "mean"))),
+                cell(fmt_ms(stat(q, "p50"))),
+                cell(fmt_ms(stat(q, "p95"))),
+                cell(fmt_ms(stat(q, "p99"))),
+                cell(fmt_ms(stat(r, "mean"))),
+                cell(fmt_ms(stat(r, "p95"))),
+                cell(fmt_ms(stat(r, "p99"))),
+                cell(fmt_pct(f.get("loss_rate"))),
+                cell(fmt_num(f.get("retransmissions"))),
+                cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False),
+            ]
+        )
     return table(headers, rows)
 
 
@@ -299,13 +349,20 @@ def _probes_table(rd: RunData) -> str:
     rows = []
     for name, p in rd.probes.items():
         r = p.get("rtt_ms") or {}
-        row = [f"<td><b>{escape(name)}</b></td>", cell(fmt_num(p.get("sent"))), cell(fmt_num(p.get("received"))),
-               cell(fmt_num(p.get("lost")))] + [cell(fmt_ms(stat(r, k))) for k in
-                                                 ("mean", "std", "min", "p50", "p95", "p99", "max")]
+        row = [
+            f"<td><b>{escape(name)}</b></td>",
+            cell(fmt_num(p.get("sent"))),
+            cell(fmt_num(p.get("received"))),
+            cell(fmt_num(p.get("lost"))),
+        ] + [cell(fmt_ms(stat(r, k))) for k in ("mean", "std", "min", "p50", "p95", "p99", "max")]
         if owd:
             f, b = p.get("owd_forward_ms"), p.get("owd_reverse_ms")
-            row += [cell(fmt_ms(stat(f, "mean"))), cell(fmt_ms(stat(f, "p99"))),
-                    cell(fmt_ms(stat(b, "mean"))), cell(fmt_ms(stat(b, "p99")))]
+            row += [
+                cell(fmt_ms(stat(f, "mean"))),
+                cell(fmt_ms(stat(f, "p99"))),
+                cell(fmt_ms(stat(b, "mean"))),
+                cell(fmt_ms(stat(b, "p99"))),
+            ]
         rows.append(row)
     return table(headers, rows)
 
@@ -313,32 +370,65 @@ def _probes_table(rd: RunData) -> str:
 def _links_table(rd: RunData) -> str:
     if not rd.links:
         return "<p>No link statistics.</p>"
-    headers = ["link direction", "index", "capacity", "delivered", "utilisation", "drops: queue full", "drops: random loss"]
+    headers = [
+        "link direction",
+        "index",
+        "capacity",
+        "delivered",
+        "utilisation",
+        "drops: queue full",
+        "drops: random loss",
+    ]
     rows = []
     items = sorted(rd.links.items(), key=lambda kv: (kv[1].get("index") is None, kv[1].get("index") or 0))
     for name, l in items:
         drops = l.get("drops") or {}
-        rows.append([f"<td><b>{escape(name)}</b></td>", cell(fmt_num(l.get("index"))), cell(fmt_rate(l.get("capacity_bps"))),
-                     cell(fmt_bytes(as_float(l.get("delivered_bits")) / 8)), cell(fmt_pct(l.get("utilisation"))),
-                     cell(fmt_num(drops.get("queue_full"))), cell(fmt_num(drops.get("random_loss")))])
+        rows.append(
+            [
+                f"<td><b>{escape(name)}</b></td>",
+                cell(fmt_num(l.get("index"))),
+                cell(fmt_rate(l.get("capacity_bps"))),
+                cell(fmt_bytes(as_float(l.get("delivered_bits")) / 8)),
+                cell(fmt_pct(l.get("utilisation"))),
+                cell(fmt_num(drops.get("queue_full"))),
+                cell(fmt_num(drops.get("random_loss"))),
+            ]
+        )
     return table(headers, rows)
 
 
 def _engine_section(engine: Any) -> str:
     if not isinstance(engine, dict) or not engine:
         return "<p>No engine statistics.</p>"
-    lat = engine.get("handover_lateness") if isinstance(engine.get("handover_lateness"), dict) else (
-        engine if "mean_us" in engine else None)
+    lat = (
+        engine.get("handover_lateness")
+        if isinstance(engine.get("handover_lateness"), dict)
+        else (engine if "mean_us" in engine else None)
+    )
     out = []
     if lat:
         out.append("<p>Hand-over lateness: real time a packet was written to its host minus the model's due time.</p>")
-        out.append(table(["samples", "mean", "p50", "p99", "max"],
-                         [[cell(fmt_num(lat.get("count"))), cell(fmt_us(lat.get("mean_us"))), cell(fmt_us(lat.get("p50_us"))),
-                           cell(fmt_us(lat.get("p99_us"))), cell(fmt_us(lat.get("max_us")))]]))
-    rest = {k: v for k, v in engine.items() if k != "handover_lateness" and not (lat is engine)}
+        out.append(
+            table(
+                ["samples", "mean", "p50", "p99", "max"],
+                [
+                    [
+                        cell(fmt_num(lat.get("count"))),
+                        cell(fmt_us(lat.get("mean_us"))),
+                        cell(fmt_us(lat.get("p50_us"))),
+                        cell(fmt_us(lat.get("p99_us"))),
+                        cell(fmt_us(lat.get("max_us"))),
+                    ]
+                ],
+            )
+        )
+    rest = {k: v for k, v in engine.items() if k != "handover_lateness" and lat is not engine}
     if rest:
-        out.append("<details><summary>other engine statistics</summary><pre>" + escape(json.dumps(rest, indent=2))
-                   + "</pre></details>")
+        out.append(
+            "<details><summary>other engine statistics</summary><pre>"
+            + escape(json.dumps(rest, indent=2))
+            + "</pre></details>"
+        )
     return "".join(out)
 
 
@@ -347,9 +437,11 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
     if math.isnan(v):
         return '<div class="banner warn">Unintended drops were not reported for ' + escape(what) + ".</div>"
     if v > 0:
-        return (f'<div class="banner bad">⚠ {int(v):,} unintended drop{"s" if v != 1 else ""} in {escape(what)} '
-                "(no route, TUN write failed or not IPv4): packets were lost outside the emulated network, "
-                "so the measurements are not trustworthy.</div>")
+        return (
+            f'<div class="banner bad">⚠ {int(v):,} unintended drop{"s" if v != 1 else ""} in {escape(what)} '
+            "(no route, TUN write failed or not IPv4): packets were lost outside the emulated network, "
+            "so the measurements are not trustworthy.</div>"
+        )
     return f'<div class="banner ok">0 unintended drops in {escape(what)}.</div>'
 
 
@@ -357,21 +449,29 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
     m = rd.metrics
     r = rd.run
     title = f"transportlab run — {rd.name}"
-    sub = " · ".join(x for x in [
-        f"run id <code>{escape(str(r.get('run_id')))}</code>" if r.get("run_id") else "",
-        f"seed {escape(str(r.get('seed')))}" if r.get("seed") is not None else "",
-        f"duration {escape(fmt_s(rd.duration_s))}" if rd.duration_s else "",
-        f"report generated {escape(_now())}",
-    ] if x)
-    body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{sub}</p>",
-            '<nav><a href="#summary">Summary</a><a href="#plots">Plots</a><a href="#links">Links</a>'
-            '<a href="#engine">Engine</a><a href="#scenario">Scenario</a></nav>']
+    sub = " · ".join(
+        x
+        for x in [
+            f"run id <code>{escape(str(r.get('run_id')))}</code>" if r.get("run_id") else "",
+            f"seed {escape(str(r.get('seed')))}" if r.get("seed") is not None else "",
+            f"duration {escape(fmt_s(rd.duration_s))}" if rd.duration_s else "",
+            f"report generated {escape(_now())}",
+        ]
+        if x
+    )
+    body = [
+        f'<h1>{escape(title)}</h1><p class="sub">{sub}</p>',
+        '<nav><a href="#summary">Summary</a><a href="#plots">Plots</a><a href="#links">Links</a>'
+        '<a href="#engine">Engine</a><a href="#scenario">Scenario</a></nav>',
+    ]
     body.append(unintended_banner(m.get("unintended_drops")))
     limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
     if limited:
-        body.append('<div class="banner warn">Window-limited: ' + escape(", ".join(limited)) + " — the socket's "
-                    "send buffer or the receive window, not the network, limited the flow for part of the run "
-                    "(TCP_INFO rwnd_limited / sndbuf_limited).</div>")
+        body.append(
+            '<div class="banner warn">Window-limited: ' + escape(", ".join(limited)) + " — the socket's "
+            "send buffer or the receive window, not the network, limited the flow for part of the run "
+            "(TCP_INFO rwnd_limited / sndbuf_limited).</div>"
+        )
     incomplete = [n for n, f in rd.flows.items() if f.get("complete") is False]
     if incomplete:
         body.append('<div class="banner warn">Incomplete transfer: ' + escape(", ".join(incomplete)) + ".</div>")
@@ -379,10 +479,17 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
         body.append(f'<div class="banner warn">{escape(p)}</div>')
     body.append('<h2 id="summary">Flows</h2>' + _flows_table(rd))
     jain = m.get("jain_index")
-    body.append(kv_table([
-        ("Jain's fairness index", escape(fmt_num(jain, 4)) + ' <span class="small">(Σx)²/(n·Σx²) over the flows\' throughputs</span>'),
-        ("unintended drops", escape(fmt_num(m.get("unintended_drops")))),
-    ]))
+    body.append(
+        kv_table(
+            [
+                (
+                    "Jain's fairness index",
+                    escape(fmt_num(jain, 4)) + ' <span class="small">(Σx)²/(n·Σx²) over the flows\' throughputs</span>',
+                ),
+                ("unintended drops", escape(fmt_num(m.get("unintended_drops")))),
+            ]
+        )
+    )
     body.append("<h2>Probes</h2>" + _probes_table(rd))
     body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
     body.append('<h2 id="links">Links</h2>' + _links_table(rd))
@@ -390,16 +497,26 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
     body.append('<h2 id="scenario">Scenario</h2>' + scenario_section(rd.scenario))
     files = sorted(p for p in rd.raw.glob("*") if p.is_file()) if rd.raw.is_dir() else []
     if files:
-        body.append("<h2>Raw artefacts</h2>" + table(["file", "size"], [[cell(f"raw/{p.name}", False),
-                                                                        cell(fmt_bytes(p.stat().st_size))] for p in files]))
+        body.append(
+            "<h2>Raw artefacts</h2>"
+            + table(
+                ["file", "size"], [[cell(f"raw/{p.name}", False), cell(fmt_bytes(p.stat().st_size))] for p in files]
+            )
+        )
     return page(title, "".join(body))
 
 
 # ---- sweep report --------------------------------------------------------------------
 
-_SWEEP_FMT = {"throughput_bps": fmt_rate, "goodput_bps": fmt_rate, "completion_s": fmt_s,
-              "queueing_delay_mean_ms": fmt_ms, "rtt_mean_ms": fmt_ms, "loss_rate": fmt_pct,
-              "retransmissions": fmt_num}
+_SWEEP_FMT = {
+    "throughput_bps": fmt_rate,
+    "goodput_bps": fmt_rate,
+    "completion_s": fmt_s,
+    "queueing_delay_mean_ms": fmt_ms,
+    "rtt_mean_ms": fmt_ms,
+    "loss_rate": fmt_pct,
+    "retransmissions": fmt_num,
+}
 
 
 def _mean_std(row, m: str, f) -> str:
@@ -427,74 +544,122 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
     rows = []
     for _, row in agg.iterrows():
         pc = "/".join(str(x) for x in (row.get("protocol"), row.get("cc")) if not _nan(x))
-        tds = [cell(str(row.get("point") or "default"), False), f"<td><b>{escape(str(row['flow']))}</b></td>",
-               cell(pc or "—", False), cell(fmt_num(row["n"]))]
+        tds = [
+            cell(str(row.get("point") or "default"), False),
+            f"<td><b>{escape(str(row['flow']))}</b></td>",
+            cell(pc or "—", False),
+            cell(fmt_num(row["n"])),
+        ]
         for m, _ in metrics:
             f = _SWEEP_FMT.get(m, fmt_num)
             tds += [_mean_std(row, m, f), _mmm(row, m, f)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
     absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics]
     note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
-    return (f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>{note}")
+    return (
+        f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>{note}"
+    )
 
 
 def _simple_agg_table(agg: pd.DataFrame, label: str, m: str, f) -> str:
     rows = []
     for _, row in agg.iterrows():
-        rows.append([cell(str(row.get("point") or "default"), False)]
-                    + ([f"<td><b>{escape(str(row[label]))}</b></td>"] if label in agg else [])
-                    + [cell(fmt_num(row["n"])), _mean_std(row, m, f), _mmm(row, m, f)])
+        rows.append(
+            [cell(str(row.get("point") or "default"), False)]
+            + ([f"<td><b>{escape(str(row[label]))}</b></td>"] if label in agg else [])
+            + [cell(fmt_num(row["n"])), _mean_std(row, m, f), _mmm(row, m, f)]
+        )
     return table(["point"] + ([label] if label in agg else []) + ["runs", "mean (std)", "min / median / max"], rows)
 
 
-def render_sweep_html(sweep_dir: Path, df: pd.DataFrame, agg: pd.DataFrame, jain: pd.DataFrame,
-                      probes_agg: pd.DataFrame | None, runs: list[RunData], plots: list[Plot],
-                      tables: list[tuple[str, pd.DataFrame]] = (), failed: list[tuple[Path, list[dict]]] = ()) -> str:
+def render_sweep_html(
+    sweep_dir: Path,
+    df: pd.DataFrame,
+    agg: pd.DataFrame,
+    jain: pd.DataFrame,
+    probes_agg: pd.DataFrame | None,
+    runs: list[RunData],
+    plots: list[Plot],
+    tables: list[tuple[str, pd.DataFrame]] = (),
+    failed: list[tuple[Path, list[dict]]] = (),
+) -> str:
     swept = df.attrs.get("swept", [])
     names = sorted({str(rd.run.get("scenario") or rd.scenario.get("name") or "") for rd in runs} - {""})
     title = f"transportlab sweep — {', '.join(names) or sweep_dir.name}"
     points = list(dict.fromkeys(str(rd.run.get("point") or "") for rd in runs))
-    sub = (f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {len(points)} point{'s' if len(points) != 1 else ''}"
-           + (f", swept: {', '.join(swept)}" if swept else "") + f" · report generated {_now()}")
-    body = [f"<h1>{escape(title)}</h1><p class=\"sub\">{escape(sub)}</p>",
-            '<nav><a href="#table">Table</a><a href="#plots">Plots</a><a href="#runs">Runs</a></nav>']
+    sub = (
+        f"{len(runs)} run{'s' if len(runs) != 1 else ''}, {len(points)} point{'s' if len(points) != 1 else ''}"
+        + (f", swept: {', '.join(swept)}" if swept else "")
+        + f" · report generated {_now()}"
+    )
+    body = [
+        f'<h1>{escape(title)}</h1><p class="sub">{escape(sub)}</p>',
+        '<nav><a href="#table">Table</a><a href="#plots">Plots</a><a href="#runs">Runs</a></nav>',
+    ]
     bad = [rd for rd in runs if as_float(rd.metrics.get("unintended_drops")) > 0]
     if bad:
         total = sum(int(as_float(rd.metrics.get("unintended_drops"))) for rd in bad)
-        body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs (" + ", ".join(rd.name for rd in bad) + ")"))
+        body.append(
+            unintended_banner(total, f"{len(bad)} of {len(runs)} runs (" + ", ".join(rd.name for rd in bad) + ")")
+        )
     elif runs:
         body.append(unintended_banner(0, f"all {len(runs)} runs"))
     if failed:
         items = "".join(
             f"<li><code>{escape(os.path.relpath(d, sweep_dir))}</code>: "
-            + escape("; ".join(f"{f.get('name')} ({f.get('role')} on {f.get('host')}) exited {f.get('exit_status')}: "
-                               f"{f.get('message')}" for f in fails)) + "</li>"
-            for d, fails in failed)
-        body.append(f'<div class="banner bad"><b>{len(failed)} run(s) failed</b> and are left out of every table '
-                    f"and plot below (run the sweep again to retry them):<ul>{items}</ul></div>")
+            + escape(
+                "; ".join(
+                    f"{f.get('name')} ({f.get('role')} on {f.get('host')}) exited {f.get('exit_status')}: "
+                    f"{f.get('message')}"
+                    for f in fails
+                )
+            )
+            + "</li>"
+            for d, fails in failed
+        )
+        body.append(
+            f'<div class="banner bad"><b>{len(failed)} run(s) failed</b> and are left out of every table '
+            f"and plot below (run the sweep again to retry them):<ul>{items}</ul></div>"
+        )
     if tables:
-        body.append('<h2 id="study">As the study lays it out</h2><p class="small">Also in tables.md beside this report.</p>')
+        body.append(
+            '<h2 id="study">As the study lays it out</h2><p class="small">Also in tables.md beside this report.</p>'
+        )
         for title, t in tables:
             rows = [[cell(str(i), False)] + [cell(str(v)) for v in row] for i, row in zip(t.index, t.to_numpy())]
             body.append(f"<h3>{escape(title)}</h3>" + table([t.index.name or ""] + [str(c) for c in t.columns], rows))
-    body.append('<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
-                "and min / median / max.</p>" + sweep_summary_table(agg))
+    body.append(
+        '<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
+        "and min / median / max.</p>" + sweep_summary_table(agg)
+    )
     if jain is not None and not jain.empty and not jain["jain_index_mean"].isna().all():
-        body.append("<h2>Jain's fairness index per point</h2>" + _simple_agg_table(jain, "", "jain_index", lambda v: fmt_num(v, 4)))
+        body.append(
+            "<h2>Jain's fairness index per point</h2>"
+            + _simple_agg_table(jain, "", "jain_index", lambda v: fmt_num(v, 4))
+        )
     if probes_agg is not None and not probes_agg.empty:
         body.append("<h2>Probe RTT per point</h2>" + _simple_agg_table(probes_agg, "probe", "rtt_mean_ms", fmt_ms))
     body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
     rows = []
     for rd in runs:
         rep = rd.dir / "report.html"
-        link = (f'<a href="{escape(os.path.relpath(rep, sweep_dir))}">report</a>' if rep.is_file() else "—")
-        rows.append([cell(str(rd.run.get("point") or "default"), False), cell(fmt_num(rd.run.get("repetition"))),
-                     cell(fmt_num(rd.run.get("seed"))), cell(str(rd.run.get("run_id") or "—"), False),
-                     cell(fmt_num(rd.metrics.get("unintended_drops"))), f"<td>{link}</td>",
-                     cell(str(rd.dir), False)])
-    body.append('<h2 id="runs">Runs</h2>' + table(["point", "repetition", "seed", "run id", "unintended drops",
-                                                   "report", "directory"], rows))
+        link = f'<a href="{escape(os.path.relpath(rep, sweep_dir))}">report</a>' if rep.is_file() else "—"
+        rows.append(
+            [
+                cell(str(rd.run.get("point") or "default"), False),
+                cell(fmt_num(rd.run.get("repetition"))),
+                cell(fmt_num(rd.run.get("seed"))),
+                cell(str(rd.run.get("run_id") or "—"), False),
+                cell(fmt_num(rd.metrics.get("unintended_drops"))),
+                f"<td>{link}</td>",
+                cell(str(rd.dir), False),
+            ]
+        )
+    body.append(
+        '<h2 id="runs">Runs</h2>'
+        + table(["point", "repetition", "seed", "run id", "unintended drops", "report", "directory"], rows)
+    )
     return page(title, "".join(body))
 
 

@@ -18,8 +18,8 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.report.rundata import RunData
-from transportlab.report.table import parse_value
 from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
+from transportlab.report.table import parse_value
 
 
 @dataclass
@@ -72,8 +72,9 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         concrete = rd.log_flows(name)
         if not path or not concrete:
             continue
-        tp = M.throughput_by_flow(rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns,
-                                  flows={str(c): c for c in concrete})
+        tp = M.throughput_by_flow(
+            rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns, flows={str(c): c for c in concrete}
+        )
         curves[name] = (tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64))
         if f.get("bottleneck") is not None:
             b = int(f["bottleneck"])
@@ -134,10 +135,16 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         return _skip(key, title, caption, "no flow with a bottleneck direction and packets in the log")
     fig, ax = figure()
     many = sum(len(q) for q, _, _ in data.values()) > 20000
-    for name, (q, b, how) in data.items():
-        ax.plot(rd.seconds(q["departure_ns"].to_numpy()), q["queueing_ns"].to_numpy() / 1e6,
-                color=colors[name], lw=0.6 if many else 1.0, alpha=0.8, label=f"{name} @ {rd.direction_name(b)}",
-                rasterized=many)
+    for name, (q, b, _how) in data.items():
+        ax.plot(
+            rd.seconds(q["departure_ns"].to_numpy()),
+            q["queueing_ns"].to_numpy() / 1e6,
+            color=colors[name],
+            lw=0.6 if many else 1.0,
+            alpha=0.8,
+            label=f"{name} @ {rd.direction_name(b)}",
+            rasterized=many,
+        )
     ax.set_ylabel("queueing delay (ms)")
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
     _time_axis(ax, rd)
@@ -208,8 +215,12 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
         concrete = rd.log_flows(name)
         if not concrete:
             continue
-        d = np.concatenate([M.one_way_delay(rd.records, c, path or None)["delay_ns"].to_numpy(np.float64)
-                            for c in concrete]) / 1e6
+        d = (
+            np.concatenate(
+                [M.one_way_delay(rd.records, c, path or None)["delay_ns"].to_numpy(np.float64) for c in concrete]
+            )
+            / 1e6
+        )
         if not len(d):
             continue
         d.sort()
@@ -232,8 +243,10 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
 
 def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
     key, title = "cwnd", "Congestion window over time"
-    caption = ("Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the "
-               "connection's path statistics.")
+    caption = (
+        "Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the "
+        "connection's path statistics."
+    )
     fig, ax = figure()
     drawn = 0
     for name in rd.flows:
@@ -251,8 +264,13 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
         for conn, g in groups:
             g = g.sort_values("t_ns")
             label = f"{name} ({side})" + (f" conn {conn}" if conn is not None else "")
-            ax.step(rd.seconds(g["t_ns"].to_numpy()), g["_cw"].to_numpy() / 1e3, where="post",
-                    color=colors[name], label=label)
+            ax.step(
+                rd.seconds(g["t_ns"].to_numpy()),
+                g["_cw"].to_numpy() / 1e3,
+                where="post",
+                color=colors[name],
+                label=label,
+            )
             drawn += 1
     if not drawn:
         import matplotlib.pyplot as plt
@@ -318,7 +336,11 @@ def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, 
         pos, numeric = parsed[path], True
     else:
         pos, numeric = {v: i for i, v in enumerate(dict.fromkeys(df[path].map(_fmt)))}, False
-    others = [p for p in swept if p != path and df.groupby(df[path].map(_fmt))[p].agg(lambda s: s.map(_fmt).nunique()).max() > 1]
+    others = [
+        p
+        for p in swept
+        if p != path and df.groupby(df[path].map(_fmt))[p].agg(lambda s: s.map(_fmt).nunique()).max() > 1
+    ]
     return path, pos, numeric, others
 
 
@@ -333,11 +355,20 @@ def _line_key(row, others: list[str]) -> str:
     return f"{row['flow']}" + (f" [{extra}]" if extra else "")
 
 
-def plot_sweep_metric(df: pd.DataFrame, swept: list[str], col: str, title: str, ylabel: str, scale, out: Path,
-                      probes: pd.DataFrame | None = None) -> Plot:
+def plot_sweep_metric(
+    df: pd.DataFrame,
+    swept: list[str],
+    col: str,
+    title: str,
+    ylabel: str,
+    scale,
+    out: Path,
+    probes: pd.DataFrame | None = None,
+) -> Plot:
     key = f"sweep_{col}"
-    caption = (f"{title} of each flow at each sweep point: marker = median over repetitions, "
-               f"bar = min … max over repetitions.")
+    caption = (
+        f"{title} of each flow at each sweep point: marker = median over repetitions, bar = min … max over repetitions."
+    )
     if col == "jain_index":
         d = df.drop_duplicates("run_dir").assign(flow="all flows")
         caption = f"{title} over all flows of a run: median over repetitions, bar = min … max."
@@ -370,16 +401,20 @@ def plot_sweep_metric(df: pd.DataFrame, swept: list[str], col: str, title: str, 
         elif numeric and n > 1:
             x = x * (1 + (i - (n - 1) / 2) * 0.015) if log else x
         med, lo, hi = g["median"] / div, g["min"] / div, g["max"] / div
-        ax.errorbar(x, med, yerr=[med - lo, hi - med], marker="o", ms=5, capsize=3, color=colors[line],
-                    label=line, lw=1.3)
+        ax.errorbar(
+            x, med, yerr=[med - lo, hi - med], marker="o", ms=5, capsize=3, color=colors[line], label=line, lw=1.3
+        )
     if log:
         ax.set_xscale("log")
     if not numeric:
         ax.set_xlim(-0.5, len(pos) - 0.5)
     ticks = sorted(pos.items(), key=lambda kv: kv[1])
     ax.set_xticks([p for _, p in ticks])
-    ax.set_xticklabels([l or "default" for l, _ in ticks], rotation=30 if len(ticks) > 5 or any(len(l) > 10 for l, _ in ticks) else 0,
-                       ha="right" if len(ticks) > 5 else "center")
+    ax.set_xticklabels(
+        [l or "default" for l, _ in ticks],
+        rotation=30 if len(ticks) > 5 or any(len(l) > 10 for l, _ in ticks) else 0,
+        ha="right" if len(ticks) > 5 else "center",
+    )
     ax.minorticks_off()
     ax.set_xlabel(path if path else "sweep point")
     ax.set_ylabel(ylabel)
@@ -417,14 +452,19 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
         ax = axes[k // ncols][k % ncols]
         g = d[d["flow"] == flow]
         data = [(g[g["point"].astype(str) == p][col] / div).to_numpy() for p in points]
-        bp = ax.boxplot([x if len(x) else [np.nan] for x in data], patch_artist=True, widths=0.6,
-                        medianprops={"color": "black"})
+        bp = ax.boxplot(
+            [x if len(x) else [np.nan] for x in data], patch_artist=True, widths=0.6, medianprops={"color": "black"}
+        )
         for patch in bp["boxes"]:
             patch.set_facecolor(colors[flow])
             patch.set_alpha(0.55)
         ax.set_xticks(range(1, len(points) + 1))
-        ax.set_xticklabels([p or "default" for p in points], rotation=30 if len(points) > 3 else 0,
-                           ha="right" if len(points) > 3 else "center", fontsize=8)
+        ax.set_xticklabels(
+            [p or "default" for p in points],
+            rotation=30 if len(points) > 3 else 0,
+            ha="right" if len(points) > 3 else "center",
+            fontsize=8,
+        )
         ax.set_title(flow, fontsize=10)
         ax.set_ylabel(ylabel)
     for k in range(len(flows), nrows * ncols):

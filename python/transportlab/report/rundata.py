@@ -41,7 +41,7 @@ class RunData:
     problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def load(cls, run_dir: str | Path) -> "RunData":
+    def load(cls, run_dir: str | Path) -> RunData:
         rd = cls(Path(run_dir))
         rd.record  # noqa: B018 - raises RunDirError on a missing or unreadable metrics.json
         return rd
@@ -125,7 +125,11 @@ class RunData:
             return dict(enumerate(self._run.direction_names))
         except RunDirError as e:
             self.problems.append(str(e))
-        return {int(l["index"]): name for name, l in self.links.items() if isinstance(l, dict) and l.get("index") is not None}
+        return {
+            int(l["index"]): name
+            for name, l in self.links.items()
+            if isinstance(l, dict) and l.get("index") is not None
+        }
 
     def direction_name(self, index: int | None) -> str:
         if index is None:
@@ -181,16 +185,25 @@ class RunData:
         if not data:
             return []
         try:
-            want = M.Flow(int(data["src"]), int(data["dst"]), int(data.get("sport") or 0),
-                          int(data.get("dport") or 0), int(data["proto"]))
+            want = M.Flow(
+                int(data["src"]),
+                int(data["dst"]),
+                int(data.get("sport") or 0),
+                int(data.get("dport") or 0),
+                int(data["proto"]),
+            )
         except (KeyError, TypeError, ValueError):
             return []
         if want.sport and want.dport:
             return [want]
         return [
-            f for f in self._log_flows
-            if f.src == want.src and f.dst == want.dst and f.proto == want.proto
-            and (not want.sport or f.sport == want.sport) and (not want.dport or f.dport == want.dport)
+            f
+            for f in self._log_flows
+            if f.src == want.src
+            and f.dst == want.dst
+            and f.proto == want.proto
+            and (not want.sport or f.sport == want.sport)
+            and (not want.dport or f.dport == want.dport)
         ]
 
     def series(self, stem: str) -> pd.DataFrame | None:

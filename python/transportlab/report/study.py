@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transportlab.report.table import AXIS
+from transportlab.artefacts.catalogue import AXIS
 
 
 def axes(df: pd.DataFrame) -> list[str]:
     """The sweep's axis names, in the file's order."""
-    return [c[len(AXIS):] for c in df.columns if c.startswith(AXIS)]
+    return [c[len(AXIS) :] for c in df.columns if c.startswith(AXIS)]
 
 
 def _layout(df: pd.DataFrame) -> tuple[str | None, str | None]:
@@ -73,15 +73,19 @@ def fairness_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if rows_axis is None or df.empty or df["flow"].nunique() < 2:
         return []
     out = []
-    for c in (list(dict.fromkeys(df[AXIS + cols_axis])) if cols_axis else [None]):
+    for c in list(dict.fromkeys(df[AXIS + cols_axis])) if cols_axis else [None]:
         sub = df if c is None else df[df[AXIS + cols_axis] == c]
         row_steps = list(dict.fromkeys(sub[AXIS + rows_axis]))
         table: dict[str, list[str]] = {}
         for flow, g in sub.groupby("flow", sort=False):
-            table[f"{flow} (Mbit/s)"] = [mean_std(g.loc[g[AXIS + rows_axis] == r, "throughput_bps"], 1e-6) for r in row_steps]
+            table[f"{flow} (Mbit/s)"] = [
+                mean_std(g.loc[g[AXIS + rows_axis] == r, "throughput_bps"], 1e-6) for r in row_steps
+            ]
         runs = sub.drop_duplicates("run_dir")
         table["Jain's index"] = [mean_std(runs.loc[runs[AXIS + rows_axis] == r, "jain_index"], 1, 3) for r in row_steps]
-        title = "fairness" + (f" — {cols_axis} = {c}" if c is not None else "") + ": throughput per flow and Jain's index"
+        title = (
+            "fairness" + (f" — {cols_axis} = {c}" if c is not None else "") + ": throughput per flow and Jain's index"
+        )
         out.append((title, pd.DataFrame(table, index=pd.Index(row_steps, name=rows_axis))))
     return out
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.catalogue import AXIS, FLOW_SCALARS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
+from transportlab.artefacts.catalogue import FLOW_SCALARS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
 from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.report.rundata import RunData
 
@@ -28,9 +28,11 @@ FLOW_METRICS = [
 ]
 
 # Columns holding numbers (NaN where a run has none).
-NUMERIC = set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"} | {
-    f"{m}_{k}_ms" for m in ("queueing_delay", "rtt") for k in PROBE_STATS} | {
-    "jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
+NUMERIC = (
+    set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
+    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt") for k in PROBE_STATS}
+    | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
+)
 
 
 def parse_value(df: pd.DataFrame, path: str, v):
@@ -127,7 +129,9 @@ def probe_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
 AGG_METRICS = [c for c, _, _ in FLOW_METRICS]
 
 
-def aggregate(df: pd.DataFrame, metrics: list[str] | None = None, by: tuple[str, ...] = ("point", "flow")) -> pd.DataFrame:
+def aggregate(
+    df: pd.DataFrame, metrics: list[str] | None = None, by: tuple[str, ...] = ("point", "flow")
+) -> pd.DataFrame:
     """Statistics over repetitions: one row per point × flow (in first-seen order), with
     `n` (runs) and for each metric m: m_mean, m_std (sample, ddof=1; NaN for one run),
     m_min, m_median, m_max, m_count (runs with a value). Swept path columns are kept."""

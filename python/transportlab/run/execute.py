@@ -36,7 +36,9 @@ class AgentFailure:
         return f"{self.name} ({self.role} on {self.host}) exited {self.exit_status}: {self.message}"
 
 
-def execute(run: PlannedRun, run_id: str, record: ScenarioRecord, on_progress: Callable[[float], None] | None = None) -> list[AgentFailure]:
+def execute(
+    run: PlannedRun, run_id: str, record: ScenarioRecord, on_progress: Callable[[float], None] | None = None
+) -> list[AgentFailure]:
     """Runs one repetition of one point into `run.run_dir` (raw/ and scenario.json);
     returns the agents that failed (empty: the run went as planned)."""
     r = run.resolved
@@ -82,8 +84,12 @@ def execute(run: PlannedRun, run_id: str, record: ScenarioRecord, on_progress: C
         # Servers that already exited with an error failed on their own (a client the
         # runner stops at teardown is not a failure; a server is stopped the same way).
         ended = [(j, p) for j, p in clients + servers if p.poll() is not None and p.returncode not in (0, None)]
-        failures = [AgentFailure(j.name, j.host, "server" if j.server else "client", p.returncode,
-                                 _last_lines(_stderr_path(raw, j))) for j, p in ended]
+        failures = [
+            AgentFailure(
+                j.name, j.host, "server" if j.server else "client", p.returncode, _last_lines(_stderr_path(raw, j))
+            )
+            for j, p in ended
+        ]
     (raw / "t0_ns").write_text(str(t0))
     (raw / "t_end_ns").write_text(str(t_end))
     return failures
@@ -94,10 +100,17 @@ def _stderr_path(raw: Path, job: Job) -> Path:
 
 
 def _last_lines(path: Path, n: int = 3) -> str:
+    """The agent's own error ("error: …" and what it says right after it), else its last
+    lines."""
     try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "(no stderr)"
+    starts = [i for i, line in enumerate(lines) if line.lower().startswith("error")]
+    if starts:
+        tail = lines[starts[-1] :]
+        cut = next((i for i, line in enumerate(tail) if line.startswith(("Usage:", "For more information"))), len(tail))
+        return " ".join(tail[: max(1, min(cut, n))])
     return " / ".join(lines[-n:]) or "(no message)"
 
 

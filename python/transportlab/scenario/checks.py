@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from transportlab.scenario.graph import NoPath, route
 from transportlab.scenario.errors import MISSING
+from transportlab.scenario.graph import NoPath, route
 
 if TYPE_CHECKING:
     from transportlab.scenario.schema import Scenario
@@ -32,7 +32,7 @@ NETNS_READ_ONLY_WHY = ("read-only inside a host namespace on Linux; set the flow
                        "(quic flows: rcvbuf = \"32MiB\", set with SO_RCVBUFFORCE, above rmem_max)")  # fmt: skip
 
 
-def check_scenario(s: "Scenario") -> list[Problem]:
+def check_scenario(s: Scenario) -> list[Problem]:
     out: list[Problem] = []
     hosts, routers = s.hosts, s.routers
     for i in _duplicates(hosts):
@@ -50,7 +50,9 @@ def check_scenario(s: "Scenario") -> list[Problem]:
         for j, node in enumerate(link.between):
             if node not in nodes:
                 known = f"hosts: {', '.join(hosts)}" + (f"; routers: {', '.join(routers)}" if routers else "")
-                out.append((("links", i, "between", j), f"unknown node; declare it in hosts or routers ({known})", node))
+                out.append(
+                    (("links", i, "between", j), f"unknown node; declare it in hosts or routers ({known})", node)
+                )
     attached = {n for link in s.links for n in link.between}
     for i, h in enumerate(hosts):
         if h not in attached:
@@ -91,7 +93,9 @@ def check_scenario(s: "Scenario") -> list[Problem]:
                     out.append(((kind, i, "to"), f"no path from {a!r} to {b!r} over the links", item.to))
                     break
         if item.start >= s.duration:
-            out.append(((kind, i, "start"), f"starts at or after the scenario's end (duration {s.duration:g}s)", MISSING))
+            out.append(
+                ((kind, i, "start"), f"starts at or after the scenario's end (duration {s.duration:g}s)", MISSING)
+            )
         end_field = "stop" if kind == "flows" else "until"
         end_value = getattr(item, end_field)
         if end_value is not None and end_value > s.duration:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from transportlab.scenario.errors import MISSING
 
-Segment = Union[str, int]
+Segment = str | int
 
 _BARE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|\[(\d+)\]|([A-Za-z0-9_-]+))\s*')
@@ -140,12 +140,10 @@ def _step(alts: list[Any], seg: Segment) -> list[Any]:
         if _is_model(tp):
             if isinstance(seg, str) and seg in _fields(tp):
                 out += _unwrap(_fields(tp)[seg])
-        elif typing.get_origin(tp) is list:
-            if isinstance(seg, int):
-                out += _unwrap(typing.get_args(tp)[0])
-        elif typing.get_origin(tp) is dict:
-            if isinstance(seg, str):
-                out += _unwrap(typing.get_args(tp)[1])
+        elif typing.get_origin(tp) is list and isinstance(seg, int):
+            out += _unwrap(typing.get_args(tp)[0])
+        elif typing.get_origin(tp) is dict and isinstance(seg, str):
+            out += _unwrap(typing.get_args(tp)[1])
     return out
 
 

@@ -6,8 +6,9 @@ import copy
 import os
 import re
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from transportlab.scenario.errors import Issue, ScenarioError
 from transportlab.scenario.fieldpath import PathError, set_path

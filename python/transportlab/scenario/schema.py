@@ -9,8 +9,9 @@ that refer to hosts, links, the scenario's duration) live in `checks`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -77,6 +78,7 @@ SysctlKey = Annotated[
 Port = Annotated[int, Field(ge=1, le=65535)]
 Count = Annotated[int, Field(ge=1)]
 
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
 
@@ -104,7 +106,7 @@ def _loss_kind(value: Any) -> str:
 # `loss = "1%"` or `loss = { gilbert_elliott = { p = "1%", r = "10%" } }`. The "~" tags
 # are dropped from error paths.
 Loss = Annotated[
-    Union[Annotated[Probability, Tag("~percentage")], Annotated[LossModelSpec, Tag("~model")]],
+    Annotated[Probability, Tag("~percentage")] | Annotated[LossModelSpec, Tag("~model")],
     Discriminator(_loss_kind),
 ]
 
@@ -118,7 +120,7 @@ class QueueSpec(_Table):
     rtt: PositiveDuration | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "QueueSpec":
+    def _one_kind(self) -> QueueSpec:
         kinds = [k for k in ("packets", "bytes", "bdp") if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise FieldIssue("a queue is exactly one of {packets = N}, {bytes = SIZE}, {bdp = X}")
@@ -145,11 +147,13 @@ class PathSpec(_Table):
     _trace_ms: tuple[int, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
-    def _check_path(self, info: ValidationInfo) -> "PathSpec":
+    def _check_path(self, info: ValidationInfo) -> PathSpec:
         if self.rate is not None and self.trace is not None:
             raise FieldIssue("rate and trace exclude each other: a trace is the rate", ("trace",))
         if self.queue is not None and self.rate is None and self.trace is None:
-            raise FieldIssue("a queue needs a rate or a trace in the same direction (nothing waits otherwise)", ("queue",))
+            raise FieldIssue(
+                "a queue needs a rate or a trace in the same direction (nothing waits otherwise)", ("queue",)
+            )
         if self.queue is not None and self.queue.bdp is not None and self.rate is None:
             raise FieldIssue("a queue in bdp needs a constant rate; with a trace give packets or bytes", ("queue",))
         if self.trace is not None:
@@ -177,9 +181,9 @@ class LegSpec(PathSpec):
     name: ItemName
 
     @model_validator(mode="after")
-    def _check_leg(self) -> "LegSpec":
+    def _check_leg(self) -> LegSpec:
         if self.queue is not None and self.queue.bdp is not None and self.queue.rtt is None:
-            raise FieldIssue("a leg's queue in bdp needs its rtt: {bdp = X, rtt = \"40ms\"}", ("queue",))
+            raise FieldIssue('a leg\'s queue in bdp needs its rtt: {bdp = X, rtt = "40ms"}', ("queue",))
         return self
 
 
@@ -194,11 +198,11 @@ class SplitSpec(_Table):
     shares: list[Annotated[float, Field(ge=0, le=1)]] | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "SplitSpec":
+    def _check(self) -> SplitSpec:
         if self.mode == "duplicate":
             for k in ("batch", "ratio", "shares"):
                 if getattr(self, k) is not None:
-                    raise FieldIssue(f"{k} is for mode = \"batch\"; duplication sends every packet on every leg", (k,))
+                    raise FieldIssue(f'{k} is for mode = "batch"; duplication sends every packet on every leg', (k,))
             return self
         if self.batch is None:
             raise FieldIssue("a batch split needs batch (packets per batch)", ("batch",))
@@ -236,7 +240,7 @@ class DirectionSpec(PathSpec):
     pin: dict[HostName, ItemName] | None = None
 
     @model_validator(mode="after")
-    def _check_legs(self) -> "DirectionSpec":
+    def _check_legs(self) -> DirectionSpec:
         given = self.model_fields_set
         if self.legs is None:
             for k in ("split", "merge", "pin"):
@@ -252,7 +256,9 @@ class DirectionSpec(PathSpec):
         shares = self.split.leg_shares(len(self.legs))
         if shares is not None and len(shares) != len(self.legs):
             field = "shares" if self.split.shares is not None else "ratio"
-            raise FieldIssue(f"{len(self.legs)} legs need {len(self.legs)} shares (ratio is for two legs)", ("split", field))
+            raise FieldIssue(
+                f"{len(self.legs)} legs need {len(self.legs)} shares (ratio is for two legs)", ("split", field)
+            )
         names = [leg.name for leg in self.legs]
         if len(set(names)) != len(names):
             raise FieldIssue(f"leg names must differ, got {names}", ("legs",))
@@ -273,7 +279,7 @@ class LinkSpec(_Table):
     reverse: DirectionSpec = Field(default_factory=DirectionSpec)
 
     @model_validator(mode="after")
-    def _check(self) -> "LinkSpec":
+    def _check(self) -> LinkSpec:
         if self.between[0] == self.between[1]:
             raise FieldIssue("a link joins two different nodes", ("between",))
         for which in ("forward", "reverse"):
@@ -281,7 +287,7 @@ class LinkSpec(_Table):
             if q is not None and q.bdp is not None and q.rtt is None and self.rtt() <= 0:
                 raise FieldIssue(
                     "a queue in bdp needs a round-trip time: this link has no delay; give one, e.g. "
-                    "queue = {bdp = 1, rtt = \"100ms\"}",
+                    'queue = {bdp = 1, rtt = "100ms"}',
                     (which, "queue"),
                 )
         return self
@@ -321,7 +327,7 @@ class FlowSpec(_Table):
     to: HostName
     protocol: str  # a flow kind (transportlab.kinds)
     cc: str | None = None
-    cc_params: dict[str, Union[bool, int, float, str]] | None = None
+    cc_params: dict[str, bool | int | float | str] | None = None
     direction: Literal["upload", "download"] = "upload"
     start: Duration = 0.0
     # How it ends: at most one of these; none = runs until the scenario's duration.
@@ -341,7 +347,7 @@ class FlowSpec(_Table):
     # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).
-    rcvbuf: Union[Literal["default"], PositiveSize] = "default"
+    rcvbuf: Literal["default"] | PositiveSize = "default"
     tcp_info_interval: PositiveDuration = 0.010
     port: Port | None = None
 
@@ -355,12 +361,16 @@ class FlowSpec(_Table):
         return v
 
     @model_validator(mode="after")
-    def _check(self) -> "FlowSpec":
+    def _check(self) -> FlowSpec:
         from transportlab.kinds import COMMON_FIELDS, KINDS
 
         kind = KINDS[self.protocol]
         given = {"from" if k == "from_" else k for k in self.model_fields_set}
         for k in sorted(given - COMMON_FIELDS - kind.fields):
+            # A field left at its default says nothing (a sweep arm may set tls = false
+            # on a quic flow); a value means something only the field's kinds do.
+            if getattr(self, k) == type(self).model_fields[k].default:
+                continue
             owners = [n for n, other in KINDS.items() if k in other.fields]
             raise FieldIssue(f"{k} is not a field of {kind.name} flows (it is one of {', '.join(owners)} flows)", (k,))
         self.cc = kind.check_cc(self)
@@ -371,7 +381,7 @@ class FlowSpec(_Table):
             raise FieldIssue(f"stop must come after start ({self.start:g}s)", ("stop",))
         if self.objects is not None:
             if "direction" in given and self.direction != "download":
-                raise FieldIssue("objects are downloaded from the server: direction must be \"download\"", ("direction",))
+                raise FieldIssue('objects are downloaded from the server: direction must be "download"', ("direction",))
             self.direction = "download"
         kind.check(self, given)
         return self
@@ -391,7 +401,7 @@ class ProbeSpec(_Table):
     port: Port | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "ProbeSpec":
+    def _check(self) -> ProbeSpec:
         if self.count is not None and self.until is not None:
             raise FieldIssue("count and until exclude each other", ("until",))
         if self.until is not None and self.until <= self.start:
@@ -412,7 +422,7 @@ class AnalysisSpec(_Table):
     bottleneck: ItemName | None = None
 
     @model_validator(mode="after")
-    def _check(self) -> "AnalysisSpec":
+    def _check(self) -> AnalysisSpec:
         if self.window is not None and self.window[0] >= self.window[1]:
             raise FieldIssue("window is [start, end] with start before end", ("window",))
         return self
@@ -457,12 +467,12 @@ class Scenario(_Table):
     links: list[LinkSpec] = Field(default_factory=list)
     flows: list[FlowSpec] = Field(default_factory=list)
     probes: list[ProbeSpec] = Field(default_factory=list)
-    sysctls: dict[HostName, dict[SysctlKey, Union[int, str]]] = Field(default_factory=dict)
+    sysctls: dict[HostName, dict[SysctlKey, int | str]] = Field(default_factory=dict)
     sweep: Annotated[dict[str, Any], BeforeValidator(_check_sweep)] = Field(default_factory=dict)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "Scenario":
+    def _cross_checks(self) -> Scenario:
         from transportlab.scenario.checks import check_scenario
 
         issues = check_scenario(self)

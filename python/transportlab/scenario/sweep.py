@@ -26,7 +26,6 @@ from transportlab.scenario.fieldpath import PathError, format_path, parse_path, 
 from transportlab.scenario.schema import Scenario, _check_sweep
 from transportlab.scenario.validate import validate
 
-
 _STEP_LABEL = re.compile(r"[A-Za-z0-9._:+-]{1,40}")
 
 
@@ -89,7 +88,7 @@ def axes(raw: dict, file: str = "<scenario>") -> list[Axis]:
     out = []
     for name, members in groups:
         if name is None:
-            (keys, path, values), = members
+            ((keys, path, values),) = members
             name = _short(parse_path(path), single)
         out.append(Axis(
             name=name,
@@ -110,8 +109,12 @@ def _step_labels(values: Any, paths: dict, file: str, group: str) -> tuple[str, 
         raise ScenarioError(file, [Issue(format_path(("sweep", "together", group)), "labels name the steps of field paths; "
                                          "give at least one path", MISSING)])  # fmt: skip
     n = len(next(iter(paths.values())))
-    if (not isinstance(values, list) or len(values) != n or len(set(values)) != n
-            or not all(isinstance(v, str) and _STEP_LABEL.fullmatch(v) for v in values)):
+    if (
+        not isinstance(values, list)
+        or len(values) != n
+        or len(set(values)) != n
+        or not all(isinstance(v, str) and _STEP_LABEL.fullmatch(v) for v in values)
+    ):
         raise ScenarioError(file, [Issue(where, f"expected {n} different names (one per step) of letters, digits, "
                                                 "'.', '_', ':', '+' or '-'", values)])  # fmt: skip
     return tuple(values)
@@ -172,5 +175,5 @@ def _relocate(issue: Issue, where: list[tuple[str, str]], label: str) -> Issue:
     """Point an issue caused by a swept value at that value under [sweep]."""
     for field, place in where:
         if issue.path == field or issue.path.startswith(field + ".") or issue.path.startswith(field + "["):
-            return Issue(place + issue.path[len(field):], issue.problem, issue.value)
+            return Issue(place + issue.path[len(field) :], issue.problem, issue.value)
     return Issue(issue.path, f"{issue.problem} (in sweep point {label})", issue.value)

@@ -65,7 +65,7 @@ def _split(value: str) -> tuple[Decimal, str] | None:
 
 
 def parse_duration(value: object, *, allow_bare: bool = False) -> float:
-    """"10ms", "2s", "500us", "1.5min", "0s" → seconds. A bare number (in seconds) only
+    """ "10ms", "2s", "500us", "1.5min", "0s" → seconds. A bare number (in seconds) only
     when `allow_bare`. Durations are never negative."""
     expected = "expected a duration like '10ms', '2s', '500us' or '1.5min'"
     if _is_number(value):
@@ -85,7 +85,7 @@ def parse_duration(value: object, *, allow_bare: bool = False) -> float:
 
 
 def parse_rate(value: object) -> float:
-    """"5Mbit", "1Gbit", "600kbit", "100bit", "10Mbps", "10Mbit/s" → bits/s (> 0)."""
+    """ "5Mbit", "1Gbit", "600kbit", "100bit", "10Mbps", "10Mbit/s" → bits/s (> 0)."""
     expected = "expected a rate like '10Mbit' (units: bit, kbit, Mbit, Gbit; or kbps, Mbps, Gbps)"
     if not isinstance(value, str):
         raise ValueError(expected)
@@ -131,7 +131,7 @@ def parse_size(value: object) -> int:
 
 
 def parse_percentage(value: object) -> float:
-    """"0.1%" → 0.001; a plain number is taken as a probability and must be in [0, 1]."""
+    """ "0.1%" → 0.001; a plain number is taken as a probability and must be in [0, 1]."""
     expected = "expected a percentage like '0.1%' or a probability between 0 and 1"
     if _is_number(value):
         p = Decimal(str(value))

@@ -96,5 +96,5 @@ def _describe(e: dict, loc: tuple) -> str:
     msg = e.get("msg", "invalid value")
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):
-            msg = msg[len(prefix):]
+            msg = msg[len(prefix) :]
     return msg[:1].lower() + msg[1:]

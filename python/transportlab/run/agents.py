@@ -8,8 +8,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from transportlab.network.live import Network, NetworkError
 from transportlab.locations import binary
+from transportlab.network.live import Network, NetworkError
 
 
 def _ns(seconds: float) -> str:
@@ -24,13 +24,29 @@ def echo(bind: str, port: int) -> list[str]:
     return [_agent(), "echo", "--bind", f"{bind}:{port}"]
 
 
-def probe(to: str, port: int, interval: float, count: int, summary: Path, series: Path | None = None, size: int = 64) -> list[str]:
-    argv = [_agent(), "probe", "--to", f"{to}:{port}", "--interval", _ns(interval), "--count", str(count),
-            "--size", str(size), "--summary", str(summary)]
+def probe(
+    to: str, port: int, interval: float, count: int, summary: Path, series: Path | None = None, size: int = 64
+) -> list[str]:
+    argv = [
+        _agent(),
+        "probe",
+        "--to",
+        f"{to}:{port}",
+        "--interval",
+        _ns(interval),
+        "--count",
+        str(count),
+        "--size",
+        str(size),
+        "--summary",
+        str(summary),
+    ]
     return argv + (["--series", str(series)] if series else [])
 
 
-def tcp_server(bind: str, port: int, summary: Path, series: Path | None = None, cc: str | None = None, once: bool = True) -> list[str]:
+def tcp_server(
+    bind: str, port: int, summary: Path, series: Path | None = None, cc: str | None = None, once: bool = True
+) -> list[str]:
     argv = [_agent(), "tcp-server", "--bind", f"{bind}:{port}", "--summary", str(summary)]
     if cc:
         argv += ["--cc", cc]
@@ -39,9 +55,27 @@ def tcp_server(bind: str, port: int, summary: Path, series: Path | None = None, 
     return argv + (["--series", str(series)] if series else [])
 
 
-def tcp_client(connect: str, port: int, summary: Path, *, duration: float | None = None, nbytes: int | None = None,
-               cc: str | None = None, series: Path | None = None, direction: str = "upload") -> list[str]:
-    argv = [_agent(), "tcp-client", "--connect", f"{connect}:{port}", "--summary", str(summary), "--direction", direction]
+def tcp_client(
+    connect: str,
+    port: int,
+    summary: Path,
+    *,
+    duration: float | None = None,
+    nbytes: int | None = None,
+    cc: str | None = None,
+    series: Path | None = None,
+    direction: str = "upload",
+) -> list[str]:
+    argv = [
+        _agent(),
+        "tcp-client",
+        "--connect",
+        f"{connect}:{port}",
+        "--summary",
+        str(summary),
+        "--direction",
+        direction,
+    ]
     if duration is not None:
         argv += ["--duration", _ns(duration)]
     if nbytes is not None:
@@ -64,28 +98,49 @@ class PairResult:
     server: dict
 
 
-def run_probes(net: Network, src: str, dst: str, workdir: Path, interval: float, count: int, port: int = 7000, tag: str = "probe") -> dict:
+def run_probes(
+    net: Network, src: str, dst: str, workdir: Path, interval: float, count: int, port: int = 7000, tag: str = "probe"
+) -> dict:
     """Probes from `src` to an echo server on `dst`; returns the probe summary's results."""
     workdir.mkdir(parents=True, exist_ok=True)
     server = net.start_server(dst, echo("0.0.0.0", port), workdir / f"{tag}-echo.stderr")
     summary = workdir / f"{tag}.json"
-    res = net.run(src, probe(net.address(dst), port, interval, count, summary, workdir / f"{tag}.arrow"),
-                  timeout=interval * count + 10, stderr=subprocess.PIPE)
+    res = net.run(
+        src,
+        probe(net.address(dst), port, interval, count, summary, workdir / f"{tag}.arrow"),
+        timeout=interval * count + 10,
+        stderr=subprocess.PIPE,
+    )
     server.terminate()
     if res.returncode != 0:
         raise NetworkError(f"probe {src}->{dst} failed: {res.stderr.decode(errors='replace').strip()}")
     return read_summary(summary)["results"]
 
 
-def run_tcp(net: Network, src: str, dst: str, workdir: Path, *, duration: float, cc: str = "cubic", port: int = 5001, tag: str = "tcp") -> PairResult:
+def run_tcp(
+    net: Network,
+    src: str,
+    dst: str,
+    workdir: Path,
+    *,
+    duration: float,
+    cc: str = "cubic",
+    port: int = 5001,
+    tag: str = "tcp",
+) -> PairResult:
     """A bulk TCP upload from `src` to `dst` for `duration` seconds."""
     workdir.mkdir(parents=True, exist_ok=True)
     server_summary = workdir / f"{tag}-server.json"
     server = net.start_server(dst, tcp_server("0.0.0.0", port, server_summary, cc=cc), workdir / f"{tag}-server.stderr")
     client_summary = workdir / f"{tag}-client.json"
-    res = net.run(src, tcp_client(net.address(dst), port, client_summary, duration=duration, cc=cc,
-                                  series=workdir / f"{tag}-client.arrow"),
-                  timeout=duration + 30, stderr=subprocess.PIPE)
+    res = net.run(
+        src,
+        tcp_client(
+            net.address(dst), port, client_summary, duration=duration, cc=cc, series=workdir / f"{tag}-client.arrow"
+        ),
+        timeout=duration + 30,
+        stderr=subprocess.PIPE,
+    )
     if res.returncode != 0:
         raise NetworkError(f"tcp {src}->{dst} failed: {res.stderr.decode(errors='replace').strip()}")
     try:
