@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from transportlab.artefacts.catalogue import RUN_COLUMNS
 from transportlab.report.plots import Plot
 from transportlab.report.rundata import RunData, as_float
-from transportlab.artefacts.catalogue import RUN_COLUMNS
 from transportlab.report.table import FLOW_METRICS
 
 CSS = """
