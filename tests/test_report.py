@@ -17,9 +17,9 @@ import pytest
 
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, RECORD, write_records
 from transportlab.metrics import Flow
-from transportlab.plan.runs import numeric_values
 from transportlab.report import aggregate, render_run, render_sweep, sweep_table
 from transportlab.report.rundata import RunData
+from transportlab.run.record import numeric_values
 
 MS = 1_000_000
 T0 = 5_000 * 1_000_000_000  # CLOCK_MONOTONIC of scenario time 0

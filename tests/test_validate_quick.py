@@ -1,4 +1,4 @@
-"""`tlab validate --quick`, loss and queue parts: the emulated network meets DESIGN.md's
+"""`tlab validate --quick`, loss and queue parts: the emulated network meets docs/architecture.md's
 loss and drop-tail fidelity targets (about 35 s)."""
 
 import pytest

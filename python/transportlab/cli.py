@@ -161,7 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("dir")
     q.add_argument("sql")
     q.set_defaults(func=_cmd_query)
-    val = sub.add_parser("validate", help="run the S0 E0 emulator validation and check DESIGN.md's fidelity targets")
+    val = sub.add_parser(
+        "validate", help="run the S0 E0 emulator validation and check the fidelity targets (docs/architecture.md)"
+    )
     val.add_argument("--quick", action="store_true", help="fewer points, probes and packets (under 3 minutes)")
     val.add_argument("--out", help="results folder (default: results/validate/<time>-<quick|full>)")
     val.add_argument(

@@ -15,9 +15,10 @@ from pathlib import Path
 from transportlab.artefacts import catalogue
 from transportlab.artefacts.rundir import DONE, FAILURES, write_json
 from transportlab.metrics.collect import write_metrics
-from transportlab.plan.runs import PlannedRun, plan, scenario_record
+from transportlab.plan.runs import PlannedRun, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
+from transportlab.run.record import scenario_record
 
 
 @dataclass(frozen=True)

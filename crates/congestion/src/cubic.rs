@@ -45,7 +45,7 @@ impl CubicShape {
 
     /// Chromium's QUIC CUBIC emulating N = 2 connections: β_N = (N − 1 + β)/N = 0.85,
     /// α_N = 3N²(1 − β_N)/(1 + β_N) ≈ 0.973 kept throughout (Chromium's `CubicBytes`
-    /// never switches α to 1), last-max back-off 0.85 as ALGORITHMS.md states.
+    /// never switches α to 1), last-max back-off 0.85 as docs/algorithms.md states.
     /// (Chromium's code scales that back-off for N too — (N − 1 + 0.85)/N = 0.925 — and
     /// tests `cwnd + MSS < W_max`; we follow the spec's 0.85 and RFC 9438's `cwnd < W_max`.)
     pub fn chromium() -> Self {

@@ -1,4 +1,4 @@
-//! TCP Vegas (Brakmo & Peterson 1995) as ALGORITHMS.md states it, round structure after
+//! TCP Vegas (Brakmo & Peterson 1995) as docs/algorithms.md states it, round structure after
 //! Linux's `tcp_vegas.c`. The window is kept in whole packets; in bytes it is
 //! packets·MSS.
 
@@ -126,7 +126,7 @@ impl Vegas {
             return;
         }
         let cwnd = self.cwnd as f64;
-        // Diff in packets, as ALGORITHMS.md states it: cwnd·(RTT − BaseRTT)/RTT, the
+        // Diff in packets, as docs/algorithms.md states it: cwnd·(RTT − BaseRTT)/RTT, the
         // (expected − actual) rate times RTT, i.e. the packets sitting in queues.
         // (Linux divides by BaseRTT instead, which is larger by the factor RTT/BaseRTT.)
         let diff = cwnd * (rtt - base) as f64 / rtt as f64;

@@ -1,5 +1,5 @@
 """`tlab validate`: runs the S0 E0 emulator-validation experiments (scenarios/s0/e0_*.toml)
-and prints the study's tables next to DESIGN.md's fidelity targets, PASS/FAIL per row.
+and prints the study's tables next to the fidelity targets of docs/architecture.md, PASS/FAIL per row.
 
 Each part is one function: it runs its scenario file (quick mode shrinks it with
 `--set`-style overrides) and returns a `Part` (a rich table and a verdict)."""

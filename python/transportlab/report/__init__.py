@@ -1,4 +1,4 @@
-"""Plots and HTML reports of runs and sweeps (the last layer of DESIGN.md).
+"""Stage 7, report: plots and HTML reports of runs and sweeps.
 
     render_run(run_dir)               -> <run_dir>/report.html (+ <run_dir>/plots/*.png)
     render_sweep(sweep_dir, run_dirs) -> <sweep_dir>/report.html (+ <sweep_dir>/plots/*.png)

@@ -1,6 +1,6 @@
 """Queue sizes written as a multiple of the bandwidth-delay product.
 
-The study convention (EXPERIMENTS.md, S0): q = BDP·x with BDP = bandwidth × RTT, in
+The S0 study's convention (docs/algorithms.md): q = BDP·x with BDP = bandwidth × RTT, in
 packets of 1500 bytes. Here bandwidth is the constant `rate` of the link direction that
 owns the queue, and RTT is the round trip *of that link*: its forward delay plus its
 reverse delay (= 2 × the one-way delay of a symmetric bottleneck), unless the queue
