@@ -29,7 +29,8 @@ const NS_PER_MS: u64 = 1_000_000;
 const NS_PER_S: u128 = 1_000_000_000;
 
 /// Parses a Mahimahi trace: one millisecond timestamp per line, non-decreasing, the last
-/// one > 0 (it is the period). Blank lines and surrounding whitespace are ignored.
+/// one > 0 (it is the period) and at most [`MAX_TRACE_MS`]. Blank lines and surrounding
+/// whitespace are ignored.
 pub fn parse_mahimahi_trace(text: &str) -> Result<Vec<u64>, String> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -51,11 +52,20 @@ pub fn parse_mahimahi_trace(text: &str) -> Result<Vec<u64>, String> {
     Ok(out)
 }
 
-/// Checks a trace given as timestamps: non-empty, non-decreasing, last timestamp > 0.
+/// The longest trace period accepted, in ms (2^40 ms, about 35 years): no trace file means
+/// a longer one, and it keeps a period in nanoseconds far inside u64, which the search
+/// for the first opportunity after an arrival relies on.
+pub const MAX_TRACE_MS: u64 = 1 << 40;
+
+/// Checks a trace given as timestamps: non-empty, non-decreasing, last timestamp > 0 and
+/// at most [`MAX_TRACE_MS`].
 pub fn validate_trace(opportunities_ms: &[u64]) -> Result<(), String> {
     let last = *opportunities_ms.last().ok_or("trace has no delivery opportunity")?;
     if last == 0 {
         return Err("trace must last a non-zero time: its last timestamp (the period) is 0 ms".into());
+    }
+    if last > MAX_TRACE_MS {
+        return Err(format!("trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"));
     }
     if let Some(i) = opportunities_ms.windows(2).position(|w| w[1] < w[0]) {
         return Err(format!(
@@ -92,10 +102,13 @@ struct TraceLink {
 }
 
 impl TraceLink {
+    /// Saturates at `Nanos::MAX`: a queue can book opportunities past the end of u64 time
+    /// (e.g. jumbo packets on a sparse trace), and those must stay "later than anything"
+    /// rather than wrap around to the past.
     fn time_of(&self, g: u64) -> Nanos {
         let n = self.opportunities_ms.len() as u64;
-        let ms = (g / n) * self.period_ms + self.opportunities_ms[(g % n) as usize];
-        self.origin + ms * NS_PER_MS
+        let ms = (g / n).saturating_mul(self.period_ms).saturating_add(self.opportunities_ms[(g % n) as usize]);
+        self.origin.saturating_add(ms.saturating_mul(NS_PER_MS))
     }
 
     /// The first opportunity at or after `at`.
@@ -107,10 +120,10 @@ impl TraceLink {
         // search from the period before the one `rel` falls in.
         let mut k = (rel / period_ns).saturating_sub(1);
         loop {
-            let base = k * period_ns;
-            let i = self.opportunities_ms.partition_point(|&ms| base + ms * NS_PER_MS < rel);
+            let base = k.saturating_mul(period_ns);
+            let i = self.opportunities_ms.partition_point(|&ms| base.saturating_add(ms * NS_PER_MS) < rel);
             if i < self.opportunities_ms.len() {
-                return k * n + i as u64;
+                return k.saturating_mul(n).saturating_add(i as u64);
             }
             k += 1;
         }
@@ -119,13 +132,13 @@ impl TraceLink {
     fn schedule(&mut self, size: u32, at: Nanos) -> Nanos {
         let (mut g, mut avail) = match self.cursor {
             Some(c) if self.left > 0 && self.time_of(c) >= at => (c, self.left),
-            Some(c) => ((c + 1).max(self.first_at_or_after(at)), OPPORTUNITY_BYTES),
+            Some(c) => (c.saturating_add(1).max(self.first_at_or_after(at)), OPPORTUNITY_BYTES),
             None => (self.first_at_or_after(at), OPPORTUNITY_BYTES),
         };
         let mut remaining = size;
         while remaining > avail {
             remaining -= avail;
-            g += 1;
+            g = g.saturating_add(1);
             avail = OPPORTUNITY_BYTES;
         }
         self.cursor = Some(g);
@@ -146,7 +159,8 @@ impl Link {
                 }
                 let rate = u128::from(*bits_per_sec);
                 let total = u128::from(*busy_rem) + u128::from(size) * 8 * NS_PER_S;
-                *busy_ns += (total / rate) as u64;
+                // Saturates like the trace link: finish times past the end of u64 time.
+                *busy_ns = busy_ns.saturating_add((total / rate) as u64);
                 *busy_rem = (total % rate) as u64;
                 *busy_ns
             }

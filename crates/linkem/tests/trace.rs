@@ -2,7 +2,7 @@
 mod common;
 use common::*;
 
-use linkem::rate::{parse_mahimahi_trace, RateQueue, OPPORTUNITY_BYTES};
+use linkem::rate::{parse_mahimahi_trace, RateQueue, MAX_TRACE_MS, OPPORTUNITY_BYTES};
 use linkem::spec::QueueLimit;
 use linkem::DropReason;
 
@@ -131,4 +131,37 @@ fn bad_traces_are_refused() {
     assert_eq!(parse_mahimahi_trace("0\n5\n5\n12\n").unwrap(), vec![0, 5, 5, 12]);
     let e = parse_mahimahi_trace("1\n2\n3.5\n").unwrap_err();
     assert!(e.contains("line 3") && e.contains("3.5"), "{e}");
+}
+
+/// Found by fuzzing (fuzz/fuzz_targets/linkem_trace.rs): opportunity times overflowed u64
+/// nanoseconds — with a period of 10^13 ms from the second period on, and with a period
+/// under 2^40 ms once a queue of 64 kB packets booked thousands of periods ahead — a
+/// panic with overflow checks, due times wrapped into the past without. Longer periods
+/// are refused; times beyond u64 saturate at `Nanos::MAX`, staying in order.
+#[test]
+fn opportunity_times_never_wrap() {
+    let e = parse_mahimahi_trace("0\n9999999999999\n").unwrap_err();
+    assert!(e.contains("9999999999999") && e.contains("period"), "{e}");
+    assert!(RateQueue::<()>::trace(vec![MAX_TRACE_MS + 1], QueueLimit::Unlimited).is_err());
+    let a: Vec<_> = (0..8).map(|i| (i, 1500, 0)).collect();
+    let period_ns = MAX_TRACE_MS * MS;
+    let want: Vec<u64> = [0, 1, 1, 2, 2, 3, 3, 4].iter().map(|k| k * period_ns).collect();
+    assert_eq!(run(&[0, MAX_TRACE_MS], &a), want);
+
+    let jumbo: Vec<_> = (0..64).map(|i| (i, 65_535, 0)).collect();
+    let due = run(&[100_000_000_000], &jumbo);
+    assert!(due.windows(2).all(|w| w[0] <= w[1]), "due times went back: {due:?}");
+    assert_eq!(due[0], 44 * 100_000_000_000 * MS, "44 opportunities of 1500 B carry 65 535 B");
+    assert_eq!(*due.last().unwrap(), u64::MAX);
+}
+
+/// The constant-rate link saturates the same way: 1 bit/s and 64 kB packets reach the end
+/// of u64 time after about 35 000 packets.
+#[test]
+fn constant_rate_finish_times_never_wrap() {
+    let mut q = RateQueue::constant(1, QueueLimit::Unlimited).unwrap();
+    let (out, _) = run_stage(&mut q, &(0..40_000).map(|i| (i, 65_535, 0)).collect::<Vec<_>>());
+    assert!(out.windows(2).all(|w| w[0].2 <= w[1].2), "finish times went back");
+    assert_eq!(out[0].2, 65_535 * 8 * 1_000_000_000);
+    assert_eq!(out.last().unwrap().2, u64::MAX);
 }
