@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds and runs every fuzz target of fuzz/Cargo.toml for SECONDS each, one line per
+# target (run time, executions, outcome); exits non-zero if any target crashed.
+# Idempotent: installs cargo-fuzz only when missing, and each run grows the corpora in
+# fuzz/corpus/ (kept out of git), so later runs start where earlier ones stopped.
+#
+#   scripts/fuzz.sh SECONDS
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${1:-}
+if ! [[ "$seconds" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: scripts/fuzz.sh SECONDS   (time per target, a positive integer)" >&2
+  exit 2
+fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+# libFuzzer and the sanitizer flags need nightly; this script does not install a
+# toolchain (that is a download outside the package registries).
+rustup run nightly rustc --version >/dev/null 2>&1 \
+  || { echo "fuzz: the nightly toolchain is required (rustup toolchain list)" >&2; exit 1; }
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  echo "fuzz: installing cargo-fuzz"
+  cargo install cargo-fuzz --locked --quiet
+fi
+
+fuzz=(cargo +nightly fuzz)
+targets=$("${fuzz[@]}" list --fuzz-dir fuzz)
+[ -n "$targets" ] || { echo "fuzz: no targets in fuzz/Cargo.toml" >&2; exit 1; }
+
+echo "fuzz: building $(echo "$targets" | wc -l) target(s)"
+"${fuzz[@]}" build --fuzz-dir fuzz >fuzz/build.log 2>&1 \
+  || { tail -n 40 fuzz/build.log >&2; echo "fuzz: build failed (fuzz/build.log)" >&2; exit 1; }
+
+# Seeds: a real trace file, so the trace parser starts from well-formed input.
+seed() {
+  local target=$1 dir=fuzz/corpus/$1
+  mkdir -p "$dir"
+  case $target in
+    linkem_trace) [ -e tests/data/scenarios/constant12.trace ] && cp -n tests/data/scenarios/constant12.trace "$dir/seed-constant12" ;;
+  esac
+  return 0
+}
+
+failed=()
+mkdir -p fuzz/logs
+for target in $targets; do
+  seed "$target"
+  log=fuzz/logs/$target.log
+  start=$(date +%s)
+  set +e
+  "${fuzz[@]}" run --fuzz-dir fuzz "$target" -- -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1
+  status=$?
+  set -e
+  elapsed=$(( $(date +%s) - start ))
+  # libFuzzer's closing line: "Done N runs in T second(s)"; after a crash, the stats.
+  runs=$(sed -n 's/^Done \([0-9]*\) runs in .*/\1/p' "$log" | tail -n 1)
+  [ -n "$runs" ] || runs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  corpus=$(find "fuzz/corpus/$target" -type f | wc -l)
+  if [ "$status" -eq 0 ]; then
+    outcome=ok
+  else
+    outcome="CRASH (exit $status; see $log and fuzz/artifacts/$target/)"
+    failed+=("$target")
+  fi
+  printf 'fuzz: %-20s %4ss  %12s execs  corpus %6s  %s\n' "$target" "$elapsed" "${runs:-?}" "$corpus" "$outcome"
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: ${#failed[@]} target(s) crashed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "fuzz: all targets ran ${seconds}s without a crash"
