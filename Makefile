@@ -1,5 +1,8 @@
 # The two commands of the quick start: `make demo` and `make test`. Both set up first.
-.PHONY: setup demo test bench clean
+.PHONY: setup demo lint test fuzz bench clean
+
+# Seconds each fuzz target runs in `make test` (override: make test FUZZ_SECONDS=300).
+FUZZ_SECONDS ?= 20
 
 setup:
 	./scripts/setup.sh
@@ -7,9 +10,20 @@ setup:
 demo: setup
 	python3 -m transportlab demo
 
-test: setup
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
+	ruff check python tests bench
+	ruff format --check python tests bench
+	mypy
+
+test: lint
 	cargo test --release --quiet
-	python3 -m pytest -q tests
+	python3 -m pytest -q -rA tests
+	./scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz: setup
+	./scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: setup
 	./bench/engine
