@@ -92,7 +92,13 @@ impl DelayCorrelation {
     /// packets, `dither_large_divisor` (16, 1..=1000000), and CUBIC's `variant`.
     pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
         let mut reader = ParamReader::new(params);
-        let cubic = Cubic::from_reader(&mut reader, mss)?;
+        let dc = Self::from_reader(&mut reader, mss)?;
+        reader.finish("delay-correlation")?;
+        Ok(dc)
+    }
+
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64) -> Result<Self, ConfigError> {
+        let cubic = Cubic::from_reader(reader, mss)?;
         let window_len = reader.number("window", 32usize, 4..=4096)?;
         let threshold = reader.number("threshold", 0.9, 0.0..=1.0)?;
         let seed = reader.number("seed", DEFAULT_SEED, 0..=u64::MAX)?;
@@ -101,7 +107,6 @@ impl DelayCorrelation {
             large_min: reader.number("dither_large_min", 10.0, 0.0..=10_000.0)?,
             large_divisor: reader.number("dither_large_divisor", 16.0, 1.0..=1_000_000.0)?,
         };
-        reader.finish("delay-correlation")?;
         Ok(Self::new(cubic, mss, window_len, threshold, dither, seed))
     }
 

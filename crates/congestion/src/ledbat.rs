@@ -91,12 +91,17 @@ impl Ledbat {
     /// milliseconds, default 100, 0.001..=10000).
     pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let mut reader = ParamReader::new(params);
+        let ledbat = Self::from_reader(&mut reader, mss, now)?;
+        reader.finish("ledbat")?;
+        Ok(ledbat)
+    }
+
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let flavour = match reader.choice("flavour", "libutp", &["libutp", "libtorrent"])? {
             "libtorrent" => Flavour::Libtorrent,
             _ => Flavour::Libutp,
         };
         let target_ms: f64 = reader.number("target", 100.0, 0.001..=10_000.0)?;
-        reader.finish("ledbat")?;
         Ok(Self::new(flavour, mss, (target_ms * MS as f64).round() as Nanos, now))
     }
 

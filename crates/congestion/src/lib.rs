@@ -33,7 +33,10 @@ mod recovery;
 pub mod vegas;
 mod window;
 
+pub use params::{Kind, Parameter};
 pub use window::{initial_window, minimum_window};
+
+use params::ParamReader;
 
 /// Nanoseconds since an arbitrary origin chosen by the driver (an instant), or a
 /// duration in nanoseconds (RTTs).
@@ -156,12 +159,34 @@ pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dy
     if mtu == 0 {
         return Err(ConfigError { field: "mtu".into(), value: "0".into(), problem: "must be positive".into() });
     }
+    let mut reader = ParamReader::new(params);
+    let controller = read(name, &mut reader, mtu, now)?;
+    reader.finish(name)?;
+    Ok(controller)
+}
+
+/// The `cc_params` keys controller `name` takes, in the order it reads them, with their
+/// kinds, defaults and allowed values; `None` for a name [`build`] does not know. This is
+/// what the controller's own parameter reading asks for, so it cannot drift from it.
+pub fn parameters(name: &str) -> Option<Vec<Parameter>> {
+    if !NAMES.contains(&name) {
+        return None;
+    }
+    let defaults = Params::new();
+    let mut reader = ParamReader::new(&defaults);
+    // 1200: QUIC's minimum datagram size; the values do not depend on it.
+    read(name, &mut reader, 1200, 0).unwrap_or_else(|e| panic!("{name}'s defaults are refused: {e}"));
+    Some(reader.into_parameters())
+}
+
+/// The one dispatch from a name to its controller, shared by [`build`] and [`parameters`].
+fn read(name: &str, reader: &mut ParamReader<'_>, mtu: u64, now: Nanos) -> Result<Box<dyn Controller>, ConfigError> {
     Ok(match name {
-        "newreno" => Box::new(newreno::NewReno::from_params(params, mtu)?),
-        "cubic" => Box::new(cubic::Cubic::from_params(params, mtu)?),
-        "vegas" => Box::new(vegas::Vegas::from_params(params, mtu, now)?),
-        "ledbat" => Box::new(ledbat::Ledbat::from_params(params, mtu, now)?),
-        "delay-correlation" => Box::new(delay_correlation::DelayCorrelation::from_params(params, mtu)?),
-        _ => unreachable!("checked against NAMES above"),
+        "newreno" => Box::new(newreno::NewReno::from_reader(reader, mtu)?),
+        "cubic" => Box::new(cubic::Cubic::from_reader(reader, mtu)?),
+        "vegas" => Box::new(vegas::Vegas::from_reader(reader, mtu, now)?),
+        "ledbat" => Box::new(ledbat::Ledbat::from_reader(reader, mtu, now)?),
+        "delay-correlation" => Box::new(delay_correlation::DelayCorrelation::from_reader(reader, mtu)?),
+        _ => unreachable!("names are checked against NAMES first"),
     })
 }

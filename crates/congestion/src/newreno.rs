@@ -38,7 +38,14 @@ impl NewReno {
 
     /// NewReno takes no parameters; any key is refused.
     pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
-        ParamReader::new(params).finish("newreno")?;
+        let mut reader = ParamReader::new(params);
+        let newreno = Self::from_reader(&mut reader, mss)?;
+        reader.finish("newreno")?;
+        Ok(newreno)
+    }
+
+    /// Reads nothing: the reader stays empty, and `finish` refuses every key.
+    pub(crate) fn from_reader(_reader: &mut ParamReader<'_>, mss: u64) -> Result<Self, ConfigError> {
         Ok(Self::new(mss))
     }
 

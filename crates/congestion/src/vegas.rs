@@ -85,12 +85,21 @@ impl Vegas {
     /// alpha ≤ beta.
     pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let mut reader = ParamReader::new(params);
+        let vegas = Self::from_reader(&mut reader, mss, now)?;
+        reader.finish("vegas")?;
+        Ok(vegas)
+    }
+
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let alpha = reader.number("alpha", 2.0, 0.0..=1000.0)?;
         let beta = reader.number("beta", 4.0, 0.0..=1000.0)?;
         let gamma = reader.number("gamma", 1.0, 0.0..=1000.0)?;
-        reader.finish("vegas")?;
         if alpha > beta {
-            return Err(param_error("alpha", &params["alpha"], format!("must not exceed beta ({beta})")));
+            // Blame the key that was given: with only beta set, alpha is its default.
+            return Err(match reader.given("alpha") {
+                Some(text) => param_error("alpha", text, format!("must not exceed beta ({beta})")),
+                None => param_error("beta", reader.given("beta").unwrap_or_default(), format!("must not be below alpha ({alpha})")),
+            });
         }
         Ok(Self::with_thresholds(mss, now, alpha, beta, gamma))
     }

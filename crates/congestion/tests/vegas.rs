@@ -111,6 +111,19 @@ fn thresholds_come_from_params() {
     assert_eq!(vegas.packets(), 65);
 }
 
+/// β below the default α used to index the parameters for the absent `alpha` and panic
+/// (`--cc vegas --cc-param beta=1` aborted the agent); now the given key is blamed.
+#[test]
+fn beta_below_the_default_alpha_is_refused_on_beta() {
+    let params = [("beta", "1")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
+    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.beta", "1"));
+    assert!(error.problem.contains("must not be below alpha (2)"), "{}", error.problem);
+    let params = [("alpha", "3"), ("beta", "1")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
+    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.alpha", "3"));
+}
+
 #[test]
 fn too_few_samples_fall_back_to_reno() {
     // Rounds of 2 acks (< 3 samples) in congestion avoidance: Reno's +1 packet per round
