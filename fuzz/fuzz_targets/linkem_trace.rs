@@ -35,23 +35,45 @@ fuzz_target!(|data: &[u8]| {
         Some(i) => (&data[..i], &data[i + 1..]),
         None => (data, &[][..]),
     };
-    let Ok(text) = std::str::from_utf8(text) else { return };
-    let Ok(trace) = parse_mahimahi_trace(text) else { return };
+    let Ok(text) = std::str::from_utf8(text) else {
+        return;
+    };
+    let Ok(trace) = parse_mahimahi_trace(text) else {
+        return;
+    };
 
-    assert!(validate_trace(&trace).is_ok(), "parser accepted an invalid trace {trace:?}");
+    assert!(
+        validate_trace(&trace).is_ok(),
+        "parser accepted an invalid trace {trace:?}"
+    );
     let written: String = trace.iter().map(|ms| format!("{ms}\n")).collect();
-    assert_eq!(parse_mahimahi_trace(&written).as_ref(), Ok(&trace), "round trip");
+    assert_eq!(
+        parse_mahimahi_trace(&written).as_ref(),
+        Ok(&trace),
+        "round trip"
+    );
 
-    let mut link = RateQueue::trace(trace.clone(), QueueLimit::Packets(64)).expect("a parsed trace builds a link");
+    let mut link = RateQueue::trace(trace.clone(), QueueLimit::Packets(64))
+        .expect("a parsed trace builds a link");
     let mut at = 0u64;
     let mut last_out: Option<(u64, u64)> = None;
     let mut check = |id: u64, due: u64, arrived: &[u64]| {
         if let Some((prev_id, prev_due)) = last_out {
-            assert!(id > prev_id && due >= prev_due, "{id} (due {due}) handed out after {prev_id} (due {prev_due})");
+            assert!(
+                id > prev_id && due >= prev_due,
+                "{id} (due {due}) handed out after {prev_id} (due {prev_due})"
+            );
         }
-        assert!(due >= arrived[id as usize], "{id} due at {due} before its arrival {}", arrived[id as usize]);
+        assert!(
+            due >= arrived[id as usize],
+            "{id} due at {due} before its arrival {}",
+            arrived[id as usize]
+        );
         // Opportunities beyond u64 nanoseconds are all at the saturated end of time.
-        assert!(due == u64::MAX || is_opportunity(&trace, due), "{id} due at {due} ns, not an opportunity of {trace:?}");
+        assert!(
+            due == u64::MAX || is_opportunity(&trace, due),
+            "{id} due at {due} ns, not an opportunity of {trace:?}"
+        );
         last_out = Some((id, due));
     };
     let mut arrived = Vec::new();

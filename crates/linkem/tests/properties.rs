@@ -21,8 +21,8 @@ use std::collections::HashMap;
 
 use linkem::rate::RateQueue;
 use linkem::spec::{
-    build_direction, AnyDirectionSpec, DirectionSpec, Distribution, JitterSpec, LossSpec, MergeSpec, MultipathSpec,
-    QueueLimit, Ratio, RateSpec, SplitSpec,
+    build_direction, AnyDirectionSpec, DirectionSpec, Distribution, JitterSpec, LossSpec,
+    MergeSpec, MultipathSpec, QueueLimit, RateSpec, Ratio, SplitSpec,
 };
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Stage};
 use proptest::prelude::*;
@@ -35,10 +35,17 @@ const NS_PER_S: u128 = 1_000_000_000;
 const MAX_PACKETS: usize = 300;
 
 fn config() -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(256);
     // Failures are turned into named regression tests instead of seed files, so nothing is
     // written into the source tree.
-    ProptestConfig { cases, failure_persistence: None, ..ProptestConfig::default() }
+    ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    }
 }
 
 /// One offered packet: ids are the arrival index, so id order is arrival order.
@@ -113,14 +120,16 @@ fn direction_spec() -> impl Strategy<Value = DirectionSpec> {
         loss(),
         prop_oneof![2 => Just(0.0), 1 => probability()],
     )
-        .prop_map(|(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
-            rate,
-            queue,
-            delay,
-            jitter,
-            loss,
-            duplicate,
-        })
+        .prop_map(
+            |(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
+                rate,
+                queue,
+                delay,
+                jitter,
+                loss,
+                duplicate,
+            },
+        )
 }
 
 fn multipath_spec() -> impl Strategy<Value = MultipathSpec> {
@@ -132,14 +141,22 @@ fn multipath_spec() -> impl Strategy<Value = MultipathSpec> {
     (prop::collection::vec(direction_spec(), 2..=3), merge)
         .prop_flat_map(|(legs, merge)| {
             let n = legs.len();
-            let batch = (1u32..=10, prop::collection::vec(0u32..=10, n)).prop_map(move |(batch, mut weights)| {
-                if weights.iter().all(|&w| w == 0) {
-                    weights[0] = 1;
-                }
-                let total: u32 = weights.iter().sum();
-                let shares = weights.iter().map(|&w| f64::from(w) / f64::from(total)).collect();
-                SplitSpec::Batch { batch, ratio: Ratio::Shares(shares) }
-            });
+            let batch = (1u32..=10, prop::collection::vec(0u32..=10, n)).prop_map(
+                move |(batch, mut weights)| {
+                    if weights.iter().all(|&w| w == 0) {
+                        weights[0] = 1;
+                    }
+                    let total: u32 = weights.iter().sum();
+                    let shares = weights
+                        .iter()
+                        .map(|&w| f64::from(w) / f64::from(total))
+                        .collect();
+                    SplitSpec::Batch {
+                        batch,
+                        ratio: Ratio::Shares(shares),
+                    }
+                },
+            );
             let split = prop_oneof![3 => batch, 1 => Just(SplitSpec::Duplicate)];
             (Just(legs), split, Just(merge))
         })
@@ -157,7 +174,8 @@ fn any_spec() -> impl Strategy<Value = AnyDirectionSpec> {
 /// random start so the trace's phase varies; sizes around and beyond one MTU, and the
 /// extremes 0 and 65535 bytes.
 fn arrivals(pin_share: f64) -> impl Strategy<Value = Vec<Arrival>> {
-    let gap = prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 3 => 0u64..2 * MS, 1 => 0u64..200 * MS];
+    let gap =
+        prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 3 => 0u64..2 * MS, 1 => 0u64..200 * MS];
     let size = prop_oneof![
         20 => Just(1500u32),
         30 => 1u32..=1500,
@@ -166,16 +184,25 @@ fn arrivals(pin_share: f64) -> impl Strategy<Value = Vec<Arrival>> {
         1 => Just(u32::from(u16::MAX)),
     ];
     let pin = (0.0..1.0f64, 0usize..3).prop_map(move |(u, leg)| (u < pin_share).then_some(leg));
-    (0u64..=1_000 * MS, prop::collection::vec((gap, size, pin), 0..MAX_PACKETS)).prop_map(|(t0, v)| {
-        let mut at = t0;
-        v.into_iter()
-            .enumerate()
-            .map(|(i, (gap, size, pin))| {
-                at += gap;
-                Arrival { id: i as u64, size, at, pin }
-            })
-            .collect()
-    })
+    (
+        0u64..=1_000 * MS,
+        prop::collection::vec((gap, size, pin), 0..MAX_PACKETS),
+    )
+        .prop_map(|(t0, v)| {
+            let mut at = t0;
+            v.into_iter()
+                .enumerate()
+                .map(|(i, (gap, size, pin))| {
+                    at += gap;
+                    Arrival {
+                        id: i as u64,
+                        size,
+                        at,
+                        pin,
+                    }
+                })
+                .collect()
+        })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -194,9 +221,15 @@ fn run(d: &mut Direction<()>, arrivals: &[Arrival]) -> Vec<DirectionEvent<()>> {
     let drain = |d: &mut Direction<()>, now: Nanos, ev: &mut Vec<DirectionEvent<()>>| {
         while let Some(e) = d.step(now) {
             if let Some(prev) = ev.last() {
-                assert!(e.at() >= prev.at(), "events out of time order: {e:?} after {prev:?}");
+                assert!(
+                    e.at() >= prev.at(),
+                    "events out of time order: {e:?} after {prev:?}"
+                );
             }
-            assert!(e.at() <= now, "event handed out before it was due: {e:?} at {now}");
+            assert!(
+                e.at() <= now,
+                "event handed out before it was due: {e:?} at {now}"
+            );
             ev.push(e);
         }
     };
@@ -210,13 +243,18 @@ fn run(d: &mut Direction<()>, arrivals: &[Arrival]) -> Vec<DirectionEvent<()>> {
         drain(d, a.at, &mut ev);
     }
     drain(d, Nanos::MAX, &mut ev);
-    assert!(d.is_empty(), "the direction still holds {} packets", d.len());
+    assert!(
+        d.is_empty(),
+        "the direction still holds {} packets",
+        d.len()
+    );
     assert_eq!(d.next_due(), None);
     ev
 }
 
 fn build(spec: &AnyDirectionSpec, seed: u64) -> Direction<()> {
-    build_direction(spec, seed).unwrap_or_else(|e| panic!("generated an invalid spec ({e}): {spec:?}"))
+    build_direction(spec, seed)
+        .unwrap_or_else(|e| panic!("generated an invalid spec ({e}): {spec:?}"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -229,7 +267,9 @@ fn order_preserving(spec: &DirectionSpec) -> bool {
 /// Lower bound on the delay stage's contribution: fixed + the smallest jitter sample the
 /// distribution can draw, clamped at 0 as the stage does.
 fn min_propagation(spec: &DirectionSpec) -> Nanos {
-    let Some(j) = spec.jitter.filter(|j| j.amount > 0) else { return spec.delay };
+    let Some(j) = spec.jitter.filter(|j| j.amount > 0) else {
+        return spec.delay;
+    };
     let lowest_sample = match j.distribution {
         // Uniform on [−amount, +amount].
         Distribution::Uniform => -1.0,
@@ -280,7 +320,9 @@ fn is_opportunity(trace_ms: &[u64], t_ns: Nanos) -> bool {
 fn fits(limit: QueueLimit, held: &[u32], size: u32) -> bool {
     match limit {
         QueueLimit::Packets(n) => held.len() < n as usize,
-        QueueLimit::Bytes(n) => held.iter().map(|&s| u64::from(s)).sum::<u64>() + u64::from(size) <= n,
+        QueueLimit::Bytes(n) => {
+            held.iter().map(|&s| u64::from(s)).sum::<u64>() + u64::from(size) <= n
+        }
         QueueLimit::Unlimited => true,
     }
 }
@@ -295,33 +337,66 @@ fn outcomes(ev: &[DirectionEvent<()>]) -> Outcomes {
     let mut out: Outcomes = HashMap::new();
     for e in ev {
         match e {
-            DirectionEvent::Departed { packet, at } => out.entry((packet.id, packet.copy)).or_default().push((*at, None)),
-            DirectionEvent::Dropped { packet, at, reason, .. } => {
-                out.entry((packet.id, packet.copy)).or_default().push((*at, Some(*reason)))
-            }
+            DirectionEvent::Departed { packet, at } => out
+                .entry((packet.id, packet.copy))
+                .or_default()
+                .push((*at, None)),
+            DirectionEvent::Dropped {
+                packet, at, reason, ..
+            } => out
+                .entry((packet.id, packet.copy))
+                .or_default()
+                .push((*at, Some(*reason))),
             other => panic!("a plain direction reported a multipath event: {other:?}"),
         }
     }
     out
 }
 
-fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<()>]) -> Result<(), TestCaseError> {
+fn check_plain(
+    spec: &DirectionSpec,
+    arrivals: &[Arrival],
+    ev: &[DirectionEvent<()>],
+) -> Result<(), TestCaseError> {
     let outcomes = outcomes(ev);
     let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
     for &(id, _) in outcomes.keys() {
-        prop_assert!(by_id.contains_key(&id), "an event about packet {} that was never offered", id);
+        prop_assert!(
+            by_id.contains_key(&id),
+            "an event about packet {} that was never offered",
+            id
+        );
     }
 
     // (a) Every offered packet has exactly one outcome; a copy at most one, and only when
     // duplication is on and its original got past the loss stage.
     for a in arrivals {
         let original = outcomes.get(&(a.id, false)).map_or(&[][..], Vec::as_slice);
-        prop_assert_eq!(original.len(), 1, "packet {} has {} outcomes: {:?}", a.id, original.len(), original);
+        prop_assert_eq!(
+            original.len(),
+            1,
+            "packet {} has {} outcomes: {:?}",
+            a.id,
+            original.len(),
+            original
+        );
         if let Some(copy) = outcomes.get(&(a.id, true)) {
-            prop_assert_eq!(copy.len(), 1, "copy of {} has {} outcomes", a.id, copy.len());
+            prop_assert_eq!(
+                copy.len(),
+                1,
+                "copy of {} has {} outcomes",
+                a.id,
+                copy.len()
+            );
             prop_assert!(spec.duplicate > 0.0, "a copy without duplication");
-            prop_assert!(original[0].1 != Some(DropReason::RandomLoss), "a copy of a packet lost before duplication");
-            prop_assert!(copy[0].1 != Some(DropReason::RandomLoss), "a copy lost by the loss stage ahead of duplication");
+            prop_assert!(
+                original[0].1 != Some(DropReason::RandomLoss),
+                "a copy of a packet lost before duplication"
+            );
+            prop_assert!(
+                copy[0].1 != Some(DropReason::RandomLoss),
+                "a copy lost by the loss stage ahead of duplication"
+            );
         }
     }
 
@@ -330,10 +405,18 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
     for (&(id, copy), v) in &outcomes {
         let (at, reason) = v[0];
         let Some(reason) = reason else { continue };
-        prop_assert_eq!(at, by_id[&id].at, "drop of ({}, {}) not at its arrival", id, copy);
+        prop_assert_eq!(
+            at,
+            by_id[&id].at,
+            "drop of ({}, {}) not at its arrival",
+            id,
+            copy
+        );
         match reason {
             DropReason::RandomLoss => prop_assert!(spec.loss.is_some()),
-            DropReason::QueueFull => prop_assert!(spec.rate.is_some() && spec.queue != QueueLimit::Unlimited),
+            DropReason::QueueFull => {
+                prop_assert!(spec.rate.is_some() && spec.queue != QueueLimit::Unlimited)
+            }
             DropReason::MergeDiscard => prop_assert!(false, "a plain direction has no merge"),
         }
     }
@@ -350,7 +433,12 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
     // original's place.
     if order_preserving(spec) {
         for w in departures.windows(2) {
-            prop_assert!((w[0].0, w[0].1) < (w[1].0, w[1].1), "reordered: {:?} departed before {:?}", w[0], w[1]);
+            prop_assert!(
+                (w[0].0, w[0].1) < (w[1].0, w[1].1),
+                "reordered: {:?} departed before {:?}",
+                w[0],
+                w[1]
+            );
         }
     }
 
@@ -358,7 +446,15 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
     for &(id, copy, at) in &departures {
         let a = by_id[&id];
         let earliest = a.at + min_transit(spec, a.size);
-        prop_assert!(at >= earliest, "({}, {}) departed at {} < arrival {} + minimum {}", id, copy, at, a.at, earliest - a.at);
+        prop_assert!(
+            at >= earliest,
+            "({}, {}) departed at {} < arrival {} + minimum {}",
+            id,
+            copy,
+            at,
+            a.at,
+            earliest - a.at
+        );
     }
 
     // Without jitter the delay is exact, so departure − delay is the serialisation finish:
@@ -384,7 +480,13 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
             Some(RateSpec::Trace { opportunities_ms }) => {
                 for &(id, copy, at) in &departures {
                     let f = finish(at);
-                    prop_assert!(is_opportunity(opportunities_ms, f), "({}, {}) finished at {} ns, not an opportunity", id, copy, f);
+                    prop_assert!(
+                        is_opportunity(opportunities_ms, f),
+                        "({}, {}) finished at {} ns, not an opportunity",
+                        id,
+                        copy,
+                        f
+                    );
                 }
             }
             None => {}
@@ -399,23 +501,47 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
 /// (c) on a built pipeline, from its events alone: in arrival order (a copy right after
 /// its original), every packet that reached the queue was admitted iff it fit on top of
 /// the packets not yet fully serialised at that instant.
-fn check_drop_tail_from_events(spec: &DirectionSpec, arrivals: &[Arrival], outcomes: &Outcomes) -> Result<(), TestCaseError> {
+fn check_drop_tail_from_events(
+    spec: &DirectionSpec,
+    arrivals: &[Arrival],
+    outcomes: &Outcomes,
+) -> Result<(), TestCaseError> {
     let mut admitted: Vec<(Nanos, u32)> = Vec::new(); // (finish, size)
     for a in arrivals {
         for copy in [false, true] {
-            let Some(v) = outcomes.get(&(a.id, copy)) else { continue };
+            let Some(v) = outcomes.get(&(a.id, copy)) else {
+                continue;
+            };
             let (at, reason) = v[0];
             if reason == Some(DropReason::RandomLoss) {
                 continue;
             }
-            let held: Vec<u32> = admitted.iter().filter(|&&(f, _)| f > a.at).map(|&(_, s)| s).collect();
+            let held: Vec<u32> = admitted
+                .iter()
+                .filter(|&&(f, _)| f > a.at)
+                .map(|&(_, s)| s)
+                .collect();
             let fit = fits(spec.queue, &held, a.size);
             match reason {
                 Some(_) => {
-                    prop_assert!(!fit, "({}, {}) dropped though the queue held only {:?} (limit {:?})", a.id, copy, held, spec.queue)
+                    prop_assert!(
+                        !fit,
+                        "({}, {}) dropped though the queue held only {:?} (limit {:?})",
+                        a.id,
+                        copy,
+                        held,
+                        spec.queue
+                    )
                 }
                 None => {
-                    prop_assert!(fit, "({}, {}) admitted on top of {:?} (limit {:?})", a.id, copy, held, spec.queue);
+                    prop_assert!(
+                        fit,
+                        "({}, {}) admitted on top of {:?} (limit {:?})",
+                        a.id,
+                        copy,
+                        held,
+                        spec.queue
+                    );
                     admitted.push((at - spec.delay, a.size));
                 }
             }
@@ -438,7 +564,11 @@ struct Tally {
     discarded: u32,
 }
 
-fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEvent<()>]) -> Result<(), TestCaseError> {
+fn check_multipath(
+    spec: &MultipathSpec,
+    arrivals: &[Arrival],
+    ev: &[DirectionEvent<()>],
+) -> Result<(), TestCaseError> {
     let legs = spec.legs.len();
     let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
     let pinned = |id: u64| by_id[&id].pin.is_some();
@@ -453,8 +583,17 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
         match e {
             DirectionEvent::LegArrived { leg, info, at } => {
                 prop_assert!(!info.copy, "the split saw a copy");
-                prop_assert_eq!(*at, by_id[&info.id].at, "split at another time than the arrival");
-                *tally.entry(info.id).or_default().leg_arrived.entry(*leg).or_default() += 1;
+                prop_assert_eq!(
+                    *at,
+                    by_id[&info.id].at,
+                    "split at another time than the arrival"
+                );
+                *tally
+                    .entry(info.id)
+                    .or_default()
+                    .leg_arrived
+                    .entry(*leg)
+                    .or_default() += 1;
                 arrived_on.insert((info.id, *leg), *at);
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
@@ -466,11 +605,25 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
                 // (e) per leg.
                 let leg_spec = &spec.legs[*leg];
                 let arrived = arrived_on.get(&(info.id, *leg)).copied();
-                prop_assert!(arrived.is_some(), "packet {} left leg {} without arriving on it", info.id, leg);
+                prop_assert!(
+                    arrived.is_some(),
+                    "packet {} left leg {} without arriving on it",
+                    info.id,
+                    leg
+                );
                 let earliest = arrived.unwrap() + min_transit(leg_spec, info.size);
-                prop_assert!(*at >= earliest, "packet {} left leg {} at {} before {}", info.id, leg, at, earliest);
+                prop_assert!(
+                    *at >= earliest,
+                    "packet {} left leg {} at {} before {}",
+                    info.id,
+                    leg,
+                    at,
+                    earliest
+                );
                 let exact_delay = leg_spec.jitter.is_none_or(|j| j.amount == 0);
-                if let (Some(RateSpec::Constant { bits_per_sec }), true) = (&leg_spec.rate, exact_delay) {
+                if let (Some(RateSpec::Constant { bits_per_sec }), true) =
+                    (&leg_spec.rate, exact_delay)
+                {
                     if let Some(&(prev_id, prev_at)) = last_leg_departure.get(leg) {
                         prop_assert!(
                             at - prev_at >= serialisation_floor(info.size, *bits_per_sec),
@@ -484,29 +637,63 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
                 }
                 last_leg_departure.insert(*leg, (info.id, *at));
             }
-            DirectionEvent::LegDropped { leg, packet, at, reason, .. } => {
-                *tally.entry(packet.id).or_default().leg_outcomes.entry((*leg, packet.copy)).or_default() += 1;
-                prop_assert_eq!(*at, by_id[&packet.id].at, "a leg dropped {} after its arrival", packet.id);
-                prop_assert!(*reason != DropReason::MergeDiscard, "a leg's stage reported a merge discard");
+            DirectionEvent::LegDropped {
+                leg,
+                packet,
+                at,
+                reason,
+                ..
+            } => {
+                *tally
+                    .entry(packet.id)
+                    .or_default()
+                    .leg_outcomes
+                    .entry((*leg, packet.copy))
+                    .or_default() += 1;
+                prop_assert_eq!(
+                    *at,
+                    by_id[&packet.id].at,
+                    "a leg dropped {} after its arrival",
+                    packet.id
+                );
+                prop_assert!(
+                    *reason != DropReason::MergeDiscard,
+                    "a leg's stage reported a merge discard"
+                );
             }
             DirectionEvent::Departed { packet, at } => {
                 tally.entry(packet.id).or_default().departed += 1;
                 let off = first_off_leg.get(&packet.id).copied();
-                prop_assert!(off.is_some_and(|t| *at >= t), "packet {} departed at {} before leaving any leg", packet.id, at);
+                prop_assert!(
+                    off.is_some_and(|t| *at >= t),
+                    "packet {} departed at {} before leaving any leg",
+                    packet.id,
+                    at
+                );
                 if !pinned(packet.id) {
                     delivered_numbered.push(packet.id);
                 }
             }
             DirectionEvent::MergeDiscarded { packet, .. } => {
-                prop_assert!(spec.merge.enabled, "a merge that is off discarded {}", packet.id);
-                prop_assert!(!pinned(packet.id), "the merge saw pinned packet {}", packet.id);
+                prop_assert!(
+                    spec.merge.enabled,
+                    "a merge that is off discarded {}",
+                    packet.id
+                );
+                prop_assert!(
+                    !pinned(packet.id),
+                    "the merge saw pinned packet {}",
+                    packet.id
+                );
                 tally.entry(packet.id).or_default().discarded += 1;
             }
             DirectionEvent::GapSkipped { count, .. } => {
                 prop_assert!(spec.merge.enabled, "a merge that is off skipped a gap");
                 gap_skipped += count;
             }
-            DirectionEvent::Dropped { .. } => prop_assert!(false, "a multipath direction reported a plain drop"),
+            DirectionEvent::Dropped { .. } => {
+                prop_assert!(false, "a multipath direction reported a plain drop")
+            }
         }
     }
 
@@ -517,27 +704,79 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
             (Some(p), _) => vec![p % legs],
             (None, SplitSpec::Duplicate) => (0..legs).collect(),
             (None, SplitSpec::Batch { .. }) => {
-                prop_assert_eq!(t.leg_arrived.len(), 1, "packet {} split onto {:?}", a.id, t.leg_arrived);
+                prop_assert_eq!(
+                    t.leg_arrived.len(),
+                    1,
+                    "packet {} split onto {:?}",
+                    a.id,
+                    t.leg_arrived
+                );
                 t.leg_arrived.keys().copied().collect()
             }
         };
         for &leg in &expected_legs {
-            prop_assert_eq!(t.leg_arrived.get(&leg).copied(), Some(1), "packet {} on leg {}: {:?}", a.id, leg, t);
-            prop_assert_eq!(t.leg_outcomes.get(&(leg, false)).copied(), Some(1), "packet {} on leg {}: {:?}", a.id, leg, t);
+            prop_assert_eq!(
+                t.leg_arrived.get(&leg).copied(),
+                Some(1),
+                "packet {} on leg {}: {:?}",
+                a.id,
+                leg,
+                t
+            );
+            prop_assert_eq!(
+                t.leg_outcomes.get(&(leg, false)).copied(),
+                Some(1),
+                "packet {} on leg {}: {:?}",
+                a.id,
+                leg,
+                t
+            );
             let copies = t.leg_outcomes.get(&(leg, true)).copied().unwrap_or(0);
             let duplicating = spec.legs[leg].duplicate > 0.0;
-            prop_assert!(copies <= 1 && (copies == 0 || duplicating), "packet {} on leg {}: {:?}", a.id, leg, t);
+            prop_assert!(
+                copies <= 1 && (copies == 0 || duplicating),
+                "packet {} on leg {}: {:?}",
+                a.id,
+                leg,
+                t
+            );
         }
-        prop_assert_eq!(t.leg_arrived.len(), expected_legs.len(), "packet {}: {:?}", a.id, t);
-        prop_assert_eq!(t.departed + t.discarded, t.leg_departed, "packet {}: merge in/out {:?}", a.id, t);
+        prop_assert_eq!(
+            t.leg_arrived.len(),
+            expected_legs.len(),
+            "packet {}: {:?}",
+            a.id,
+            t
+        );
+        prop_assert_eq!(
+            t.departed + t.discarded,
+            t.leg_departed,
+            "packet {}: merge in/out {:?}",
+            a.id,
+            t
+        );
         if spec.merge.enabled && a.pin.is_none() {
-            prop_assert!(t.departed <= 1, "the merge delivered {} {} times", a.id, t.departed);
+            prop_assert!(
+                t.departed <= 1,
+                "the merge delivered {} {} times",
+                a.id,
+                t.departed
+            );
         }
         if a.pin.is_some() {
-            prop_assert_eq!(t.departed, t.leg_departed, "pinned packet {} bypasses the merge", a.id);
+            prop_assert_eq!(
+                t.departed,
+                t.leg_departed,
+                "pinned packet {} bypasses the merge",
+                a.id
+            );
         }
     }
-    prop_assert!(tally.is_empty(), "events about packets never offered: {:?}", tally.keys().collect::<Vec<_>>());
+    prop_assert!(
+        tally.is_empty(),
+        "events about packets never offered: {:?}",
+        tally.keys().collect::<Vec<_>>()
+    );
 
     if spec.merge.enabled {
         // (b) The merge delivers in split order, each at most once.
@@ -546,8 +785,14 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
         }
         // Every sequence number up to the highest that reached the merge is delivered or
         // given up at a timer expiry (the merge ends with nothing outstanding).
-        let numbered: Vec<u64> = arrivals.iter().filter(|a| a.pin.is_none()).map(|a| a.id).collect();
-        let highest_received = numbered.iter().rposition(|id| first_off_leg.contains_key(id));
+        let numbered: Vec<u64> = arrivals
+            .iter()
+            .filter(|a| a.pin.is_none())
+            .map(|a| a.id)
+            .collect();
+        let highest_received = numbered
+            .iter()
+            .rposition(|id| first_off_leg.contains_key(id));
         let sequence_numbers = highest_received.map_or(0, |i| i as u64 + 1);
         prop_assert_eq!(
             delivered_numbered.len() as u64 + gap_skipped,
