@@ -69,6 +69,25 @@ pub enum DropReason {
     MergeDiscard = 3,
 }
 
+impl DropReason {
+    /// Every reason, in code order.
+    pub const ALL: [DropReason; 3] = [DropReason::QueueFull, DropReason::RandomLoss, DropReason::MergeDiscard];
+
+    /// The code a packet log records (`reason` field).
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The name readers of the packet log use (contracts/contract.json `drop_reasons`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::QueueFull => "queue_full",
+            DropReason::RandomLoss => "random_loss",
+            DropReason::MergeDiscard => "merge_discard",
+        }
+    }
+}
+
 /// A packet a stage refused, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dropped<P> {
