@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from tlab_cli import run_one
-from transportlab.contract import QUIC_CC
+from transportlab.contract import controllers
 
 pytestmark = pytest.mark.netns
 
@@ -39,7 +39,7 @@ SCENARIO = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("cc", QUIC_CC)
+@pytest.mark.parametrize("cc", controllers("quic"))
 def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
     m, run_dir = run_one(tmp_path, SCENARIO.format(cc=cc))
     flow = m["flows"]["dl"]

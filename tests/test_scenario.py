@@ -561,3 +561,28 @@ def test_dumbbell_to_topology():
     assert (r.seed, r.repetitions, r.duration) == (7, 3, 30.0)
     a = r.analysis
     assert (a.bin, a.window, a.fairness_delta, a.bottleneck) == (1.0, (5.0, 25.0), 0.1, "bottleneck")
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        (
+            "{ alpha = 2, delta = 1 }",
+            r"cc_params\.delta: not a parameter of vegas \(it takes alpha, beta, gamma\) \(got 1\)",
+        ),
+        ('{ alpha = "two" }', r"cc_params\.alpha: vegas's alpha is a number"),
+        ("{ alpha = -1 }", r"cc_params\.alpha: vegas's alpha is 0 to 1000 packets \(got -1\)"),
+    ],
+)
+def test_quic_cc_params_are_checked_against_the_contract(tmp_path, params, match):
+    """The parameters a controller takes come from contracts/contract.json, so a bad one
+    is refused when the file is read, not by the agent in the middle of a run."""
+    text = doc(protocol="quic", flow=f'cc = "vegas"\ncc_params = {params}')
+    with pytest.raises(ScenarioError, match=match):
+        load_scenario(write(tmp_path, text))
+
+
+def test_a_choice_parameter_names_its_options(tmp_path):
+    text = doc(protocol="quic", flow='cc = "ledbat"\ncc_params = { flavour = "utorrent" }')
+    with pytest.raises(ScenarioError, match=r"ledbat's flavour is one of libutp, libtorrent \(got 'utorrent'\)"):
+        load_scenario(write(tmp_path, text))

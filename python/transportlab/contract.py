@@ -1,6 +1,6 @@
 """Names shared with the Rust side, read from their one source, `contracts/contract.json`
-(Rust tests check the crates against the same file): congestion controllers and their
-parameters, drop reasons, the packet log's version."""
+(Rust tests check the crates against the same file; contracts/README.md): congestion
+controllers and their parameters, drop reasons, the packet log's version."""
 
 from __future__ import annotations
 
@@ -23,20 +23,26 @@ def _contract() -> dict[str, Any]:
         raise RuntimeError(f"{PATH}: cannot read the cross-language contract ({e})") from None
 
 
-def _controllers(transport: str) -> tuple[str, ...]:
-    return tuple(c["name"] for c in _contract()["controllers"][transport])
+def controllers(protocol: str) -> tuple[str, ...]:
+    """The congestion controllers a flow of `protocol` accepts, in the contract's order."""
+    return tuple(c["name"] for c in _contract()["controllers"][protocol])
 
 
-def __getattr__(name: str) -> Any:
-    # Read lazily so importing this module never fails on its own.
-    values = {
-        "KERNEL_TCP_CC": lambda: _controllers("tcp"),
-        "QUIC_CC": lambda: _controllers("quic"),
-        "REASONS": lambda: {int(r["code"]): r["name"] for r in _contract()["drop_reasons"]},
-        "UNINTENDED_REASONS": lambda: tuple(int(r["code"]) for r in _contract()["drop_reasons"] if r["unintended"]),
-        "LOG_VERSION": lambda: int(_contract()["packet_log_version"]),
-        "LOG_RECORD_SIZE": lambda: int(_contract()["packet_log_record_size"]),
-    }
-    if name in values:
-        return values[name]()
-    raise AttributeError(name)
+def parameters(protocol: str, controller: str) -> dict[str, dict[str, Any]]:
+    """The `cc_params` a controller takes: name → {type, default, min/max or options, unit, meaning}."""
+    entry = next(c for c in _contract()["controllers"][protocol] if c["name"] == controller)
+    return {p["name"]: p for p in entry["parameters"]}
+
+
+def drop_reasons() -> dict[int, str]:
+    return {int(r["code"]): r["name"] for r in _contract()["drop_reasons"]}
+
+
+def unintended_reasons() -> tuple[int, ...]:
+    return tuple(int(r["code"]) for r in _contract()["drop_reasons"] if r["unintended"])
+
+
+def packet_log_format() -> tuple[int, int]:
+    """(version, record size in bytes) of the packet log."""
+    c = _contract()
+    return int(c["packet_log_version"]), int(c["packet_log_record_size"])

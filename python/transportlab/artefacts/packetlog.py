@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from transportlab import contract
+
 MAGIC = b"TLABLOG\0"
 HEADER_SIZE = 16
 RECORD = np.dtype(
@@ -27,19 +29,15 @@ RECORD = np.dtype(
         ("tcp_seq", "<u4"),
     ]
 )
-assert RECORD.itemsize == 40
+
+VERSION, _RECORD_SIZE = contract.packet_log_format()
+if RECORD.itemsize != _RECORD_SIZE:  # the dtype above must follow the contract's record size
+    raise ImportError(f"packet log record is {RECORD.itemsize} bytes here, {_RECORD_SIZE} in {contract.PATH}")
 
 ARRIVAL, DEPARTURE, DROP = 1, 2, 3
 NO_DIRECTION = 0xFFFF
-REASONS = {
-    1: "queue_full",
-    2: "random_loss",
-    3: "merge_discard",
-    10: "no_route",
-    11: "tun_write_failed",
-    12: "not_ipv4",
-}
-UNINTENDED_REASONS = (10, 11, 12)
+REASONS = contract.drop_reasons()
+UNINTENDED_REASONS = contract.unintended_reasons()
 
 
 class PacketLogError(ValueError):
@@ -55,8 +53,11 @@ def read_records(path: str | Path) -> np.ndarray:
         raise PacketLogError(f"{path}: not a transportlab packet log")
     version = int.from_bytes(header[8:12], "little")
     size = int.from_bytes(header[12:16], "little")
-    if version != 1 or size != RECORD.itemsize:
-        raise PacketLogError(f"{path}: unsupported log version {version} / record size {size}")
+    if version != VERSION or size != RECORD.itemsize:
+        raise PacketLogError(
+            f"{path}: packet log version {version} with {size}-byte records; this transportlab reads "
+            f"version {VERSION} ({RECORD.itemsize}-byte records)"
+        )
     n = (path.stat().st_size - HEADER_SIZE) // RECORD.itemsize
     if n == 0:
         return np.zeros(0, dtype=RECORD)
@@ -70,5 +71,5 @@ def read_frame(path: str | Path) -> pd.DataFrame:
 def write_records(path: str | Path, records: np.ndarray) -> None:
     """Writes a log (used by tests to build hand-made logs)."""
     with open(path, "wb") as f:
-        f.write(MAGIC + (1).to_bytes(4, "little") + RECORD.itemsize.to_bytes(4, "little"))
+        f.write(MAGIC + VERSION.to_bytes(4, "little") + RECORD.itemsize.to_bytes(4, "little"))
         f.write(np.asarray(records, dtype=RECORD).tobytes())

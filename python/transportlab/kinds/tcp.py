@@ -43,10 +43,10 @@ class Tcp(FlowKind):
 
     def check_cc(self, spec) -> str:
         cc = spec.cc or self.default_cc
-        if cc not in contract.KERNEL_TCP_CC:
-            avail = ", ".join(contract.KERNEL_TCP_CC)
+        if cc not in contract.controllers("tcp"):
+            avail = ", ".join(contract.controllers("tcp"))
             if cc in OTHER_LINUX_TCP_CC:
-                hint = ' (the userspace one runs with protocol = "quic")' if cc in contract.QUIC_CC else ""
+                hint = ' (the userspace one runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
                 raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}{hint}", ("cc",))
             if cc == "newreno":
                 raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
