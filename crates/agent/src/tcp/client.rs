@@ -1,0 +1,348 @@
+//! tcp-client: one connection doing an upload, a download or a series of objects.
+
+use std::io;
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::sampler::{Progress, Sampler};
+use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
+use super::{series, BUF_LEN};
+use crate::output::{self, bps, secs};
+use crate::proto::{self, Header, Mode};
+use crate::tcpinfo;
+use crate::tcpstream::{Stopped, Stream};
+use crate::{stats, sys, usage, Direction, TcpClientArgs};
+
+pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
+    if a.cc.as_deref() == Some("") {
+        usage!("--cc must not be empty");
+    }
+    let header = match (a.objects, a.object_size) {
+        (Some(count), Some(size)) => Header {
+            mode: Mode::Objects,
+            bytes: 0,
+            duration_ns: 0,
+            object_size: size,
+            object_count: count,
+        },
+        _ => Header {
+            mode: if a.direction == Direction::Upload {
+                Mode::Upload
+            } else {
+                Mode::Download
+            },
+            bytes: a.bytes.unwrap_or(0),
+            duration_ns: a.duration.unwrap_or(0),
+            object_size: 0,
+            object_count: 0,
+        },
+    };
+    let params = json!({
+        "connect": a.connect.to_string(),
+        "cc": a.cc,
+        "mode": header.mode.name(),
+        "direction": if header.mode == Mode::Objects { Value::Null } else { json!(header.mode.name()) },
+        "duration_ns": a.duration,
+        "bytes": a.bytes,
+        "objects": a.objects,
+        "object_size": a.object_size,
+        "tcp_info_interval_ns": a.tcp_info_interval,
+        "mss": a.mss,
+        "tls": a.tls,
+        "connect_timeout_ns": a.connect_timeout,
+        "summary": a.summary,
+        "series": a.series,
+    });
+
+    let start_ns = sys::now_ns();
+    let sock = Socket::new(
+        Domain::for_address(a.connect),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )
+    .context("cannot create TCP socket")?;
+    if let Some(cc) = &a.cc {
+        sys::set_congestion(&sock, cc)?;
+    }
+    if let Some(mss) = a.mss {
+        sys::set_mss(&sock, mss).with_context(|| format!("cannot set TCP_MAXSEG to {mss}"))?;
+    }
+    let connect_start_ns = sys::now_ns();
+    sock.connect_timeout(&a.connect.into(), Duration::from_nanos(a.connect_timeout))
+        .with_context(|| format!("cannot connect to {}", a.connect))?;
+    let connected_ns = sys::now_ns();
+    let tcp: TcpStream = sock.into();
+    prepare(&tcp)?;
+    let cc_name = sys::get_congestion(&tcp);
+    let local = tcp.local_addr().ok().map(|x| x.to_string());
+
+    let sampler = Sampler::start(Arc::new(Progress::new(&tcp, 0, a.tcp_info_interval)?))?;
+    let mut tls_done_ns = None;
+    let outcome = match open_stream(&tcp, a.tls) {
+        Err(e) => Err(e),
+        Ok(Err(Stopped)) => Ok(ClientTransfer {
+            stopped: true,
+            ..Default::default()
+        }),
+        Ok(Ok(mut stream)) => {
+            if stream.is_tls() {
+                tls_done_ns = Some(sys::now_ns());
+            }
+            run_client_transfer(&mut stream, &header, connected_ns, &sampler.progress)
+        }
+    };
+    let samples = sampler.finish();
+    let final_info = tcpinfo::read(&tcp).ok();
+    drop(tcp);
+    let closed_ns = sys::now_ns();
+    let t = outcome?;
+
+    let end_ns = t.eof_ns.unwrap_or(closed_ns);
+    let sender_is_client = header.mode == Mode::Upload;
+    let bytes = if sender_is_client {
+        t.bytes_sent
+    } else {
+        t.bytes_received
+    };
+    let transfer_ns = end_ns.saturating_sub(connected_ns);
+    let completion_ns = end_ns.saturating_sub(connect_start_ns);
+    let stopped_by = if t.stopped {
+        "signal"
+    } else if header.mode == Mode::Objects {
+        "objects"
+    } else if header.duration_ns > 0 {
+        "duration"
+    } else {
+        "bytes"
+    };
+    let complete = !t.stopped
+        && t.eof_ns.is_some()
+        && match header.mode {
+            Mode::Objects => t.objects.len() as u64 == header.object_count,
+            _ => header.bytes == 0 || bytes == header.bytes,
+        };
+    let objects_json: Vec<Value> = t
+        .objects
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            json!({
+                "index": i,
+                "size": o.size,
+                "request_ns": o.request_ns,
+                "first_byte_ns": o.first_byte_ns,
+                "complete_ns": o.complete_ns,
+                "ttfb_s": secs(o.first_byte_ns - o.request_ns),
+                "completion_s": secs(o.complete_ns - o.request_ns),
+            })
+        })
+        .collect();
+    let ttfb: Vec<f64> = t
+        .objects
+        .iter()
+        .map(|o| (o.first_byte_ns - o.request_ns) as f64)
+        .collect();
+    let obj_completion: Vec<f64> = t
+        .objects
+        .iter()
+        .map(|o| (o.complete_ns - o.request_ns) as f64)
+        .collect();
+
+    let mut results = json!({
+        "mode": header.mode.name(),
+        "sender": if sender_is_client { "client" } else { "server" },
+        "local": local,
+        "remote": a.connect.to_string(),
+        "cc": cc_name,
+        "complete": complete,
+        "bytes": bytes,
+        "bytes_sent": t.bytes_sent,
+        "bytes_received": t.bytes_received,
+        "connect_start_ns": connect_start_ns,
+        "connected_ns": connected_ns,
+        "first_byte_ns": t.first_byte_ns,
+        "end_ns": end_ns,
+        "connect_s": secs(connected_ns - connect_start_ns),
+        "tls": a.tls,
+        "tls_handshake_s": tls_done_ns.map(|t| secs(t - connected_ns)),
+        "duration_s": secs(transfer_ns),
+        "completion_s": if complete { json!(secs(completion_ns)) } else { Value::Null },
+        "throughput_bps": bps(bytes, transfer_ns),
+        "goodput_bps": bps(bytes, completion_ns),
+        "retransmits": if sender_is_client { json!(final_info.map(|i| i.raw.total_retrans)) } else { Value::Null },
+        "tcp_info": final_info.map(|i| i.to_json()),
+        "samples": samples.len(),
+    });
+    if header.mode == Mode::Objects {
+        results["objects"] = json!(objects_json);
+        results["objects_completed"] = json!(t.objects.len());
+        results["ttfb"] = stats::describe_json(&ttfb, 1e6, "ms");
+        results["object_completion"] = stats::describe_json(&obj_completion, 1e6, "ms");
+    }
+    let summary = output::envelope(
+        "tcp-client",
+        params,
+        start_ns,
+        sys::now_ns(),
+        stopped_by,
+        results,
+    );
+    if let Some(p) = &a.series {
+        series::write(p, &samples)?;
+    }
+    output::write_summary(&a.summary, &summary)?;
+    if let Some(e) = t.error {
+        bail!("{e}");
+    }
+    Ok(())
+}
+
+/// The client's byte stream over the connected socket (a duplicate of it, so the socket
+/// stays readable for TCP_INFO): plain, or TLS after a handshake.
+fn open_stream(tcp: &TcpStream, tls: bool) -> anyhow::Result<Result<Stream, Stopped>> {
+    let dup = tcp.try_clone().context("cannot duplicate the socket")?;
+    if tls {
+        Stream::tls_client(dup).context("TLS handshake failed")
+    } else {
+        Ok(Ok(Stream::Plain(dup)))
+    }
+}
+
+struct ObjectRecord {
+    size: u64,
+    request_ns: u64,
+    first_byte_ns: u64,
+    complete_ns: u64,
+}
+
+#[derive(Default)]
+struct ClientTransfer {
+    bytes_sent: u64,
+    bytes_received: u64,
+    first_byte_ns: Option<u64>,
+    /// When the server's FIN arrived (end of the transfer).
+    eof_ns: Option<u64>,
+    stopped: bool,
+    objects: Vec<ObjectRecord>,
+    /// A failure after some data moved: the summary is still written, then exit 1.
+    error: Option<String>,
+}
+
+fn run_client_transfer(
+    s: &mut Stream,
+    h: &Header,
+    connected_ns: u64,
+    counter: &Progress,
+) -> anyhow::Result<ClientTransfer> {
+    let mut t = ClientTransfer::default();
+    let mut buf = vec![0u8; BUF_LEN];
+    if !write_all(s, &h.encode()).context("cannot send request header")? {
+        t.stopped = true;
+        return Ok(t);
+    }
+    let r: io::Result<()> = (|| {
+        match h.mode {
+            Mode::Upload => {
+                let limit = (h.bytes > 0).then_some(h.bytes);
+                let deadline = (h.duration_ns > 0).then(|| connected_ns + h.duration_ns);
+                let (_, stopped) = send_bulk(s, &buf, limit, deadline, counter, &mut t.bytes_sent)?;
+                if stopped {
+                    t.stopped = true;
+                    return Ok(());
+                }
+                s.shutdown_write()?;
+                // The server closes its side only after reading everything.
+                match drain_to_eof(s, &mut buf, None)? {
+                    None => t.stopped = true,
+                    Some((n, at)) => {
+                        t.bytes_received = n;
+                        t.eof_ns = Some(at);
+                    }
+                }
+            }
+            Mode::Download => loop {
+                match read_some(s, &mut buf)? {
+                    None => {
+                        t.stopped = true;
+                        break;
+                    }
+                    Some(0) => {
+                        t.eof_ns = Some(sys::now_ns());
+                        // The server waits for our end (with TLS: a close_notify).
+                        s.shutdown_write()?;
+                        break;
+                    }
+                    Some(n) => {
+                        if t.first_byte_ns.is_none() {
+                            t.first_byte_ns = Some(sys::now_ns());
+                        }
+                        t.bytes_received += n as u64;
+                        counter.add(n);
+                    }
+                }
+            },
+            Mode::Objects => {
+                for i in 0..h.object_count {
+                    let mut req = [0u8; proto::OBJECT_REQUEST_LEN];
+                    proto::put_u64(&mut req, 0, h.object_size);
+                    let request_ns = sys::now_ns();
+                    if !write_all(s, &req)? {
+                        t.stopped = true;
+                        return Ok(());
+                    }
+                    t.bytes_sent += req.len() as u64;
+                    let mut got = 0u64;
+                    let mut first = 0u64;
+                    while got < h.object_size {
+                        let want = (h.object_size - got).min(BUF_LEN as u64) as usize;
+                        match read_some(s, &mut buf[..want])? {
+                            None => {
+                                t.stopped = true;
+                                return Ok(());
+                            }
+                            Some(0) => {
+                                return Err(io::Error::new(
+                                    io::ErrorKind::UnexpectedEof,
+                                    format!("server closed the connection during object {i} after {got} bytes"),
+                                ))
+                            }
+                            Some(n) => {
+                                if got == 0 {
+                                    first = sys::now_ns();
+                                    t.first_byte_ns.get_or_insert(first);
+                                }
+                                got += n as u64;
+                                t.bytes_received += n as u64;
+                                counter.add(n);
+                            }
+                        }
+                    }
+                    t.objects.push(ObjectRecord {
+                        size: h.object_size,
+                        request_ns,
+                        first_byte_ns: first,
+                        complete_ns: sys::now_ns(),
+                    });
+                }
+                s.shutdown_write()?;
+                match drain_to_eof(s, &mut buf, None)? {
+                    None => t.stopped = true,
+                    Some((_, at)) => t.eof_ns = Some(at),
+                }
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = r {
+        if t.bytes_sent == 0 && t.bytes_received == 0 {
+            return Err(e).context("transfer failed");
+        }
+        t.error = Some(format!("transfer failed: {e}"));
+    }
+    Ok(t)
+}
