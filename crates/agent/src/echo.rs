@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
+use agent::wire::stamp::{self, ProbeStamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, UInt64Array};
 use serde_json::{json, Value};
 
-use crate::proto::{get_u64, put_u64, PROBE_HEADER_LEN};
 use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::{output, stats, sys, usage, EchoArgs, ProbeArgs};
 
@@ -44,8 +44,9 @@ pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
             }
             Err(e) => return Err(e).context("recv failed"),
         };
-        if a.stamp && n >= PROBE_HEADER_LEN {
-            put_u64(&mut buf, 16, sys::now_ns());
+        if a.stamp {
+            // A datagram too short for the echo time is reflected unchanged.
+            let _ = stamp::set_echo_ns(&mut buf[..n], sys::now_ns());
         }
         match sock.send_to(&buf[..n], peer) {
             Ok(_) => {
@@ -93,10 +94,11 @@ struct Reply {
 }
 
 pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
-    if a.size < PROBE_HEADER_LEN as u64 || a.size > MAX_PAYLOAD {
+    if a.size < stamp::PROBE_LEN as u64 || a.size > MAX_PAYLOAD {
         usage!(
-            "--size {} out of range: must be {PROBE_HEADER_LEN}..={MAX_PAYLOAD} bytes",
-            a.size
+            "--size {} out of range: must be {}..={MAX_PAYLOAD} bytes",
+            a.size,
+            stamp::PROBE_LEN
         );
     }
     let count = match (a.count, a.duration) {
@@ -136,16 +138,14 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
                 let mut buf = vec![0u8; size.max(65536)];
                 while !done.load(Ordering::Acquire) {
                     match rsock.recv(&mut buf) {
-                        Ok(n) if n >= PROBE_HEADER_LEN => {
+                        Ok(n) => {
                             let recv_ns = sys::now_ns();
-                            replies.push(Reply {
-                                seq: get_u64(&buf, 0),
-                                recv_ns,
-                                echo_ns: get_u64(&buf, 16),
-                            });
-                            received.fetch_add(1, Ordering::Release);
+                            // Too short to be one of ours: ignored.
+                            if let Ok(p) = ProbeStamp::decode(&buf[..n]) {
+                                replies.push(Reply { seq: p.seq, recv_ns, echo_ns: p.echo_ns });
+                                received.fetch_add(1, Ordering::Release);
+                            }
                         }
-                        Ok(_) => {}
                         Err(_) => {} // timeouts, and ECONNREFUSED while the echo is not up
                     }
                 }
@@ -165,8 +165,7 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
             break;
         }
         let now = sys::now_ns();
-        put_u64(&mut buf, 0, seq);
-        put_u64(&mut buf, 8, now);
+        ProbeStamp { seq, send_ns: now, echo_ns: 0 }.emit(&mut buf)?;
         if sock.send(&buf).is_err() {
             send_errors += 1;
         }

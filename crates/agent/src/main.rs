@@ -9,7 +9,6 @@
 
 mod echo;
 mod output;
-mod proto;
 mod quic;
 mod stats;
 mod sys;

@@ -4,11 +4,11 @@ use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent::wire::stamp::{self, Stamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, UInt32Array, UInt64Array};
 use serde_json::{json, Value};
 
-use crate::proto::{get_u64, put_u64, UDP_HEADER_LEN};
 use crate::{output, stats, sys, usage, UdpRecvArgs, UdpSendArgs};
 
 /// Largest UDP payload over IPv4.
@@ -25,10 +25,11 @@ pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
 
 
 pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
-    if a.size < UDP_HEADER_LEN as u64 || a.size > MAX_PAYLOAD {
+    if a.size < stamp::LEN as u64 || a.size > MAX_PAYLOAD {
         usage!(
-            "--size {} out of range: must be {UDP_HEADER_LEN}..={MAX_PAYLOAD} bytes",
-            a.size
+            "--size {} out of range: must be {}..={MAX_PAYLOAD} bytes",
+            a.size,
+            stamp::LEN
         );
     }
     let params = json!({
@@ -81,8 +82,7 @@ pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
             }
             attempts += 1;
             let now = sys::now_ns();
-            put_u64(&mut buf, 0, seq);
-            put_u64(&mut buf, 8, now);
+            Stamp { seq, send_ns: now }.emit(&mut buf)?;
             match sock.send(&buf) {
                 Ok(n) => {
                     seq += 1;
@@ -179,11 +179,10 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
             Err(e) => return Err(e).context("recv failed"),
         };
         let recv_ns = sys::now_ns();
-        if n < UDP_HEADER_LEN {
+        let Ok(Stamp { seq, send_ns }) = Stamp::decode(&buf[..n]) else {
             malformed += 1;
             continue;
-        }
-        let seq = get_u64(&buf, 0);
+        };
         if seq >= MAX_SEQ {
             malformed += 1;
             continue;
@@ -202,7 +201,7 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
             }
         }
         p.seq.push(seq);
-        p.send_ns.push(get_u64(&buf, 8));
+        p.send_ns.push(send_ns);
         p.recv_ns.push(recv_ns);
         p.size.push(n as u32);
         p.duplicate.push(dup);

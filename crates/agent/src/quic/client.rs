@@ -6,6 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent::wire::object::UploadReply;
+use agent::wire::request::{Mode, Request, Transport};
+use agent::wire::{code, stamp};
 use anyhow::{bail, Context};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime, VarInt};
@@ -14,7 +17,6 @@ use serde_json::{json, Value};
 use super::cc::Probe;
 use super::series::{self, Sampler, Sources};
 use super::transfer::{self, RecvEnd, SendEnd, Transfer};
-use super::wire::{code, Mode, Request};
 use super::{EndpointSocket, Options, Stop};
 use crate::output::{self, bps, secs};
 use crate::{stats, sys, tls, usage, Direction, QuicClientArgs};
@@ -31,17 +33,13 @@ pub fn client(a: QuicClientArgs) -> anyhow::Result<()> {
 
 fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
     let mut r = Request {
-        mode: match a.direction {
-            Direction::Upload => Mode::Upload,
-            Direction::Download => Mode::Download,
-        },
         client_sends_messages: a.direction == Direction::Upload,
         bytes: a.bytes.unwrap_or(0),
         duration_ns: a.duration.unwrap_or(0),
-        object_size: 0,
-        object_count: 0,
-        message_size: 0,
-        message_interval_ns: 0,
+        ..Request::new(match a.direction {
+            Direction::Upload => Mode::Upload,
+            Direction::Download => Mode::Download,
+        })
     };
     if let (Some(k), Some(s)) = (a.objects, a.object_size) {
         if a.streams.is_some_and(|p| p > k) {
@@ -52,7 +50,7 @@ fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
         r.object_size = s;
     }
     if let (Some(size), Some(rate)) = (a.message_size, a.message_rate) {
-        if size < super::wire::MESSAGE_HEADER_LEN as u64 {
+        if size < stamp::LEN as u64 {
             usage!("--message-size {size}: must be at least 16 bytes (seq + send time)");
         }
         r.mode = Mode::Messages;
@@ -260,14 +258,14 @@ async fn transfer_for(
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
     let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
-    send.write_all(&req.encode()).await.context("cannot send the request")?;
+    send.write_all(&req.encode(Transport::Quic)?).await.context("cannot send the request")?;
     match req.mode {
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);
             o.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
             // The server replies with what it read once our stream has ended.
-            o.server_received = Some(transfer::recv_u64(&mut recv).await?);
+            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Download => {
@@ -277,7 +275,7 @@ async fn transfer_for(
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
-            o.server_received = Some(transfer::recv_u64(&mut recv).await?);
+            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages => {

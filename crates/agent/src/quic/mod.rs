@@ -10,7 +10,6 @@ mod client;
 mod server;
 mod series;
 mod transfer;
-mod wire;
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;

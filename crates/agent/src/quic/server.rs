@@ -5,6 +5,9 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
+use agent::wire::code;
+use agent::wire::object::UploadReply;
+use agent::wire::request::{self, Mode, Request, Transport};
 use anyhow::{anyhow, bail, Context};
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{ConnectionError, Endpoint, EndpointConfig, ServerConfig, TokioRuntime, VarInt};
@@ -13,7 +16,6 @@ use serde_json::{json, Value};
 use super::cc::Probe;
 use super::series::{self, Sample, Sampler, Sources};
 use super::transfer::{self, MessageRecord, RecvEnd, SendEnd, Transfer};
-use super::wire::{self, code, Mode, Request};
 use super::{EndpointSocket, Options, Stop};
 use crate::{output, sys, tls, QuicServerArgs};
 
@@ -266,12 +268,12 @@ async fn serve_request(
     objects_served: &Arc<AtomicU64>,
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
-    let mut hdr = [0u8; wire::REQUEST_LEN];
+    let mut hdr = [0u8; request::QUIC_LEN];
     recv.read_exact(&mut hdr).await.context("cannot read the request")?;
-    let req = match Request::decode(&hdr) {
+    let req = match Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r)) {
         Ok(r) => r,
         Err(e) => {
-            conn.close(VarInt::from_u32(code::BAD_REQUEST), e.as_bytes());
+            conn.close(VarInt::from_u32(code::BAD_REQUEST), e.to_string().as_bytes());
             bail!("bad request: {e}");
         }
     };
@@ -281,7 +283,8 @@ async fn serve_request(
     match req.mode {
         Mode::Upload => {
             served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
-            transfer::send_u64(&mut send, t.bytes_received.load(Relaxed), t).await?;
+            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;
         }
@@ -293,7 +296,8 @@ async fn serve_request(
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::recv_messages(&mut recv, req.message_size, t).await?;
-            transfer::send_u64(&mut send, t.bytes_received.load(Relaxed), t).await?;
+            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;
         }

@@ -9,7 +9,9 @@ use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
 use serde_json::{json, Value};
 
-use super::wire::{self, code};
+use agent::wire::code;
+use agent::wire::object::{self, ObjectRequest};
+use agent::wire::stamp::Stamp;
 use crate::{stats, sys};
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
@@ -169,17 +171,18 @@ pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvE
     }
 }
 
-/// Sends a small value (object request, byte-count reply) and counts it as sent.
-pub async fn send_u64(s: &mut SendStream, v: u64, t: &Transfer) -> Result<(), WriteError> {
-    s.write_all(&v.to_be_bytes()).await?;
-    t.sent(8, false);
+/// Sends one of the 8-byte messages (object request, upload reply) and counts it as sent.
+pub async fn send_word(s: &mut SendStream, word: [u8; object::LEN], t: &Transfer) -> Result<(), WriteError> {
+    s.write_all(&word).await?;
+    t.sent(word.len(), false);
     Ok(())
 }
 
-pub async fn recv_u64(s: &mut RecvStream) -> Result<u64, ReadExactError> {
-    let mut b = [0u8; 8];
+/// Reads one of the 8-byte messages (object request, upload reply).
+pub async fn recv_word(s: &mut RecvStream) -> Result<[u8; object::LEN], ReadExactError> {
+    let mut b = [0u8; object::LEN];
     s.read_exact(&mut b).await?;
-    Ok(u64::from_be_bytes(b))
+    Ok(b)
 }
 
 /// Writes one `size`-byte message every `interval_ns` from now for `duration_ns`, then
@@ -192,7 +195,7 @@ pub async fn send_messages(
     interval_ns: u64,
     duration_ns: u64,
     t: &Transfer,
-) -> Result<(), WriteError> {
+) -> anyhow::Result<()> {
     let start = sys::now_ns();
     let end = start + duration_ns;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
@@ -214,8 +217,7 @@ pub async fn send_messages(
     let mut buf = vec![0u8; size as usize];
     while let Some((seq, deadline)) = rx.recv().await {
         let now = sys::now_ns();
-        buf[0..8].copy_from_slice(&seq.to_be_bytes());
-        buf[8..16].copy_from_slice(&now.to_be_bytes());
+        Stamp { seq, send_ns: now }.emit(&mut buf)?;
         s.write_all(&buf).await?;
         t.sent(buf.len(), true);
         t.messages_sent.fetch_add(1, Relaxed);
@@ -233,11 +235,8 @@ pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyho
             Ok(()) => {
                 t.received(buf.len());
                 let recv_ns = t.last_byte_ns.load(Relaxed);
-                t.messages.lock().unwrap().push(MessageRecord {
-                    seq: u64::from_be_bytes(buf[0..8].try_into().unwrap()),
-                    send_ns: u64::from_be_bytes(buf[8..16].try_into().unwrap()),
-                    recv_ns,
-                });
+                let Stamp { seq, send_ns } = Stamp::decode(&buf)?;
+                t.messages.lock().unwrap().push(MessageRecord { seq, send_ns, recv_ns });
             }
             Err(ReadExactError::FinishedEarly(0)) => return Ok(()),
             Err(ReadExactError::FinishedEarly(n)) => {
@@ -257,7 +256,7 @@ pub async fn fetch_object(
 ) -> anyhow::Result<()> {
     let request_ns = sys::now_ns();
     let (mut send, mut recv) = conn.open_bi().await?;
-    send_u64(&mut send, size, t).await?;
+    send_word(&mut send, ObjectRequest { size }.encode(), t).await?;
     let _ = send.finish();
     let mut got = 0u64;
     let mut first = 0u64;
@@ -287,8 +286,8 @@ pub async fn serve_object(
     mut recv: RecvStream,
     t: &Transfer,
 ) -> anyhow::Result<()> {
-    let size = recv_u64(&mut recv).await?;
-    t.bytes_received.fetch_add(wire::OBJECT_REQUEST_LEN as u64, Relaxed);
+    let size = ObjectRequest::decode(&recv_word(&mut recv).await?)?.size;
+    t.bytes_received.fetch_add(object::LEN as u64, Relaxed);
     send_bulk(&mut send, Some(size), None, t).await?;
     // Keep the stream until the client has everything (else quinn may drop unsent data).
     let _ = send.stopped().await;

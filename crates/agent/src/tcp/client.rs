@@ -5,6 +5,8 @@ use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent::wire::object::ObjectRequest;
+use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -13,7 +15,6 @@ use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
 use crate::output::{self, bps, secs};
-use crate::proto::{self, Header, Mode};
 use crate::tcpinfo;
 use crate::tcpstream::{Stopped, Stream};
 use crate::{stats, sys, usage, Direction, TcpClientArgs};
@@ -23,23 +24,19 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         usage!("--cc must not be empty");
     }
     let header = match (a.objects, a.object_size) {
-        (Some(count), Some(size)) => Header {
-            mode: Mode::Objects,
-            bytes: 0,
-            duration_ns: 0,
+        (Some(count), Some(size)) => Request {
             object_size: size,
             object_count: count,
+            ..Request::new(Mode::Objects)
         },
-        _ => Header {
-            mode: if a.direction == Direction::Upload {
+        _ => Request {
+            bytes: a.bytes.unwrap_or(0),
+            duration_ns: a.duration.unwrap_or(0),
+            ..Request::new(if a.direction == Direction::Upload {
                 Mode::Upload
             } else {
                 Mode::Download
-            },
-            bytes: a.bytes.unwrap_or(0),
-            duration_ns: a.duration.unwrap_or(0),
-            object_size: 0,
-            object_count: 0,
+            })
         },
     };
     let params = json!({
@@ -235,13 +232,14 @@ struct ClientTransfer {
 
 fn run_client_transfer(
     s: &mut Stream,
-    h: &Header,
+    h: &Request,
     connected_ns: u64,
     counter: &Progress,
 ) -> anyhow::Result<ClientTransfer> {
     let mut t = ClientTransfer::default();
     let mut buf = vec![0u8; BUF_LEN];
-    if !write_all(s, &h.encode()).context("cannot send request header")? {
+    let request = h.encode(Transport::Tcp)?;
+    if !write_all(s, &request).context("cannot send request header")? {
         t.stopped = true;
         return Ok(t);
     }
@@ -288,8 +286,7 @@ fn run_client_transfer(
             },
             Mode::Objects => {
                 for i in 0..h.object_count {
-                    let mut req = [0u8; proto::OBJECT_REQUEST_LEN];
-                    proto::put_u64(&mut req, 0, h.object_size);
+                    let req = ObjectRequest { size: h.object_size }.encode();
                     let request_ns = sys::now_ns();
                     if !write_all(s, &req)? {
                         t.stopped = true;
@@ -335,6 +332,8 @@ fn run_client_transfer(
                     Some((_, at)) => t.eof_ns = Some(at),
                 }
             }
+            // The request was encoded for TCP above, which refuses this mode.
+            Mode::Messages => return Err(io::Error::other("messages mode is QUIC only")),
         }
         Ok(())
     })();

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use agent::wire::object::{self, ObjectRequest};
+use agent::wire::request::{self, Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -14,7 +16,6 @@ use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
 use crate::output::{self, bps, secs};
-use crate::proto::{self, Header, Mode};
 use crate::tcpinfo;
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, TcpServerArgs};
@@ -153,7 +154,7 @@ struct ConnOutcome {
 
 #[derive(Default)]
 struct ServerTransfer {
-    header: Option<Header>,
+    header: Option<Request>,
     header_ns: u64,
     bytes_sent: u64,
     bytes_received: u64,
@@ -265,7 +266,7 @@ fn serve_transfer(
     t: &mut ServerTransfer,
     counter: &Progress,
 ) -> anyhow::Result<()> {
-    let mut hdr = [0u8; proto::HEADER_LEN];
+    let mut hdr = [0u8; request::TCP_LEN];
     match read_full(s, &mut hdr)? {
         Filled::Full => {}
         Filled::Stopped => {
@@ -274,12 +275,13 @@ fn serve_transfer(
         }
         Filled::Eof(n) => bail!(
             "client closed the connection after {n} of {} header bytes",
-            proto::HEADER_LEN
+            request::TCP_LEN
         ),
     }
-    let h = Header::decode(&hdr).map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
+    let h = Request::decode(Transport::Tcp, &hdr).map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
     t.header = Some(h);
     t.header_ns = sys::now_ns();
+    h.validate()?;
     let mut buf = vec![0u8; BUF_LEN];
     match h.mode {
         Mode::Upload => {
@@ -304,9 +306,6 @@ fn serve_transfer(
             t.complete = h.bytes == 0 || t.bytes_received == h.bytes;
         }
         Mode::Download => {
-            if h.bytes == 0 && h.duration_ns == 0 {
-                bail!("download request has neither bytes nor duration");
-            }
             let limit = (h.bytes > 0).then_some(h.bytes);
             let deadline = (h.duration_ns > 0).then(|| t.header_ns + h.duration_ns);
             t.first_byte_ns = Some(t.header_ns);
@@ -324,7 +323,7 @@ fn serve_transfer(
             }
         }
         Mode::Objects => loop {
-            let mut req = [0u8; proto::OBJECT_REQUEST_LEN];
+            let mut req = [0u8; object::LEN];
             match read_full(s, &mut req)? {
                 Filled::Full => {}
                 Filled::Stopped => {
@@ -341,7 +340,7 @@ fn serve_transfer(
                 }
             }
             t.bytes_received += req.len() as u64;
-            let size = proto::get_u64(&req, 0);
+            let size = ObjectRequest::decode(&req)?.size;
             let now = sys::now_ns();
             t.first_byte_ns.get_or_insert(now);
             let (_, stopped) = send_bulk(s, &buf, Some(size), None, counter, &mut t.bytes_sent)?;
@@ -352,6 +351,8 @@ fn serve_transfer(
             }
             t.objects_served += 1;
         },
+        // The TCP request has no such mode; decode refuses it.
+        Mode::Messages => bail!("messages mode is QUIC only"),
     }
     Ok(())
 }
