@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 
+use engine::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
 use crate::config::Config;
-use crate::ipv4::{flow_key, FlowKey};
 use crate::log::{reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
 use crate::sys;
@@ -122,7 +122,7 @@ impl Forwarder {
         let id = self.next_id;
         self.next_id += 1;
         let size = bytes.len() as u32;
-        let Some(key) = flow_key(bytes) else {
+        let Ok(key) = flow_key(bytes) else {
             self.unintended.not_ipv4 += 1;
             self.log.record(now, id, &FlowKey::default(), size, NO_DIRECTION, Event::Drop, reason::NOT_IPV4, false);
             return;

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
-use crate::ipv4::FlowKey;
+use engine::wire::FlowKey;
 
 pub const RECORD_SIZE: usize = 40;
 const HEADER: &[u8; 8] = b"TLABLOG\0";

@@ -1,12 +1,11 @@
 //! `tlab-engine CONFIG.json`: the real-time driver of the link model. Started by the
 //! Python side with the hosts' TUN descriptors inherited; prints `READY` once it is
 //! forwarding; stops on SIGINT/SIGTERM (or when its parent dies), then writes its
-//! statistics. See DESIGN.md, layer 2.
+//! statistics. See docs/architecture.md (Layers).
 
 mod clock;
 mod config;
 mod forwarder;
-mod ipv4;
 mod log;
 mod stats;
 mod sys;

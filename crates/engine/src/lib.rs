@@ -1,0 +1,4 @@
+//! The engine's library: the parts of `tlab-engine` that tests and fuzz targets use
+//! without starting a process.
+
+pub mod wire;

@@ -1,0 +1,168 @@
+//! The flow key the packet log records for every packet: addresses, protocol, ports and
+//! the TCP sequence number.
+
+use super::ipv4::{protocol, Ipv4Packet};
+use super::tcp::{self, TcpPacket};
+use super::udp::{self, UdpPacket};
+use super::Error;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FlowKey {
+    pub src: u32,
+    pub dst: u32,
+    pub sport: u16,
+    pub dport: u16,
+    pub proto: u8,
+    pub tcp_seq: u32,
+}
+
+/// The flow key of an IPv4 packet; an error if `pkt` does not start with a whole IPv4
+/// header. Ports (TCP, UDP) and the sequence number (TCP) are read from the first
+/// fragment only, and as far as the bytes after the IP header hold them: a truncated
+/// transport header still gives its ports, and what is missing stays 0.
+pub fn flow_key(pkt: &[u8]) -> Result<FlowKey, Error> {
+    let ip = Ipv4Packet::new_checked(pkt)?;
+    let mut key = FlowKey {
+        src: u32::from(ip.src_addr()),
+        dst: u32::from(ip.dst_addr()),
+        proto: ip.protocol(),
+        ..FlowKey::default()
+    };
+    if !ip.is_first_fragment() {
+        return Ok(key);
+    }
+    let l4 = ip.payload();
+    match key.proto {
+        protocol::TCP if l4.len() >= tcp::field::DST_PORT.end => {
+            let t = TcpPacket::new_unchecked(l4);
+            key.sport = t.src_port();
+            key.dport = t.dst_port();
+            if l4.len() >= tcp::field::SEQ_NUM.end {
+                key.tcp_seq = t.seq_number();
+            }
+        }
+        protocol::UDP if l4.len() >= udp::field::DST_PORT.end => {
+            let u = UdpPacket::new_unchecked(l4);
+            key.sport = u.src_port();
+            key.dport = u.dst_port();
+        }
+        _ => {}
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    #[test]
+    fn parses_udp_header() {
+        let mut p = vec![0u8; 28];
+        p[0] = 0x45;
+        p[9] = 17;
+        p[12..16].copy_from_slice(&[198, 18, 0, 1]);
+        p[16..20].copy_from_slice(&[198, 18, 0, 2]);
+        p[20..22].copy_from_slice(&5000u16.to_be_bytes());
+        p[22..24].copy_from_slice(&6000u16.to_be_bytes());
+        let k = flow_key(&p).unwrap();
+        assert_eq!(Ipv4Addr::from(k.dst), Ipv4Addr::new(198, 18, 0, 2));
+        assert_eq!(Ipv4Addr::from(k.src), Ipv4Addr::new(198, 18, 0, 1));
+        assert_eq!((k.sport, k.dport, k.proto, k.tcp_seq), (5000, 6000, 17, 0));
+    }
+
+    #[test]
+    fn tcp_sequence_number_and_non_first_fragment() {
+        let mut p = vec![0u8; 40];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[24..28].copy_from_slice(&0xdeadbeefu32.to_be_bytes());
+        assert_eq!(flow_key(&p).unwrap().tcp_seq, 0xdeadbeef);
+        p[6] = 0x00;
+        p[7] = 0x10; // fragment offset 16: no transport header here
+        assert_eq!(flow_key(&p).unwrap().sport, 0);
+        assert_eq!(flow_key(&p).unwrap().tcp_seq, 0);
+    }
+
+    #[test]
+    fn rejects_ipv6_and_short() {
+        assert_eq!(flow_key(&[0x60; 40]), Err(Error::NotIpv4 { version: 6 }));
+        assert_eq!(flow_key(&[0x45; 10]), Err(Error::Truncated { needed: 20, got: 10 }));
+    }
+
+    #[test]
+    fn truncated_transport_headers_give_what_they_hold() {
+        let mut p = vec![0u8; 20 + 7];
+        p[0] = 0x45;
+        p[9] = 6;
+        p[20..27].copy_from_slice(&[0x01, 0xbb, 0xc3, 0x50, 0xde, 0xad, 0xbe]);
+        let k = flow_key(&p).unwrap();
+        assert_eq!((k.sport, k.dport, k.tcp_seq), (443, 50000, 0), "7 bytes: ports, no sequence number");
+        let k = flow_key(&p[..23]).unwrap();
+        assert_eq!((k.sport, k.dport), (0, 0), "3 bytes: no ports");
+        p[9] = 1; // ICMP: no ports
+        assert_eq!(flow_key(&p).unwrap().sport, 0);
+    }
+
+    #[test]
+    fn ip_options_move_the_transport_header() {
+        let mut p = vec![0u8; 24 + 8];
+        p[0] = 0x46;
+        p[9] = 17;
+        p[24..26].copy_from_slice(&53u16.to_be_bytes());
+        p[26..28].copy_from_slice(&1234u16.to_be_bytes());
+        let k = flow_key(&p).unwrap();
+        assert_eq!((k.sport, k.dport), (53, 1234));
+    }
+
+    /// The parser before the typed views, kept to check that the views changed nothing.
+    fn literal_offsets(pkt: &[u8]) -> Option<FlowKey> {
+        if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = ((pkt[0] & 0x0f) as usize) * 4;
+        if ihl < 20 || pkt.len() < ihl {
+            return None;
+        }
+        let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
+        let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
+        let mut key = FlowKey { src: be32(12), dst: be32(16), proto: pkt[9], ..FlowKey::default() };
+        let first_fragment = be16(6) & 0x1fff == 0;
+        let l4 = &pkt[ihl..];
+        if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {
+            key.sport = u16::from_be_bytes([l4[0], l4[1]]);
+            key.dport = u16::from_be_bytes([l4[2], l4[3]]);
+            if key.proto == 6 && l4.len() >= 8 {
+                key.tcp_seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+            }
+        }
+        Some(key)
+    }
+
+    #[test]
+    fn same_keys_as_the_literal_offsets() {
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..300_000 {
+            let len = (next() % 72) as usize;
+            let mut p: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+            // Steer most inputs past the version and length checks.
+            if len > 0 && next() % 4 != 0 {
+                p[0] = 0x45 + (next() % 3) as u8;
+            }
+            if len > 9 && next() % 2 == 0 {
+                p[9] = [6, 17][(next() % 2) as usize];
+            }
+            if len > 7 && next() % 2 == 0 {
+                p[6] &= 0xe0;
+                p[7] = 0;
+            }
+            assert_eq!(flow_key(&p).ok(), literal_offsets(&p), "{p:02x?}");
+        }
+    }
+}
