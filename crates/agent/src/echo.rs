@@ -1,6 +1,7 @@
 //! echo (UDP reflector) and probe (RTT measurement against an echo).
 
 use std::net::UdpSocket;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -9,13 +10,33 @@ use std::time::Duration;
 use agent::wire::stamp::{self, ProbeStamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, UInt64Array};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::udp::{unspecified_for, MAX_PAYLOAD};
-use crate::{output, stats, sys, usage, EchoArgs, ProbeArgs};
+use crate::stats::{self, Scaled};
+use crate::{output, sys, usage, EchoArgs, ProbeArgs};
 
 const POLL: Duration = Duration::from_millis(100);
 
+
+#[derive(Serialize)]
+struct EchoParams<'a> {
+    bind: String,
+    duration_ns: Option<u64>,
+    stamp: bool,
+    rcvbuf: u64,
+    summary: Option<&'a Path>,
+}
+
+#[derive(Serialize)]
+struct EchoResults {
+    port: u16,
+    packets: u64,
+    bytes: u64,
+    send_errors: u64,
+    socket_drops: Option<u64>,
+    rcvbuf: u64,
+}
 
 pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
     let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
@@ -64,21 +85,21 @@ pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
         }
     };
     if let Some(path) = &a.summary {
-        let params = json!({
-            "bind": a.bind.to_string(),
-            "duration_ns": a.duration,
-            "stamp": a.stamp,
-            "rcvbuf": a.rcvbuf,
-            "summary": a.summary,
-        });
-        let results = json!({
-            "port": port,
-            "packets": packets,
-            "bytes": bytes,
-            "send_errors": send_errors,
-            "socket_drops": sys::udp_socket_drops(&sock),
-            "rcvbuf": rcvbuf,
-        });
+        let params = EchoParams {
+            bind: a.bind.to_string(),
+            duration_ns: a.duration,
+            stamp: a.stamp,
+            rcvbuf: a.rcvbuf,
+            summary: a.summary.as_deref(),
+        };
+        let results = EchoResults {
+            port,
+            packets,
+            bytes,
+            send_errors,
+            socket_drops: sys::udp_socket_drops(&sock),
+            rcvbuf,
+        };
         let summary =
             output::envelope("echo", params, start_ns, sys::now_ns(), stopped_by, results);
         output::write_summary(path, &summary)?;
@@ -91,6 +112,33 @@ struct Reply {
     seq: u64,
     recv_ns: u64,
     echo_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ProbeParams<'a> {
+    to: String,
+    interval_ns: u64,
+    count: Option<u64>,
+    duration_ns: Option<u64>,
+    size: u64,
+    timeout_ns: u64,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+}
+
+#[derive(Serialize)]
+struct ProbeResults {
+    sent: u64,
+    received: u64,
+    lost: u64,
+    loss_rate: Option<f64>,
+    late: u64,
+    duplicates: u64,
+    unknown: u64,
+    send_errors: u64,
+    rtt: Option<Scaled>,
+    owd_forward: Option<Scaled>,
+    owd_reverse: Option<Scaled>,
 }
 
 pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
@@ -109,16 +157,16 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
     if count > 100_000_000 {
         usage!("{count} probes is too many (interval too small for the duration?)");
     }
-    let params = json!({
-        "to": a.to.to_string(),
-        "interval_ns": a.interval,
-        "count": a.count,
-        "duration_ns": a.duration,
-        "size": a.size,
-        "timeout_ns": a.timeout,
-        "summary": a.summary,
-        "series": a.series,
-    });
+    let params = ProbeParams {
+        to: a.to.to_string(),
+        interval_ns: a.interval,
+        count: a.count,
+        duration_ns: a.duration,
+        size: a.size,
+        timeout_ns: a.timeout,
+        summary: &a.summary,
+        series: a.series.as_deref(),
+    };
     let sock = UdpSocket::bind(unspecified_for(&a.to)).context("cannot create UDP socket")?;
     sock.connect(a.to)
         .with_context(|| format!("cannot connect UDP socket to {}", a.to))?;
@@ -226,20 +274,19 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
         })
         .collect();
     let got = rtts.len() as u64;
-    let rtt_json = stats::describe_json(&rtts, 1e6, "ms");
-    let results = json!({
-        "sent": sent,
-        "received": got,
-        "lost": sent - got,
-        "loss_rate": if sent > 0 { json!((sent - got) as f64 / sent as f64) } else { Value::Null },
-        "late": late,
-        "duplicates": duplicates,
-        "unknown": unknown,
-        "send_errors": send_errors,
-        "rtt": rtt_json,
-        "owd_forward": stats::describe_json(&fwd, 1e6, "ms"),
-        "owd_reverse": stats::describe_json(&rev, 1e6, "ms"),
-    });
+    let results = ProbeResults {
+        sent,
+        received: got,
+        lost: sent - got,
+        loss_rate: (sent > 0).then(|| (sent - got) as f64 / sent as f64),
+        late,
+        duplicates,
+        unknown,
+        send_errors,
+        rtt: stats::scaled(&rtts, 1e6, "ms"),
+        owd_forward: stats::scaled(&fwd, 1e6, "ms"),
+        owd_reverse: stats::scaled(&rev, 1e6, "ms"),
+    };
     if let Some(path) = &a.series {
         output::write_series(
             path,

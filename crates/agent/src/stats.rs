@@ -1,7 +1,7 @@
 //! Small statistics used by the summaries: descriptive statistics with percentiles,
 //! RFC 3550 interarrival jitter and RFC 3393 IP packet delay variation.
 
-use serde_json::{json, Value};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// Descriptive statistics of a sample. `std` is the population standard deviation;
 /// percentiles interpolate linearly between closest ranks (numpy's default).
@@ -50,32 +50,39 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * frac
 }
 
-impl Describe {
-    /// JSON object with every statistic divided by `scale` (e.g. 1e6 for ns → ms), keys
-    /// suffixed with `unit` ("mean_ms", ...).
-    pub fn to_json(&self, scale: f64, unit: &str) -> Value {
-        let mut m = serde_json::Map::new();
-        m.insert("count".into(), json!(self.count));
+/// Statistics as a summary object: `count`, then every statistic divided by `scale`
+/// (e.g. 1e6 for ns → ms) under a key suffixed with `unit` (`mean_ms`, ...). The keys
+/// depend on the unit, so the object is serialised as a map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scaled {
+    pub describe: Describe,
+    pub scale: f64,
+    pub unit: &'static str,
+}
+
+impl Serialize for Scaled {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let d = &self.describe;
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry("count", &d.count)?;
         for (k, v) in [
-            ("mean", self.mean),
-            ("std", self.std),
-            ("min", self.min),
-            ("max", self.max),
-            ("p50", self.p50),
-            ("p95", self.p95),
-            ("p99", self.p99),
+            ("mean", d.mean),
+            ("std", d.std),
+            ("min", d.min),
+            ("max", d.max),
+            ("p50", d.p50),
+            ("p95", d.p95),
+            ("p99", d.p99),
         ] {
-            m.insert(format!("{k}_{unit}"), json!(v / scale));
+            m.serialize_entry(&format!("{k}_{}", self.unit), &(v / self.scale))?;
         }
-        Value::Object(m)
+        m.end()
     }
 }
 
-/// JSON for optional statistics (null when there were no samples).
-pub fn describe_json(values: &[f64], scale: f64, unit: &str) -> Value {
-    describe(values)
-        .map(|d| d.to_json(scale, unit))
-        .unwrap_or(Value::Null)
+/// Statistics of `values` for a summary (null when there were no samples).
+pub fn scaled(values: &[f64], scale: f64, unit: &'static str) -> Option<Scaled> {
+    describe(values).map(|describe| Scaled { describe, scale, unit })
 }
 
 /// RFC 3550 §6.4.1 interarrival jitter, in the units of the inputs.
@@ -126,6 +133,15 @@ mod tests {
         assert!((d.p99 - 4.96).abs() < 1e-12);
         assert_eq!(describe(&[7.0]).unwrap().p99, 7.0);
         assert!(describe(&[]).is_none());
+    }
+
+    #[test]
+    fn scaled_keys_carry_the_unit() {
+        let v = serde_json::to_value(scaled(&[1e6, 3e6], 1e6, "ms")).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["count", "max_ms", "mean_ms", "min_ms", "p50_ms", "p95_ms", "p99_ms", "std_ms"]);
+        assert_eq!((v["count"].as_u64(), v["mean_ms"].as_f64(), v["max_ms"].as_f64()), (Some(2), Some(2.0), Some(3.0)));
+        assert_eq!(serde_json::to_value(scaled(&[], 1e3, "us")).unwrap(), serde_json::Value::Null);
     }
 
     #[test]

@@ -4,6 +4,8 @@
 
 use std::os::fd::AsRawFd;
 
+use serde::Serialize;
+
 /// Kernel layout of `struct tcp_info` up to `tcpi_rehash` (Linux 5.x/6.x). Offsets are
 /// checked by a unit test.
 #[repr(C)]
@@ -104,48 +106,78 @@ impl TcpInfo {
         self.raw.app_limited & 1 != 0
     }
 
-    /// The final reading as JSON for summaries (absent fields are null).
-    pub fn to_json(self) -> serde_json::Value {
+    /// The final reading for summaries (fields the kernel did not fill are null).
+    pub fn summary(self) -> TcpInfoSummary {
         let r = &self.raw;
-        let opt = |end: usize, v: u64| {
-            if self.has(end) {
-                serde_json::json!(v)
-            } else {
-                serde_json::Value::Null
-            }
-        };
-        serde_json::json!({
-            "state": r.state,
-            "ca_state": r.ca_state,
-            "snd_mss": r.snd_mss,
-            "rcv_mss": r.rcv_mss,
-            "pmtu": r.pmtu,
-            "cwnd": r.snd_cwnd,
-            "cwnd_bytes": self.cwnd_bytes(),
-            "ssthresh": r.snd_ssthresh,
-            "srtt_us": r.rtt,
-            "rttvar_us": r.rttvar,
-            "min_rtt_us": r.min_rtt,
-            "rcv_rtt_us": r.rcv_rtt,
-            "rto_us": r.rto,
-            "unacked": r.unacked,
-            "lost": r.lost,
-            "total_retrans": r.total_retrans,
-            "reordering": r.reordering,
-            "pacing_rate_Bps": r.pacing_rate,
-            "delivery_rate_Bps": opt(END_DELIVERY_RATE, r.delivery_rate),
-            "bytes_acked": r.bytes_acked,
-            "bytes_received": r.bytes_received,
-            "segs_out": r.segs_out,
-            "segs_in": r.segs_in,
-            "busy_time_us": opt(END_SNDBUF_LIMITED, r.busy_time),
-            "rwnd_limited_us": opt(END_SNDBUF_LIMITED, r.rwnd_limited),
-            "sndbuf_limited_us": opt(END_SNDBUF_LIMITED, r.sndbuf_limited),
-            "bytes_sent": opt(END_BYTES_RETRANS, r.bytes_sent),
-            "bytes_retrans": opt(END_BYTES_RETRANS, r.bytes_retrans),
-            "snd_wnd": opt(END_SND_WND, r.snd_wnd as u64),
-        })
+        let opt = |end: usize, v: u64| self.has(end).then_some(v);
+        TcpInfoSummary {
+            state: r.state,
+            ca_state: r.ca_state,
+            snd_mss: r.snd_mss,
+            rcv_mss: r.rcv_mss,
+            pmtu: r.pmtu,
+            cwnd: r.snd_cwnd,
+            cwnd_bytes: self.cwnd_bytes(),
+            ssthresh: r.snd_ssthresh,
+            srtt_us: r.rtt,
+            rttvar_us: r.rttvar,
+            min_rtt_us: r.min_rtt,
+            rcv_rtt_us: r.rcv_rtt,
+            rto_us: r.rto,
+            unacked: r.unacked,
+            lost: r.lost,
+            total_retrans: r.total_retrans,
+            reordering: r.reordering,
+            pacing_rate_bps: r.pacing_rate,
+            delivery_rate_bps: opt(END_DELIVERY_RATE, r.delivery_rate),
+            bytes_acked: r.bytes_acked,
+            bytes_received: r.bytes_received,
+            segs_out: r.segs_out,
+            segs_in: r.segs_in,
+            busy_time_us: opt(END_SNDBUF_LIMITED, r.busy_time),
+            rwnd_limited_us: opt(END_SNDBUF_LIMITED, r.rwnd_limited),
+            sndbuf_limited_us: opt(END_SNDBUF_LIMITED, r.sndbuf_limited),
+            bytes_sent: opt(END_BYTES_RETRANS, r.bytes_sent),
+            bytes_retrans: opt(END_BYTES_RETRANS, r.bytes_retrans),
+            snd_wnd: opt(END_SND_WND, r.snd_wnd as u64),
+        }
     }
+}
+
+/// The `tcp_info` object of tcp-client and tcp-server summaries.
+#[derive(Clone, Debug, Serialize)]
+pub struct TcpInfoSummary {
+    pub state: u8,
+    pub ca_state: u8,
+    pub snd_mss: u32,
+    pub rcv_mss: u32,
+    pub pmtu: u32,
+    pub cwnd: u32,
+    pub cwnd_bytes: u64,
+    pub ssthresh: u32,
+    pub srtt_us: u32,
+    pub rttvar_us: u32,
+    pub min_rtt_us: u32,
+    pub rcv_rtt_us: u32,
+    pub rto_us: u32,
+    pub unacked: u32,
+    pub lost: u32,
+    pub total_retrans: u32,
+    pub reordering: u32,
+    #[serde(rename = "pacing_rate_Bps")]
+    pub pacing_rate_bps: u64,
+    #[serde(rename = "delivery_rate_Bps")]
+    pub delivery_rate_bps: Option<u64>,
+    pub bytes_acked: u64,
+    pub bytes_received: u64,
+    pub segs_out: u32,
+    pub segs_in: u32,
+    pub busy_time_us: Option<u64>,
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
+    pub snd_wnd: Option<u64>,
 }
 
 /// Reads TCP_INFO. Fails if the kernel returns less than the fields up to

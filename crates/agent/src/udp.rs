@@ -1,15 +1,18 @@
 //! udp-send and udp-recv: paced timestamped datagrams and their receive-side statistics.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent::wire::stamp::{self, Stamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, UInt32Array, UInt64Array};
-use serde_json::{json, Value};
+use serde::Serialize;
 
-use crate::{output, stats, sys, usage, UdpRecvArgs, UdpSendArgs};
+use crate::stats::{self, Scaled};
+use crate::{output, sys, usage, UdpRecvArgs, UdpSendArgs};
 
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: u64 = 65507;
@@ -24,6 +27,33 @@ pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
 }
 
 
+#[derive(Serialize)]
+struct SendParams<'a> {
+    to: String,
+    size: u64,
+    rate_bps: Option<u64>,
+    interval_ns: Option<u64>,
+    duration_ns: Option<u64>,
+    count: Option<u64>,
+    burst: u64,
+    summary: &'a Path,
+}
+
+#[derive(Serialize)]
+struct SendResults {
+    sent: u64,
+    attempts: u64,
+    send_errors: u64,
+    send_errors_by_kind: BTreeMap<String, u64>,
+    bytes: u64,
+    first_send_ns: Option<u64>,
+    last_send_ns: Option<u64>,
+    duration_s: f64,
+    rate_bps: Option<f64>,
+    bursts: usize,
+    lateness: Option<Scaled>,
+}
+
 pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
     if a.size < stamp::LEN as u64 || a.size > MAX_PAYLOAD {
         usage!(
@@ -32,16 +62,16 @@ pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
             stamp::LEN
         );
     }
-    let params = json!({
-        "to": a.to.to_string(),
-        "size": a.size,
-        "rate_bps": a.rate,
-        "interval_ns": a.interval,
-        "duration_ns": a.duration,
-        "count": a.count,
-        "burst": a.burst,
-        "summary": a.summary,
-    });
+    let params = SendParams {
+        to: a.to.to_string(),
+        size: a.size,
+        rate_bps: a.rate,
+        interval_ns: a.interval,
+        duration_ns: a.duration,
+        count: a.count,
+        burst: a.burst,
+        summary: &a.summary,
+    };
     let sock = UdpSocket::bind(unspecified_for(&a.to)).context("cannot create UDP socket")?;
     sock.connect(a.to)
         .with_context(|| format!("cannot connect UDP socket to {}", a.to))?;
@@ -61,7 +91,7 @@ pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
     let mut attempts = 0u64;
     let mut seq = 0u64;
     let mut bytes = 0u64;
-    let mut errors = std::collections::BTreeMap::<String, u64>::new();
+    let mut errors = BTreeMap::<String, u64>::new();
     let mut lateness = Vec::new();
     let mut first_send_ns = None;
     let mut last_send_ns = None;
@@ -103,22 +133,21 @@ pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
         (Some(f), Some(l)) if l > f => l - f,
         _ => 0,
     };
-    let results = json!({
-        "sent": seq,
-        "attempts": attempts,
-        "send_errors": attempts - seq,
-        "send_errors_by_kind": errors,
-        "bytes": bytes,
-        "first_send_ns": first_send_ns,
-        "last_send_ns": last_send_ns,
-        "duration_s": span as f64 / 1e9,
-        "rate_bps": if span > 0 && seq > 1 {
-            // Rate over the span covers all but the last interval's datagrams.
-            json!(bytes as f64 * 8.0 * (seq - 1) as f64 / seq as f64 / (span as f64 / 1e9))
-        } else { Value::Null },
-        "bursts": lateness.len(),
-        "lateness": stats::describe_json(&lateness, 1e3, "us"),
-    });
+    let results = SendResults {
+        sent: seq,
+        attempts,
+        send_errors: attempts - seq,
+        send_errors_by_kind: errors,
+        bytes,
+        first_send_ns,
+        last_send_ns,
+        duration_s: span as f64 / 1e9,
+        // Rate over the span covers all but the last interval's datagrams.
+        rate_bps: (span > 0 && seq > 1)
+            .then(|| bytes as f64 * 8.0 * (seq - 1) as f64 / seq as f64 / (span as f64 / 1e9)),
+        bursts: lateness.len(),
+        lateness: stats::scaled(&lateness, 1e3, "us"),
+    };
     let summary = output::envelope("udp-send", params, start_ns, end_ns, stopped_by, results);
     output::write_summary(&a.summary, &summary)
 }
@@ -133,15 +162,51 @@ struct Packets {
     duplicate: Vec<bool>,
 }
 
+#[derive(Serialize)]
+struct RecvParams<'a> {
+    bind: String,
+    duration_ns: Option<u64>,
+    idle_timeout_ns: Option<u64>,
+    rcvbuf: u64,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+}
+
+#[derive(Serialize)]
+struct RecvResults {
+    port: u16,
+    received: u64,
+    unique: u64,
+    duplicates: u64,
+    reordered: u64,
+    malformed: u64,
+    socket_drops: Option<u64>,
+    rcvbuf: u64,
+    max_seq: Option<u64>,
+    expected: u64,
+    lost: u64,
+    loss_rate: Option<f64>,
+    bytes: u64,
+    first_recv_ns: Option<u64>,
+    last_recv_ns: Option<u64>,
+    duration_s: f64,
+    throughput_bps: Option<f64>,
+    owd: Option<Scaled>,
+    interarrival: Option<Scaled>,
+    jitter_rfc3550_ms: Option<f64>,
+    ipdv_rfc3393_ms: Option<f64>,
+    ipdv_pairs: usize,
+}
+
 pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
-    let params = json!({
-        "bind": a.bind.to_string(),
-        "duration_ns": a.duration,
-        "idle_timeout_ns": a.idle_timeout,
-        "rcvbuf": a.rcvbuf,
-        "summary": a.summary,
-        "series": a.series,
-    });
+    let params = RecvParams {
+        bind: a.bind.to_string(),
+        duration_ns: a.duration,
+        idle_timeout_ns: a.idle_timeout,
+        rcvbuf: a.rcvbuf,
+        summary: &a.summary,
+        series: a.series.as_deref(),
+    };
     let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
     let rcvbuf = sys::set_rcvbuf(&sock, a.rcvbuf).context("cannot set SO_RCVBUF")?;
     let poll_ns = a
@@ -238,32 +303,31 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         (Some(f), Some(l)) => l - f,
         _ => 0,
     };
-    let results = json!({
-        "port": port,
-        "received": received,
-        "unique": unique,
-        "duplicates": duplicates,
-        "reordered": reordered,
-        "malformed": malformed,
-        "socket_drops": socket_drops,
-        "rcvbuf": rcvbuf,
-        "max_seq": max_seq,
-        "expected": expected,
-        "lost": expected - unique,
-        "loss_rate": if expected > 0 { json!((expected - unique) as f64 / expected as f64) } else { Value::Null },
-        "bytes": bytes,
-        "first_recv_ns": first,
-        "last_recv_ns": last,
-        "duration_s": span as f64 / 1e9,
-        "throughput_bps": if span > 0 && received > 1 {
-            json!(bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9))
-        } else { Value::Null },
-        "owd": stats::describe_json(&owd, 1e6, "ms"),
-        "interarrival": stats::describe_json(&interarrival, 1e6, "ms"),
-        "jitter_rfc3550_ms": if arrivals.len() > 1 { json!(stats::rfc3550_jitter(&arrivals) / 1e6) } else { Value::Null },
-        "ipdv_rfc3393_ms": ipdv.map(|(m, _)| m / 1e6),
-        "ipdv_pairs": ipdv.map(|(_, n)| n).unwrap_or(0),
-    });
+    let results = RecvResults {
+        port,
+        received,
+        unique,
+        duplicates,
+        reordered,
+        malformed,
+        socket_drops,
+        rcvbuf,
+        max_seq,
+        expected,
+        lost: expected - unique,
+        loss_rate: (expected > 0).then(|| (expected - unique) as f64 / expected as f64),
+        bytes,
+        first_recv_ns: first,
+        last_recv_ns: last,
+        duration_s: span as f64 / 1e9,
+        throughput_bps: (span > 0 && received > 1)
+            .then(|| bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9)),
+        owd: stats::scaled(&owd, 1e6, "ms"),
+        interarrival: stats::scaled(&interarrival, 1e6, "ms"),
+        jitter_rfc3550_ms: (arrivals.len() > 1).then(|| stats::rfc3550_jitter(&arrivals) / 1e6),
+        ipdv_rfc3393_ms: ipdv.map(|(m, _)| m / 1e6),
+        ipdv_pairs: ipdv.map(|(_, n)| n).unwrap_or(0),
+    };
     if let Some(path) = &a.series {
         let owd_col: Vec<i64> = (0..p.seq.len())
             .map(|i| p.recv_ns[i] as i64 - p.send_ns[i] as i64)

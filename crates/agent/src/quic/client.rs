@@ -2,6 +2,7 @@
 //! streams, or paced messages), a summary shaped like tcp-client's.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,14 +13,14 @@ use agent::wire::{code, stamp};
 use anyhow::{bail, Context};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime, VarInt};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::cc::Probe;
 use super::series::{self, Sampler, Sources};
-use super::transfer::{self, RecvEnd, SendEnd, Transfer};
-use super::{EndpointSocket, Options, Stop};
-use crate::output::{self, bps, secs};
-use crate::{stats, sys, tls, usage, Direction, QuicClientArgs};
+use super::transfer::{self, MessagesSummary, RecvEnd, SendEnd, Transfer};
+use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
+use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::{sys, tls, usage, Direction, QuicClientArgs};
 
 pub fn client(a: QuicClientArgs) -> anyhow::Result<()> {
     let c = &a.common;
@@ -60,6 +61,72 @@ fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
     Ok(r)
 }
 
+#[derive(Serialize)]
+struct Params<'a> {
+    connect: String,
+    mode: &'static str,
+    direction: Option<&'static str>,
+    duration_ns: Option<u64>,
+    bytes: Option<u64>,
+    objects: Option<u64>,
+    object_size: Option<u64>,
+    streams: Option<u64>,
+    message_size: Option<u64>,
+    message_rate: Option<f64>,
+    message_interval_ns: Option<u64>,
+    sample_interval_ns: u64,
+    connect_timeout_ns: u64,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+    message_series: Option<&'a Path>,
+    #[serde(flatten)]
+    options: OptionsParams<'a>,
+}
+
+/// `results` when a stop came before the handshake completed.
+#[derive(Serialize)]
+struct NotConnected {
+    mode: &'static str,
+    complete: bool,
+    connect_start_ns: u64,
+    connected_ns: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct Results {
+    mode: &'static str,
+    sender: &'static str,
+    local: Option<String>,
+    remote: String,
+    cc: String,
+    complete: bool,
+    error: Option<String>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    bytes_received_by_server: Option<u64>,
+    ended_by_duration: bool,
+    connect_start_ns: u64,
+    connected_ns: u64,
+    first_byte_ns: Option<u64>,
+    end_ns: u64,
+    connect_s: f64,
+    duration_s: f64,
+    completion_s: Option<f64>,
+    throughput_bps: Option<f64>,
+    goodput_bps: Option<f64>,
+    quic: QuicStats,
+    samples: usize,
+    #[serde(flatten)]
+    socket: SocketSummary,
+    #[serde(flatten)]
+    objects: Option<ObjectsSummary>,
+    #[serde(flatten)]
+    messages: Option<MessagesSummary>,
+    #[serde(flatten)]
+    cpu: Cpu,
+}
+
 /// The outcome of the transfer itself.
 #[derive(Default)]
 struct Outcome {
@@ -73,27 +140,24 @@ struct Outcome {
 
 async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<()> {
     let c = &a.common;
-    let params = {
-        let mut p = json!({
-            "connect": a.connect.to_string(),
-            "mode": req.mode.name(),
-            "direction": if req.mode == Mode::Objects { Value::Null } else { json!(a.direction_name()) },
-            "duration_ns": a.duration,
-            "bytes": a.bytes,
-            "objects": a.objects,
-            "object_size": a.object_size,
-            "streams": a.objects.map(|k| a.streams.unwrap_or(k)),
-            "message_size": a.message_size,
-            "message_rate": a.message_rate,
-            "message_interval_ns": (req.mode == Mode::Messages).then_some(req.message_interval_ns),
-            "sample_interval_ns": c.sample_interval,
-            "connect_timeout_ns": a.connect_timeout,
-            "summary": c.summary,
-            "series": c.series,
-            "message_series": c.message_series,
-        });
-        super::merge(&mut p, opts.params_json());
-        p
+    let params = Params {
+        connect: a.connect.to_string(),
+        mode: req.mode.name(),
+        direction: (req.mode != Mode::Objects).then(|| a.direction_name()),
+        duration_ns: a.duration,
+        bytes: a.bytes,
+        objects: a.objects,
+        object_size: a.object_size,
+        streams: a.objects.map(|k| a.streams.unwrap_or(k)),
+        message_size: a.message_size,
+        message_rate: a.message_rate,
+        message_interval_ns: (req.mode == Mode::Messages).then_some(req.message_interval_ns),
+        sample_interval_ns: c.sample_interval,
+        connect_timeout_ns: a.connect_timeout,
+        summary: &c.summary,
+        series: c.series.as_deref(),
+        message_series: c.message_series.as_deref(),
+        options: opts.params(),
     };
     let start_ns = sys::now_ns();
     let mut stop = super::spawn_stopper(None);
@@ -122,7 +186,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
             Ok(Ok(conn)) => conn,
         },
         s = super::stopped(&mut stop) => {
-            let results = json!({ "mode": req.mode.name(), "complete": false, "connect_start_ns": connect_start_ns, "connected_ns": null });
+            let results = NotConnected { mode: req.mode.name(), complete: false, connect_start_ns, connected_ns: None };
             let summary = output::envelope("quic-client", params, start_ns, sys::now_ns(), s.name(), results);
             return output::write_summary(&c.summary, &summary);
         }
@@ -139,7 +203,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         _ = super::stopped(&mut stop) => { stopped_by_signal = true; Ok(Outcome::default()) }
     };
     let samples = sampler.finish();
-    let quic = super::quic_stats_json(&conn, &probe);
+    let quic = QuicStats::read(&conn, &probe);
     let (outcome, error) = match result {
         Ok(o) => (o, None),
         Err(e) if t.bytes_sent.load(Relaxed) == 0 && t.bytes_received.load(Relaxed) == 0 => {
@@ -181,59 +245,47 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     };
     let transfer_ns = end_ns.saturating_sub(connected_ns);
     let completion_ns = end_ns.saturating_sub(connect_start_ns);
-    let mut results = json!({
-        "mode": req.mode.name(),
-        "sender": if sender_is_client { "client" } else { "server" },
-        "local": endpoint.local_addr().ok().map(|x| x.to_string()),
-        "remote": a.connect.to_string(),
-        "cc": opts.cc.name,
-        "complete": complete,
-        "error": error,
-        "bytes": bytes,
-        "bytes_sent": t.bytes_sent.load(Relaxed),
-        "bytes_received": t.bytes_received.load(Relaxed),
-        "bytes_received_by_server": outcome.server_received,
-        "ended_by_duration": outcome.duration_over,
-        "connect_start_ns": connect_start_ns,
-        "connected_ns": connected_ns,
-        "first_byte_ns": t.first_byte(),
-        "end_ns": end_ns,
-        "connect_s": secs(connected_ns - connect_start_ns),
-        "duration_s": secs(transfer_ns),
-        "completion_s": if complete { json!(secs(completion_ns)) } else { Value::Null },
-        // A sender's written bytes are not delivered bytes: without the server's count
-        // (transfer failed or stopped) there is no rate to report.
-        "throughput_bps": if delivered_known { bps(bytes, transfer_ns) } else { Value::Null },
-        "goodput_bps": if delivered_known { bps(bytes, completion_ns) } else { Value::Null },
-        "quic": quic,
-        "samples": samples.len(),
-    });
-    super::merge(&mut results, sock.json());
-    if req.mode == Mode::Objects {
+    let objects = (req.mode == Mode::Objects).then(|| {
         let mut objs = std::mem::take(&mut *t.objects.lock().unwrap());
         objs.sort_by_key(|o| o.index);
-        let ttfb: Vec<f64> = objs.iter().map(|o| (o.first_byte_ns - o.request_ns) as f64).collect();
-        let compl: Vec<f64> = objs.iter().map(|o| (o.complete_ns - o.request_ns) as f64).collect();
-        results["objects"] = objs
-            .iter()
-            .map(|o| {
-                json!({
-                    "index": o.index, "size": o.size, "request_ns": o.request_ns,
-                    "first_byte_ns": o.first_byte_ns, "complete_ns": o.complete_ns,
-                    "ttfb_s": secs(o.first_byte_ns - o.request_ns),
-                    "completion_s": secs(o.complete_ns - o.request_ns),
-                })
-            })
-            .collect();
-        results["objects_completed"] = json!(objs.len());
-        results["ttfb"] = stats::describe_json(&ttfb, 1e6, "ms");
-        results["object_completion"] = stats::describe_json(&compl, 1e6, "ms");
-    }
-    if req.mode == Mode::Messages {
-        super::merge(&mut results, t.messages_json());
-    }
-    // Last, so the CPU time includes closing and building the summary.
-    super::merge(&mut results, super::cpu_json());
+        ObjectsSummary::new(
+            objs.iter()
+                .map(|o| ObjectSummary::new(o.index, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
+                .collect(),
+        )
+    });
+    let results = Results {
+        mode: req.mode.name(),
+        sender: if sender_is_client { "client" } else { "server" },
+        local: endpoint.local_addr().ok().map(|x| x.to_string()),
+        remote: a.connect.to_string(),
+        cc: opts.cc.name.clone(),
+        complete,
+        error: error.clone(),
+        bytes,
+        bytes_sent: t.bytes_sent.load(Relaxed),
+        bytes_received: t.bytes_received.load(Relaxed),
+        bytes_received_by_server: outcome.server_received,
+        ended_by_duration: outcome.duration_over,
+        connect_start_ns,
+        connected_ns,
+        first_byte_ns: t.first_byte(),
+        end_ns,
+        connect_s: secs(connected_ns - connect_start_ns),
+        duration_s: secs(transfer_ns),
+        completion_s: complete.then(|| secs(completion_ns)),
+        // A sender's written bytes are not delivered bytes: without the server's count
+        // (transfer failed or stopped) there is no rate to report.
+        throughput_bps: bps(bytes, transfer_ns).filter(|_| delivered_known),
+        goodput_bps: bps(bytes, completion_ns).filter(|_| delivered_known),
+        quic,
+        samples: samples.len(),
+        socket: sock.summary(),
+        objects,
+        messages: (req.mode == Mode::Messages).then(|| t.messages_summary()),
+        // Last, so the CPU time includes closing and building the summary.
+        cpu: Cpu::now(),
+    };
     let summary = output::envelope("quic-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
@@ -243,7 +295,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         series::write_messages(p, &rows)?;
     }
     output::write_summary(&c.summary, &summary)?;
-    if let Some(e) = summary["results"]["error"].as_str() {
+    if let Some(e) = error {
         bail!("{e}");
     }
     Ok(())

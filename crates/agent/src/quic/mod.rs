@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use quinn::{MtuDiscoveryConfig, TransportConfig, VarInt};
-use serde_json::{json, Value};
+use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
 pub use cc::CcChoice;
@@ -79,14 +79,15 @@ impl Options {
         })
     }
 
-    pub fn params_json(&self) -> Value {
-        json!({
-            "cc": self.cc.name,
-            "cc_params": self.cc.params,
-            "datagram_size": self.datagram_size,
-            "rcvbuf": self.rcvbuf,
-            "sndbuf": self.sndbuf,
-        })
+    /// The `params` fields both ends share.
+    pub fn params(&self) -> OptionsParams<'_> {
+        OptionsParams {
+            cc: &self.cc.name,
+            cc_params: &self.cc.params,
+            datagram_size: self.datagram_size,
+            rcvbuf: self.rcvbuf,
+            sndbuf: self.sndbuf,
+        }
     }
 
     /// Transport parameters of one connection, with its own controller factory and probe.
@@ -107,6 +108,15 @@ impl Options {
         }
         t
     }
+}
+
+#[derive(Serialize)]
+pub struct OptionsParams<'a> {
+    pub cc: &'a str,
+    pub cc_params: &'a congestion::Params,
+    pub datagram_size: Option<u16>,
+    pub rcvbuf: Option<u64>,
+    pub sndbuf: Option<u64>,
 }
 
 /// The endpoint's UDP socket. Buffers are only set when asked for (`--rcvbuf`,
@@ -141,15 +151,23 @@ impl EndpointSocket {
             .map_or(0, |a| a.port())
     }
 
-    /// `udp_rcvbuf`, `udp_sndbuf` (kernel values, which count overhead: ≈ 2 × request),
-    /// `socket_drops` (datagrams the kernel dropped on this socket, receive buffer full).
-    pub fn json(&self) -> Value {
-        json!({
-            "udp_rcvbuf": self.observer.recv_buffer_size().ok(),
-            "udp_sndbuf": self.observer.send_buffer_size().ok(),
-            "socket_drops": sys::udp_socket_drops(&self.observer),
-        })
+    pub fn summary(&self) -> SocketSummary {
+        SocketSummary {
+            udp_rcvbuf: self.observer.recv_buffer_size().ok(),
+            udp_sndbuf: self.observer.send_buffer_size().ok(),
+            socket_drops: sys::udp_socket_drops(&self.observer),
+        }
     }
+}
+
+/// The socket's fields of both ends' `results`.
+#[derive(Serialize)]
+pub struct SocketSummary {
+    /// Kernel values, which count overhead (≈ 2 × the request).
+    pub udp_rcvbuf: Option<usize>,
+    pub udp_sndbuf: Option<usize>,
+    /// Datagrams the kernel dropped on this socket (receive buffer full).
+    pub socket_drops: Option<u64>,
 }
 
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -210,45 +228,75 @@ pub fn tokio_instant(deadline_ns: u64) -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_nanos(deadline_ns.saturating_sub(sys::now_ns()))
 }
 
-/// Connection counters for the summary, from quinn's statistics and the controller probe.
-pub fn quic_stats_json(conn: &quinn::Connection, probe: &cc::Probe) -> Value {
-    use std::sync::atomic::Ordering::Relaxed;
-    let s = conn.stats();
-    json!({
-        "packets_sent": s.path.sent_packets,
-        "datagrams_sent": s.udp_tx.datagrams,
-        "udp_bytes_sent": s.udp_tx.bytes,
-        "send_calls": s.udp_tx.ios,
-        "datagrams_received": s.udp_rx.datagrams,
-        "udp_bytes_received": s.udp_rx.bytes,
-        "receive_calls": s.udp_rx.ios,
-        "lost_packets": s.path.lost_packets,
-        "lost_bytes": s.path.lost_bytes,
-        "congestion_events": s.path.congestion_events,
-        "cwnd_bytes": s.path.cwnd,
-        "ssthresh_bytes": probe.ssthresh(),
-        "bytes_in_flight": probe.bytes_in_flight.load(Relaxed),
-        "bytes_acked": probe.bytes_acked.load(Relaxed),
-        "srtt_us": s.path.rtt.as_micros() as u64,
-        "min_rtt_us": s.path.min_rtt.as_micros() as u64,
-        "mtu": s.path.current_mtu,
-        "black_holes_detected": s.path.black_holes_detected,
-        "ack_frames_sent": s.frame_tx.acks,
-        "ack_frames_received": s.frame_rx.acks,
-        "stream_frames_sent": s.frame_tx.stream,
-        "stream_frames_received": s.frame_rx.stream,
-    })
+/// Connection counters for the summary (`quic`), from quinn's statistics and the
+/// controller probe.
+#[derive(Serialize)]
+pub struct QuicStats {
+    pub packets_sent: u64,
+    pub datagrams_sent: u64,
+    pub udp_bytes_sent: u64,
+    pub send_calls: u64,
+    pub datagrams_received: u64,
+    pub udp_bytes_received: u64,
+    pub receive_calls: u64,
+    pub lost_packets: u64,
+    pub lost_bytes: u64,
+    pub congestion_events: u64,
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: Option<u64>,
+    pub bytes_in_flight: u64,
+    pub bytes_acked: u64,
+    pub srtt_us: u64,
+    pub min_rtt_us: u64,
+    pub mtu: u16,
+    pub black_holes_detected: u64,
+    pub ack_frames_sent: u64,
+    pub ack_frames_received: u64,
+    pub stream_frames_sent: u64,
+    pub stream_frames_received: u64,
 }
 
-/// `cpu_user_s`, `cpu_sys_s` of this process so far (getrusage).
-pub fn cpu_json() -> Value {
-    let (user, system) = sys::cpu_times_s();
-    json!({ "cpu_user_s": user, "cpu_sys_s": system })
+impl QuicStats {
+    pub fn read(conn: &quinn::Connection, probe: &cc::Probe) -> QuicStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        let s = conn.stats();
+        QuicStats {
+            packets_sent: s.path.sent_packets,
+            datagrams_sent: s.udp_tx.datagrams,
+            udp_bytes_sent: s.udp_tx.bytes,
+            send_calls: s.udp_tx.ios,
+            datagrams_received: s.udp_rx.datagrams,
+            udp_bytes_received: s.udp_rx.bytes,
+            receive_calls: s.udp_rx.ios,
+            lost_packets: s.path.lost_packets,
+            lost_bytes: s.path.lost_bytes,
+            congestion_events: s.path.congestion_events,
+            cwnd_bytes: s.path.cwnd,
+            ssthresh_bytes: probe.ssthresh(),
+            bytes_in_flight: probe.bytes_in_flight.load(Relaxed),
+            bytes_acked: probe.bytes_acked.load(Relaxed),
+            srtt_us: s.path.rtt.as_micros() as u64,
+            min_rtt_us: s.path.min_rtt.as_micros() as u64,
+            mtu: s.path.current_mtu,
+            black_holes_detected: s.path.black_holes_detected,
+            ack_frames_sent: s.frame_tx.acks,
+            ack_frames_received: s.frame_rx.acks,
+            stream_frames_sent: s.frame_tx.stream,
+            stream_frames_received: s.frame_rx.stream,
+        }
+    }
 }
 
-/// Merges the keys of `extra` (an object) into `into` (an object).
-pub fn merge(into: &mut Value, extra: Value) {
-    if let (Some(a), Value::Object(b)) = (into.as_object_mut(), extra) {
-        a.extend(b);
+/// CPU time of this process so far (getrusage), in both ends' `results`.
+#[derive(Serialize)]
+pub struct Cpu {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+impl Cpu {
+    pub fn now() -> Cpu {
+        let (cpu_user_s, cpu_sys_s) = sys::cpu_times_s();
+        Cpu { cpu_user_s, cpu_sys_s }
     }
 }

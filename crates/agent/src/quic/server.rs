@@ -2,6 +2,7 @@
 //! the request on its control stream; a summary shaped like tcp-server's.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -11,13 +12,14 @@ use agent::wire::request::{self, Mode, Request, Transport};
 use anyhow::{anyhow, bail, Context};
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{ConnectionError, Endpoint, EndpointConfig, ServerConfig, TokioRuntime, VarInt};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use super::cc::Probe;
 use super::series::{self, Sample, Sampler, Sources};
-use super::transfer::{self, MessageRecord, RecvEnd, SendEnd, Transfer};
-use super::{EndpointSocket, Options, Stop};
-use crate::{output, sys, tls, QuicServerArgs};
+use super::transfer::{self, MessageRecord, MessagesSummary, RecvEnd, SendEnd, Transfer};
+use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
+use crate::output::{self, bps, secs};
+use crate::{sys, tls, QuicServerArgs};
 
 pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
     let c = &a.common;
@@ -25,8 +27,112 @@ pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
     super::runtime()?.block_on(run(a, opts))
 }
 
+#[derive(Serialize)]
+struct Params<'a> {
+    bind: String,
+    sample_interval_ns: u64,
+    once: bool,
+    duration_ns: Option<u64>,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+    message_series: Option<&'a Path>,
+    #[serde(flatten)]
+    options: OptionsParams<'a>,
+}
+
+#[derive(Serialize)]
+struct Results {
+    port: u16,
+    cc: String,
+    bytes_received: u64,
+    bytes_sent: u64,
+    samples: usize,
+    #[serde(flatten)]
+    socket: SocketSummary,
+    connections: Vec<ConnSummary>,
+    #[serde(flatten)]
+    cpu: Cpu,
+}
+
+/// One connection in the server's `results.connections`.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ConnSummary {
+    Served(Box<ServedConn>),
+    HandshakeFailed(FailedConn),
+}
+
+impl ConnSummary {
+    fn bytes_sent(&self) -> u64 {
+        match self {
+            ConnSummary::Served(c) => c.bytes_sent,
+            ConnSummary::HandshakeFailed(c) => c.bytes_sent,
+        }
+    }
+
+    fn bytes_received(&self) -> u64 {
+        match self {
+            ConnSummary::Served(c) => c.bytes_received,
+            ConnSummary::HandshakeFailed(c) => c.bytes_received,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ServedConn {
+    conn: u32,
+    peer: String,
+    mode: Option<&'static str>,
+    request: Option<RequestSummary>,
+    sender: Option<&'static str>,
+    complete: bool,
+    stopped: bool,
+    error: Option<String>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    ended_by_duration: bool,
+    objects_served: u64,
+    accepted_ns: u64,
+    connected_ns: u64,
+    header_ns: Option<u64>,
+    first_byte_ns: Option<u64>,
+    last_byte_ns: Option<u64>,
+    end_ns: u64,
+    duration_s: f64,
+    throughput_bps: Option<f64>,
+    quic: QuicStats,
+    samples: usize,
+    #[serde(flatten)]
+    messages: Option<MessagesSummary>,
+}
+
+/// A connection whose handshake failed: what is known of it.
+#[derive(Serialize)]
+struct FailedConn {
+    conn: u32,
+    peer: String,
+    complete: bool,
+    stopped: bool,
+    error: String,
+    accepted_ns: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+}
+
+/// The decoded request.
+#[derive(Serialize)]
+struct RequestSummary {
+    bytes: u64,
+    duration_ns: u64,
+    object_size: u64,
+    object_count: u64,
+    message_size: u64,
+    message_interval_ns: u64,
+}
+
 struct ConnOutcome {
-    json: Value,
+    summary: ConnSummary,
     samples: Vec<Sample>,
     messages: Vec<MessageRecord>,
     error: Option<String>,
@@ -34,16 +140,16 @@ struct ConnOutcome {
 
 async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let c = &a.common;
-    let mut params = json!({
-        "bind": a.bind.to_string(),
-        "sample_interval_ns": c.sample_interval,
-        "once": a.once,
-        "duration_ns": a.duration,
-        "summary": c.summary,
-        "series": c.series,
-        "message_series": c.message_series,
-    });
-    super::merge(&mut params, opts.params_json());
+    let params = Params {
+        bind: a.bind.to_string(),
+        sample_interval_ns: c.sample_interval,
+        once: a.once,
+        duration_ns: a.duration,
+        summary: &c.summary,
+        series: c.series.as_deref(),
+        message_series: c.message_series.as_deref(),
+        options: opts.params(),
+    };
     let crypto = Arc::new(
         QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?,
     );
@@ -109,23 +215,24 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let _ = tokio::time::timeout(super::CLOSE_WAIT, endpoint.wait_idle()).await;
 
     let first_error = outcomes.iter().find_map(|o| o.error.clone());
-    let sum = |k: &str| outcomes.iter().filter_map(|o| o.json[k].as_u64()).sum::<u64>();
-    let mut results = json!({
-        "port": port,
-        "cc": opts.cc.name,
-        "bytes_received": sum("bytes_received"),
-        "bytes_sent": sum("bytes_sent"),
-        "samples": outcomes.iter().map(|o| o.samples.len()).sum::<usize>(),
-    });
-    super::merge(&mut results, sock.json());
+    let bytes_received = outcomes.iter().map(|o| o.summary.bytes_received()).sum();
+    let bytes_sent = outcomes.iter().map(|o| o.summary.bytes_sent()).sum();
     let samples: Vec<Sample> = outcomes.iter_mut().flat_map(|o| std::mem::take(&mut o.samples)).collect();
     let messages: Vec<(u32, MessageRecord)> = outcomes
         .iter_mut()
         .enumerate()
         .flat_map(|(i, o)| std::mem::take(&mut o.messages).into_iter().map(move |m| (i as u32, m)))
         .collect();
-    results["connections"] = outcomes.into_iter().map(|o| o.json).collect();
-    super::merge(&mut results, super::cpu_json());
+    let results = Results {
+        port,
+        cc: opts.cc.name.clone(),
+        bytes_received,
+        bytes_sent,
+        samples: samples.len(),
+        socket: sock.summary(),
+        connections: outcomes.into_iter().map(|o| o.summary).collect(),
+        cpu: Cpu::now(),
+    };
     let summary = output::envelope("quic-server", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
@@ -145,8 +252,16 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
 fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {
     let error = format!("connection {conn} from {peer}: handshake failed: {e}");
     ConnOutcome {
-        json: json!({ "conn": conn, "peer": peer.to_string(), "complete": false, "stopped": false,
-                      "error": error, "accepted_ns": accepted_ns, "bytes_sent": 0, "bytes_received": 0 }),
+        summary: ConnSummary::HandshakeFailed(FailedConn {
+            conn,
+            peer: peer.to_string(),
+            complete: false,
+            stopped: false,
+            error: error.clone(),
+            accepted_ns,
+            bytes_sent: 0,
+            bytes_received: 0,
+        }),
         samples: Vec::new(),
         messages: Vec::new(),
         error: Some(error),
@@ -193,7 +308,7 @@ async fn serve_connection(
         _ => false,
     };
     let samples = sampler.finish();
-    let quic = super::quic_stats_json(&conn, &probe);
+    let quic = QuicStats::read(&conn, &probe);
     if conn.close_reason().is_none() {
         conn.close(VarInt::from_u32(code::STOPPED), b"");
     }
@@ -223,40 +338,41 @@ async fn serve_connection(
             Some(_) => true,
             None => false,
         };
-    let mut json = json!({
-        "conn": conn_index,
-        "peer": peer.to_string(),
-        "mode": mode.map(|m| m.name()),
-        "request": req.map(|r| json!({
-            "bytes": r.bytes, "duration_ns": r.duration_ns,
-            "object_size": r.object_size, "object_count": r.object_count,
-            "message_size": r.message_size, "message_interval_ns": r.message_interval_ns,
-        })),
-        "sender": match req { None => Value::Null, Some(_) if sender_is_server => json!("server"), Some(_) => json!("client") },
-        "complete": complete,
-        "stopped": stopped,
-        "error": error,
-        "bytes": bytes,
-        "bytes_sent": t.bytes_sent.load(Relaxed),
-        "bytes_received": t.bytes_received.load(Relaxed),
-        "ended_by_duration": served.duration_over,
-        "objects_served": served.objects_served,
-        "accepted_ns": accepted_ns,
-        "connected_ns": connected_ns,
-        "header_ns": served.header_ns,
-        "first_byte_ns": if sender_is_server { served.header_ns } else { t.first_byte() },
-        "last_byte_ns": if sender_is_server { Some(end_ns) } else { t.last_byte() },
-        "end_ns": end_ns,
-        "duration_s": transfer_ns as f64 / 1e9,
-        "throughput_bps": output::bps(bytes, transfer_ns),
-        "quic": quic,
-        "samples": samples.len(),
-    });
-    if mode == Some(Mode::Messages) {
-        super::merge(&mut json, t.messages_json());
-    }
+    let summary = ServedConn {
+        conn: conn_index,
+        peer: peer.to_string(),
+        mode: mode.map(|m| m.name()),
+        request: req.map(|r| RequestSummary {
+            bytes: r.bytes,
+            duration_ns: r.duration_ns,
+            object_size: r.object_size,
+            object_count: r.object_count,
+            message_size: r.message_size,
+            message_interval_ns: r.message_interval_ns,
+        }),
+        sender: req.map(|_| if sender_is_server { "server" } else { "client" }),
+        complete,
+        stopped,
+        error: error.clone(),
+        bytes,
+        bytes_sent: t.bytes_sent.load(Relaxed),
+        bytes_received: t.bytes_received.load(Relaxed),
+        ended_by_duration: served.duration_over,
+        objects_served: served.objects_served,
+        accepted_ns,
+        connected_ns,
+        header_ns: served.header_ns,
+        first_byte_ns: if sender_is_server { served.header_ns } else { t.first_byte() },
+        last_byte_ns: if sender_is_server { Some(end_ns) } else { t.last_byte() },
+        end_ns,
+        duration_s: secs(transfer_ns),
+        throughput_bps: bps(bytes, transfer_ns),
+        quic,
+        samples: samples.len(),
+        messages: (mode == Some(Mode::Messages)).then(|| t.messages_summary()),
+    };
     let messages = std::mem::take(&mut *t.messages.lock().unwrap());
-    ConnOutcome { error: json["error"].as_str().map(str::to_string), json, samples, messages }
+    ConnOutcome { summary: ConnSummary::Served(Box::new(summary)), samples, messages, error }
 }
 
 /// Reads the request from the control stream and does the work; returns when the client

@@ -7,12 +7,13 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use agent::wire::code;
 use agent::wire::object::{self, ObjectRequest};
 use agent::wire::stamp::Stamp;
-use crate::{stats, sys};
+use crate::stats::{self, Scaled};
+use crate::sys;
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
 const CHUNK: usize = 128 * 1024;
@@ -82,17 +83,25 @@ impl Transfer {
 
     /// Summary fields of messages mode: the sender's lateness, the receiver's one-way
     /// delays (each end fills the half it saw).
-    pub fn messages_json(&self) -> Value {
+    pub fn messages_summary(&self) -> MessagesSummary {
         let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
         let msgs = self.messages.lock().unwrap();
         let owd: Vec<f64> = msgs.iter().map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64).collect();
-        json!({
-            "messages_sent": self.messages_sent.load(Relaxed),
-            "messages_received": msgs.len(),
-            "lateness": stats::describe_json(&lateness, 1e3, "us"),
-            "owd": stats::describe_json(&owd, 1e6, "ms"),
-        })
+        MessagesSummary {
+            messages_sent: self.messages_sent.load(Relaxed),
+            messages_received: msgs.len(),
+            lateness: stats::scaled(&lateness, 1e3, "us"),
+            owd: stats::scaled(&owd, 1e6, "ms"),
+        }
     }
+}
+
+#[derive(Serialize)]
+pub struct MessagesSummary {
+    pub messages_sent: u64,
+    pub messages_received: usize,
+    pub lateness: Option<Scaled>,
+    pub owd: Option<Scaled>,
 }
 
 /// How a bulk send ended.

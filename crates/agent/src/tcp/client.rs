@@ -2,22 +2,70 @@
 
 use std::io;
 use std::net::TcpStream;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use agent::wire::object::ObjectRequest;
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
-use crate::output::{self, bps, secs};
-use crate::tcpinfo;
+use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
-use crate::{stats, sys, usage, Direction, TcpClientArgs};
+use crate::{sys, usage, Direction, TcpClientArgs};
+
+#[derive(Serialize)]
+struct Params<'a> {
+    connect: String,
+    cc: Option<&'a str>,
+    mode: &'static str,
+    direction: Option<&'static str>,
+    duration_ns: Option<u64>,
+    bytes: Option<u64>,
+    objects: Option<u64>,
+    object_size: Option<u64>,
+    tcp_info_interval_ns: u64,
+    mss: Option<u32>,
+    tls: bool,
+    connect_timeout_ns: u64,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+}
+
+#[derive(Serialize)]
+struct Results {
+    mode: &'static str,
+    sender: &'static str,
+    local: Option<String>,
+    remote: String,
+    cc: Option<String>,
+    complete: bool,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    connect_start_ns: u64,
+    connected_ns: u64,
+    first_byte_ns: Option<u64>,
+    end_ns: u64,
+    connect_s: f64,
+    tls: bool,
+    tls_handshake_s: Option<f64>,
+    duration_s: f64,
+    completion_s: Option<f64>,
+    throughput_bps: Option<f64>,
+    goodput_bps: Option<f64>,
+    retransmits: Option<u32>,
+    tcp_info: Option<TcpInfoSummary>,
+    samples: usize,
+    #[serde(flatten)]
+    objects: Option<ObjectsSummary>,
+}
 
 pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     if a.cc.as_deref() == Some("") {
@@ -39,22 +87,22 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
             })
         },
     };
-    let params = json!({
-        "connect": a.connect.to_string(),
-        "cc": a.cc,
-        "mode": header.mode.name(),
-        "direction": if header.mode == Mode::Objects { Value::Null } else { json!(header.mode.name()) },
-        "duration_ns": a.duration,
-        "bytes": a.bytes,
-        "objects": a.objects,
-        "object_size": a.object_size,
-        "tcp_info_interval_ns": a.tcp_info_interval,
-        "mss": a.mss,
-        "tls": a.tls,
-        "connect_timeout_ns": a.connect_timeout,
-        "summary": a.summary,
-        "series": a.series,
-    });
+    let params = Params {
+        connect: a.connect.to_string(),
+        cc: a.cc.as_deref(),
+        mode: header.mode.name(),
+        direction: (header.mode != Mode::Objects).then(|| header.mode.name()),
+        duration_ns: a.duration,
+        bytes: a.bytes,
+        objects: a.objects,
+        object_size: a.object_size,
+        tcp_info_interval_ns: a.tcp_info_interval,
+        mss: a.mss,
+        tls: a.tls,
+        connect_timeout_ns: a.connect_timeout,
+        summary: &a.summary,
+        series: a.series.as_deref(),
+    };
 
     let start_ns = sys::now_ns();
     let sock = Socket::new(
@@ -123,64 +171,39 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
             Mode::Objects => t.objects.len() as u64 == header.object_count,
             _ => header.bytes == 0 || bytes == header.bytes,
         };
-    let objects_json: Vec<Value> = t
-        .objects
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            json!({
-                "index": i,
-                "size": o.size,
-                "request_ns": o.request_ns,
-                "first_byte_ns": o.first_byte_ns,
-                "complete_ns": o.complete_ns,
-                "ttfb_s": secs(o.first_byte_ns - o.request_ns),
-                "completion_s": secs(o.complete_ns - o.request_ns),
-            })
-        })
-        .collect();
-    let ttfb: Vec<f64> = t
-        .objects
-        .iter()
-        .map(|o| (o.first_byte_ns - o.request_ns) as f64)
-        .collect();
-    let obj_completion: Vec<f64> = t
-        .objects
-        .iter()
-        .map(|o| (o.complete_ns - o.request_ns) as f64)
-        .collect();
-
-    let mut results = json!({
-        "mode": header.mode.name(),
-        "sender": if sender_is_client { "client" } else { "server" },
-        "local": local,
-        "remote": a.connect.to_string(),
-        "cc": cc_name,
-        "complete": complete,
-        "bytes": bytes,
-        "bytes_sent": t.bytes_sent,
-        "bytes_received": t.bytes_received,
-        "connect_start_ns": connect_start_ns,
-        "connected_ns": connected_ns,
-        "first_byte_ns": t.first_byte_ns,
-        "end_ns": end_ns,
-        "connect_s": secs(connected_ns - connect_start_ns),
-        "tls": a.tls,
-        "tls_handshake_s": tls_done_ns.map(|t| secs(t - connected_ns)),
-        "duration_s": secs(transfer_ns),
-        "completion_s": if complete { json!(secs(completion_ns)) } else { Value::Null },
-        "throughput_bps": bps(bytes, transfer_ns),
-        "goodput_bps": bps(bytes, completion_ns),
-        "retransmits": if sender_is_client { json!(final_info.map(|i| i.raw.total_retrans)) } else { Value::Null },
-        "tcp_info": final_info.map(|i| i.to_json()),
-        "samples": samples.len(),
+    let objects = (header.mode == Mode::Objects).then(|| {
+        ObjectsSummary::new(
+            (t.objects.iter().enumerate())
+                .map(|(i, o)| ObjectSummary::new(i as u64, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
+                .collect(),
+        )
     });
-    if header.mode == Mode::Objects {
-        results["objects"] = json!(objects_json);
-        results["objects_completed"] = json!(t.objects.len());
-        results["ttfb"] = stats::describe_json(&ttfb, 1e6, "ms");
-        results["object_completion"] = stats::describe_json(&obj_completion, 1e6, "ms");
-    }
+    let results = Results {
+        mode: header.mode.name(),
+        sender: if sender_is_client { "client" } else { "server" },
+        local,
+        remote: a.connect.to_string(),
+        cc: cc_name,
+        complete,
+        bytes,
+        bytes_sent: t.bytes_sent,
+        bytes_received: t.bytes_received,
+        connect_start_ns,
+        connected_ns,
+        first_byte_ns: t.first_byte_ns,
+        end_ns,
+        connect_s: secs(connected_ns - connect_start_ns),
+        tls: a.tls,
+        tls_handshake_s: tls_done_ns.map(|t| secs(t - connected_ns)),
+        duration_s: secs(transfer_ns),
+        completion_s: complete.then(|| secs(completion_ns)),
+        throughput_bps: bps(bytes, transfer_ns),
+        goodput_bps: bps(bytes, completion_ns),
+        retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
+        tcp_info: final_info.map(|i| i.summary()),
+        samples: samples.len(),
+        objects,
+    };
     let summary = output::envelope(
         "tcp-client",
         params,

@@ -2,6 +2,7 @@
 //! (and series) covering all of them.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
@@ -9,31 +10,91 @@ use std::time::Duration;
 use agent::wire::object::{self, ObjectRequest};
 use agent::wire::request::{self, Mode, Request, Transport};
 use anyhow::{bail, Context};
-use serde_json::{json, Value};
+use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
 use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
 use crate::output::{self, bps, secs};
-use crate::tcpinfo;
+use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, TcpServerArgs};
+
+#[derive(Serialize)]
+struct Params<'a> {
+    bind: String,
+    cc: Option<&'a str>,
+    tcp_info_interval_ns: u64,
+    once: bool,
+    tls: bool,
+    duration_ns: Option<u64>,
+    summary: &'a Path,
+    series: Option<&'a Path>,
+}
+
+#[derive(Serialize)]
+struct Results {
+    port: u16,
+    connections: Vec<ConnSummary>,
+    bytes_received: u64,
+    bytes_sent: u64,
+    samples: usize,
+}
+
+/// One accepted connection in the server's `results.connections`.
+#[derive(Serialize)]
+struct ConnSummary {
+    conn: u32,
+    peer: String,
+    cc: Option<String>,
+    tls: bool,
+    mode: Option<&'static str>,
+    request: Option<RequestSummary>,
+    sender: Option<&'static str>,
+    complete: bool,
+    stopped: bool,
+    error: Option<String>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    objects_served: u64,
+    accepted_ns: u64,
+    tls_handshake_s: Option<f64>,
+    header_ns: u64,
+    first_byte_ns: Option<u64>,
+    last_byte_ns: Option<u64>,
+    end_ns: u64,
+    duration_s: f64,
+    throughput_bps: Option<f64>,
+    retransmits: Option<u32>,
+    tcp_info: Option<TcpInfoSummary>,
+    samples: usize,
+}
+
+/// The decoded request header, as far as TCP carries it.
+#[derive(Serialize)]
+struct RequestSummary {
+    bytes: u64,
+    duration_ns: u64,
+    object_size: u64,
+    object_count: u64,
+}
 
 pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     if a.cc.as_deref() == Some("") {
         usage!("--cc must not be empty");
     }
-    let params = json!({
-        "bind": a.bind.to_string(),
-        "cc": a.cc,
-        "tcp_info_interval_ns": a.tcp_info_interval,
-        "once": a.once,
-        "tls": a.tls,
-        "duration_ns": a.duration,
-        "summary": a.summary,
-        "series": a.series,
-    });
+    let params = Params {
+        bind: a.bind.to_string(),
+        cc: a.cc.as_deref(),
+        tcp_info_interval_ns: a.tcp_info_interval,
+        once: a.once,
+        tls: a.tls,
+        duration_ns: a.duration,
+        summary: &a.summary,
+        series: a.series.as_deref(),
+    };
     let sock = Socket::new(
         Domain::for_address(a.bind),
         Type::STREAM,
@@ -111,21 +172,16 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
         if first_error.is_none() {
             first_error = o.error.clone();
         }
-        conns.push(o.json);
+        conns.push(o.summary);
         samples.extend(o.samples);
     }
-    let total_recv: u64 = conns
-        .iter()
-        .filter_map(|c| c["bytes_received"].as_u64())
-        .sum();
-    let total_sent: u64 = conns.iter().filter_map(|c| c["bytes_sent"].as_u64()).sum();
-    let results = json!({
-        "port": port,
-        "connections": conns,
-        "bytes_received": total_recv,
-        "bytes_sent": total_sent,
-        "samples": samples.len(),
-    });
+    let results = Results {
+        port,
+        bytes_received: conns.iter().map(|c| c.bytes_received).sum(),
+        bytes_sent: conns.iter().map(|c| c.bytes_sent).sum(),
+        connections: conns,
+        samples: samples.len(),
+    };
     let summary = output::envelope(
         "tcp-server",
         params,
@@ -147,7 +203,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
 }
 
 struct ConnOutcome {
-    json: Value,
+    summary: ConnSummary,
     samples: Vec<Sample>,
     error: Option<String>,
 }
@@ -224,41 +280,39 @@ fn serve_connection(
         _ => (t.header_ns, end_ns),
     };
     let transfer_ns = transfer_end.saturating_sub(transfer_start);
-    let json = json!({
-        "conn": conn,
-        "peer": peer.to_string(),
-        "cc": cc,
-        "tls": tls_done_ns.is_some(),
-        "mode": mode.map(|m| m.name()),
-        "request": t.header.map(|h| json!({
-            "bytes": h.bytes, "duration_ns": h.duration_ns,
-            "object_size": h.object_size, "object_count": h.object_count,
-        })),
-        "sender": match mode { None => Value::Null, Some(_) if sender_is_server => json!("server"), Some(_) => json!("client") },
-        "complete": t.complete,
-        "stopped": t.stopped,
-        "error": error,
-        "bytes": bytes,
-        "bytes_sent": t.bytes_sent,
-        "bytes_received": t.bytes_received,
-        "objects_served": t.objects_served,
-        "accepted_ns": accepted_ns,
-        "tls_handshake_s": tls_done_ns.map(|d| secs(d - accepted_ns)),
-        "header_ns": t.header_ns,
-        "first_byte_ns": t.first_byte_ns,
-        "last_byte_ns": t.last_byte_ns,
-        "end_ns": end_ns,
-        "duration_s": secs(transfer_ns),
-        "throughput_bps": bps(bytes, transfer_ns),
-        "retransmits": if sender_is_server { json!(final_info.map(|i| i.raw.total_retrans)) } else { Value::Null },
-        "tcp_info": final_info.map(|i| i.to_json()),
-        "samples": samples.len(),
-    });
-    ConnOutcome {
-        json,
-        samples,
-        error,
-    }
+    let summary = ConnSummary {
+        conn,
+        peer: peer.to_string(),
+        cc,
+        tls: tls_done_ns.is_some(),
+        mode: mode.map(|m| m.name()),
+        request: t.header.map(|h| RequestSummary {
+            bytes: h.bytes,
+            duration_ns: h.duration_ns,
+            object_size: h.object_size,
+            object_count: h.object_count,
+        }),
+        sender: mode.map(|_| if sender_is_server { "server" } else { "client" }),
+        complete: t.complete,
+        stopped: t.stopped,
+        error: error.clone(),
+        bytes,
+        bytes_sent: t.bytes_sent,
+        bytes_received: t.bytes_received,
+        objects_served: t.objects_served,
+        accepted_ns,
+        tls_handshake_s: tls_done_ns.map(|d| secs(d - accepted_ns)),
+        header_ns: t.header_ns,
+        first_byte_ns: t.first_byte_ns,
+        last_byte_ns: t.last_byte_ns,
+        end_ns,
+        duration_s: secs(transfer_ns),
+        throughput_bps: bps(bytes, transfer_ns),
+        retransmits: final_info.filter(|_| sender_is_server).map(|i| i.raw.total_retrans),
+        tcp_info: final_info.map(|i| i.summary()),
+        samples: samples.len(),
+    };
+    ConnOutcome { summary, samples, error }
 }
 
 fn serve_transfer(
