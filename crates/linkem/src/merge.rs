@@ -32,7 +32,7 @@ use crate::{Nanos, Packet};
 /// Half the 16-bit SN space: the HFN inference window (3GPP `Window_Size`).
 pub const WINDOW: u64 = 1 << 15;
 
-/// The default t-Reordering of S1 (ALGORITHMS.md): 200 ms.
+/// The default t-Reordering of S1 (docs/algorithms.md): 200 ms.
 pub const DEFAULT_T_REORDERING: Nanos = 200_000_000;
 
 /// What the merge hands back to its driver, all at the time of the call that produced it.

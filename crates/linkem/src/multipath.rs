@@ -1,4 +1,4 @@
-//! A multipath link direction: split → legs → merge (dual connectivity, ALGORITHMS.md).
+//! A multipath link direction: split → legs → merge (dual connectivity, docs/algorithms.md).
 //!
 //! The split numbers each packet and puts it on one leg (batch mode) or on all of them
 //! (duplication mode); each leg is a full [`Pipeline`] (rate, queue, delay, loss); the
