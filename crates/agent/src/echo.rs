@@ -12,12 +12,11 @@ use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, UInt64Array};
 use serde::Serialize;
 
-use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::stats::{self, Scaled};
+use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::{output, sys, usage, EchoArgs, ProbeArgs};
 
 const POLL: Duration = Duration::from_millis(100);
-
 
 #[derive(Serialize)]
 struct EchoParams<'a> {
@@ -100,8 +99,7 @@ pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
             socket_drops: sys::udp_socket_drops(&sock),
             rcvbuf,
         };
-        let summary =
-            output::envelope("echo", params, start_ns, sys::now_ns(), stopped_by, results);
+        let summary = output::envelope("echo", params, start_ns, sys::now_ns(), stopped_by, results);
         output::write_summary(path, &summary)?;
     }
     Ok(())
@@ -185,16 +183,18 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
                 let mut replies = Vec::with_capacity(count.min(1 << 20) as usize);
                 let mut buf = vec![0u8; size.max(65536)];
                 while !done.load(Ordering::Acquire) {
-                    match rsock.recv(&mut buf) {
-                        Ok(n) => {
-                            let recv_ns = sys::now_ns();
-                            // Too short to be one of ours: ignored.
-                            if let Ok(p) = ProbeStamp::decode(&buf[..n]) {
-                                replies.push(Reply { seq: p.seq, recv_ns, echo_ns: p.echo_ns });
-                                received.fetch_add(1, Ordering::Release);
-                            }
+                    // Errors are timeouts, and ECONNREFUSED while the echo is not up.
+                    if let Ok(n) = rsock.recv(&mut buf) {
+                        let recv_ns = sys::now_ns();
+                        // Too short to be one of ours: ignored.
+                        if let Ok(p) = ProbeStamp::decode(&buf[..n]) {
+                            replies.push(Reply {
+                                seq: p.seq,
+                                recv_ns,
+                                echo_ns: p.echo_ns,
+                            });
+                            received.fetch_add(1, Ordering::Release);
                         }
-                        Err(_) => {} // timeouts, and ECONNREFUSED while the echo is not up
                     }
                 }
                 replies
@@ -213,7 +213,12 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
             break;
         }
         let now = sys::now_ns();
-        ProbeStamp { seq, send_ns: now, echo_ns: 0 }.emit(&mut buf)?;
+        ProbeStamp {
+            seq,
+            send_ns: now,
+            echo_ns: 0,
+        }
+        .emit(&mut buf)?;
         if sock.send(&buf).is_err() {
             send_errors += 1;
         }
@@ -225,10 +230,7 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
     // Wait for outstanding echoes: up to `timeout` after the last send, or until all came.
     let sent = send_ns.len() as u64;
     let wait_until = send_ns.last().map(|&l| l + a.timeout).unwrap_or(0);
-    while sys::now_ns() < wait_until
-        && received.load(Ordering::Acquire) < sent
-        && !sys::stop_requested()
-    {
+    while sys::now_ns() < wait_until && received.load(Ordering::Acquire) < sent && !sys::stop_requested() {
         thread::sleep(Duration::from_micros(500));
     }
     done.store(true, Ordering::Release);
@@ -291,28 +293,19 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
         output::write_series(
             path,
             vec![
-                (
-                    "seq",
-                    Arc::new(UInt64Array::from_iter_values(0..n as u64)) as ArrayRef,
-                ),
+                ("seq", Arc::new(UInt64Array::from_iter_values(0..n as u64)) as ArrayRef),
                 (
                     "send_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        send_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(send_ns.iter().map(|&x| x as i64))),
                 ),
                 (
                     "recv_ns",
-                    Arc::new(Int64Array::from_iter(
-                        recv_ns.iter().map(|x| x.map(|v| v as i64)),
-                    )),
+                    Arc::new(Int64Array::from_iter(recv_ns.iter().map(|x| x.map(|v| v as i64)))),
                 ),
                 ("rtt_ns", Arc::new(Int64Array::from(rtt))),
                 (
                     "echo_ns",
-                    Arc::new(Int64Array::from_iter(
-                        echo_ns.iter().map(|x| x.map(|v| v as i64)),
-                    )),
+                    Arc::new(Int64Array::from_iter(echo_ns.iter().map(|x| x.map(|v| v as i64)))),
                 ),
             ],
         )?;

@@ -26,7 +26,6 @@ pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
     }
 }
 
-
 #[derive(Serialize)]
 struct SendParams<'a> {
     to: String,
@@ -209,10 +208,7 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
     };
     let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
     let rcvbuf = sys::set_rcvbuf(&sock, a.rcvbuf).context("cannot set SO_RCVBUF")?;
-    let poll_ns = a
-        .idle_timeout
-        .unwrap_or(u64::MAX)
-        .clamp(1_000_000, 100_000_000);
+    let poll_ns = a.idle_timeout.unwrap_or(u64::MAX).clamp(1_000_000, 100_000_000);
     sock.set_read_timeout(Some(Duration::from_nanos(poll_ns)))?;
     let port = sock.local_addr()?.port();
     let start_ns = sys::now_ns();
@@ -338,15 +334,11 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
                 ("seq", Arc::new(UInt64Array::from(p.seq)) as ArrayRef),
                 (
                     "send_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        p.send_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(p.send_ns.iter().map(|&x| x as i64))),
                 ),
                 (
                     "recv_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        p.recv_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(p.recv_ns.iter().map(|&x| x as i64))),
                 ),
                 ("owd_ns", Arc::new(Int64Array::from(owd_col))),
                 ("size", Arc::new(UInt32Array::from(p.size))),

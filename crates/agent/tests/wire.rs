@@ -28,7 +28,7 @@ fn check_all(buf: &[u8]) -> usize {
     let mut accepted = 0;
     for t in [Transport::Tcp, Transport::Quic] {
         if let Ok(r) = Request::decode(t, buf) {
-            assert_eq!(r.encode(t).unwrap(), &buf[..t.len()], "{t:?} request {r:?}");
+            assert_eq!(r.encode(t).unwrap(), &buf[..t.request_len()], "{t:?} request {r:?}");
             accepted += 1;
         }
     }
@@ -69,16 +69,28 @@ fn random_bytes_never_panic_and_accepted_ones_roundtrip() {
         }
         accepted += check_all(&buf);
     }
-    assert!(accepted > 1000, "only {accepted} requests accepted: the checks past the framing went untested");
+    assert!(
+        accepted > 1000,
+        "only {accepted} requests accepted: the checks past the framing went untested"
+    );
 }
 
 #[test]
 fn every_prefix_of_a_valid_request_is_refused_as_truncated() {
-    let r = Request { bytes: 5, ..Request::new(Mode::Upload) };
+    let r = Request {
+        bytes: 5,
+        ..Request::new(Mode::Upload)
+    };
     for t in [Transport::Tcp, Transport::Quic] {
         let b = r.encode(t).unwrap();
         for n in 0..b.len() {
-            assert_eq!(Request::decode(t, &b[..n]), Err(Error::Truncated { needed: t.len(), got: n }));
+            assert_eq!(
+                Request::decode(t, &b[..n]),
+                Err(Error::Truncated {
+                    needed: t.request_len(),
+                    got: n
+                })
+            );
         }
         assert_eq!(Request::decode(t, &b), Ok(r));
     }

@@ -33,7 +33,11 @@ pub struct Dither {
 
 impl Default for Dither {
     fn default() -> Self {
-        Dither { small: 2.0, large_min: 10.0, large_divisor: 16.0 }
+        Dither {
+            small: 2.0,
+            large_min: 10.0,
+            large_divisor: 16.0,
+        }
     }
 }
 
@@ -187,9 +191,16 @@ impl Controller for DelayCorrelation {
         // retransmits a packet (lost data goes in new packets), so every ack's sample
         // is unambiguous and none needs ignoring here.
         if let Some(&in_flight) = self.in_flight_at_send.get(&acked.sent_time) {
-            if self.frame_newest.is_none_or(|newest| acked.sent_time >= newest.sent_time) {
-                self.frame_newest =
-                    Some(Observation { sent_time: acked.sent_time, in_flight, rtt: acked.rtt.latest, min_rtt: acked.rtt.min });
+            if self
+                .frame_newest
+                .is_none_or(|newest| acked.sent_time >= newest.sent_time)
+            {
+                self.frame_newest = Some(Observation {
+                    sent_time: acked.sent_time,
+                    in_flight,
+                    rtt: acked.rtt.latest,
+                    min_rtt: acked.rtt.min,
+                });
             }
         }
         // Anything sent before an acked packet and still unacked is lost or reordered;
@@ -198,7 +209,10 @@ impl Controller for DelayCorrelation {
         if self.clamp_active {
             // Suppress CUBIC's increase while clamped: to CUBIC the window is not the
             // limit, so it neither grows nor counts the time in its cubic epoch.
-            self.cubic.on_ack(&Acked { app_limited: true, ..*acked });
+            self.cubic.on_ack(&Acked {
+                app_limited: true,
+                ..*acked
+            });
         } else {
             self.cubic.on_ack(acked);
         }

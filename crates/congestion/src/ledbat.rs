@@ -134,7 +134,12 @@ impl Ledbat {
         }
         let bytes = acked.bytes as f64;
         let window_factor = bytes.min(self.window) / bytes.max(self.window);
-        let slow_start = self.window + if acked.app_limited { 0.0 } else { window_factor * self.mss as f64 };
+        let slow_start = self.window
+            + if acked.app_limited {
+                0.0
+            } else {
+                window_factor * self.mss as f64
+            };
         if self.ssthresh.is_some_and(|ssthresh| slow_start > ssthresh) {
             self.slow_start = false;
         } else if queueing_delay as f64 > LIBUTP_SLOW_START_EXIT * self.target as f64 {
@@ -157,7 +162,10 @@ impl Ledbat {
                 self.slow_start = false;
                 // Chosen: remember where slow start ended (libtorrent only clears its flag).
                 self.ssthresh = Some(self.window);
-            } else if self.ssthresh.is_some_and(|ssthresh| self.window + exponential > ssthresh) {
+            } else if self
+                .ssthresh
+                .is_some_and(|ssthresh| self.window + exponential > ssthresh)
+            {
                 self.slow_start = false;
             } else {
                 self.window += exponential.max(gain);
@@ -208,7 +216,10 @@ impl Controller for Ledbat {
     fn on_loss(&mut self, lost: &Lost) {
         match self.flavour {
             Flavour::Libutp => {
-                if self.last_cut.is_none_or(|last| lost.now.saturating_sub(last) >= LIBUTP_DECAY_INTERVAL) {
+                if self
+                    .last_cut
+                    .is_none_or(|last| lost.now.saturating_sub(last) >= LIBUTP_DECAY_INTERVAL)
+                {
                     self.last_cut = Some(lost.now);
                     self.cut_for_loss();
                 }

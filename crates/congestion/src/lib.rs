@@ -157,7 +157,11 @@ pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dy
         });
     }
     if mtu == 0 {
-        return Err(ConfigError { field: "mtu".into(), value: "0".into(), problem: "must be positive".into() });
+        return Err(ConfigError {
+            field: "mtu".into(),
+            value: "0".into(),
+            problem: "must be positive".into(),
+        });
     }
     let mut reader = ParamReader::new(params);
     let controller = read(name, &mut reader, mtu, now)?;

@@ -24,7 +24,11 @@ struct Round {
 
 impl Round {
     fn new(start: Nanos) -> Self {
-        Round { start, min_rtt: None, samples: 0 }
+        Round {
+            start,
+            min_rtt: None,
+            samples: 0,
+        }
     }
 
     fn record(&mut self, rtt: Nanos) {
@@ -98,7 +102,11 @@ impl Vegas {
             // Blame the key that was given: with only beta set, alpha is its default.
             return Err(match reader.given("alpha") {
                 Some(text) => param_error("alpha", text, format!("must not exceed beta ({beta})")),
-                None => param_error("beta", reader.given("beta").unwrap_or_default(), format!("must not be below alpha ({alpha})")),
+                None => param_error(
+                    "beta",
+                    reader.given("beta").unwrap_or_default(),
+                    format!("must not be below alpha ({alpha})"),
+                ),
             });
         }
         Ok(Self::with_thresholds(mss, now, alpha, beta, gamma))

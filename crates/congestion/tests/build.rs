@@ -56,7 +56,13 @@ fn builds_with_every_documented_key() {
 fn unknown_name_is_refused_on_field_cc() {
     let error = build("bbr", &Params::new(), MSS, 0).err().unwrap();
     assert_eq!((error.field.as_str(), error.value.as_str()), ("cc", "bbr"));
-    assert!(error.problem.contains("newreno, cubic, vegas, ledbat, delay-correlation"), "{}", error.problem);
+    assert!(
+        error
+            .problem
+            .contains("newreno, cubic, vegas, ledbat, delay-correlation"),
+        "{}",
+        error.problem
+    );
     assert_eq!(error.to_string(), format!("cc: {} (got \"bbr\")", error.problem));
 }
 
@@ -76,13 +82,23 @@ fn bad_parameters_are_refused_on_their_key() {
         ("delay-correlation", ("window", "3.5"), "not a number"),
         ("delay-correlation", ("seed", "-1"), "not a number"),
         ("delay-correlation", ("dither_large_divisor", "0"), "out of range"),
-        ("delay-correlation", ("wlen", "32"), "unknown parameter for delay-correlation"),
+        (
+            "delay-correlation",
+            ("wlen", "32"),
+            "unknown parameter for delay-correlation",
+        ),
     ];
     for &(name, (key, value), problem) in cases {
-        let error = build(name, &params(&[(key, value)]), MSS, 0).err().unwrap_or_else(|| panic!("{name} accepted {key}={value}"));
+        let error = build(name, &params(&[(key, value)]), MSS, 0)
+            .err()
+            .unwrap_or_else(|| panic!("{name} accepted {key}={value}"));
         assert_eq!(error.field, format!("cc_params.{key}"), "{name}");
         assert_eq!(error.value, value);
-        assert!(error.problem.contains(problem), "{name} {key}={value}: {}", error.problem);
+        assert!(
+            error.problem.contains(problem),
+            "{name} {key}={value}: {}",
+            error.problem
+        );
     }
 }
 
@@ -109,7 +125,10 @@ fn on_mtu_updates_the_segment_size() {
 
 #[test]
 fn only_layers_with_state_report_diagnostics() {
-    assert!(build("newreno", &Params::new(), MSS, 0).unwrap().diagnostics().is_empty());
+    assert!(build("newreno", &Params::new(), MSS, 0)
+        .unwrap()
+        .diagnostics()
+        .is_empty());
     let dc = build("delay-correlation", &Params::new(), MSS, 0).unwrap();
     let keys: Vec<&str> = dc.diagnostics().iter().map(|(k, _)| *k).collect();
     assert_eq!(keys, ["clamp_active", "samples_taken"]);

@@ -20,8 +20,16 @@ fn layer() -> DelayCorrelation {
 fn observe(c: &mut dyn Controller, at: Nanos, in_flight: u64, rtt: Nanos, min_rtt: Nanos, app_limited: bool) {
     c.on_sent(&sent(at, 0, in_flight * MSS));
     let now = at + rtt;
-    let rtts = Rtt { latest: rtt, min: min_rtt, smoothed: rtt };
-    let acked = if app_limited { app_limited_ack(now, at, rtts) } else { ack(now, at, rtts) };
+    let rtts = Rtt {
+        latest: rtt,
+        min: min_rtt,
+        smoothed: rtt,
+    };
+    let acked = if app_limited {
+        app_limited_ack(now, at, rtts)
+    } else {
+        ack(now, at, rtts)
+    };
     c.on_ack(&acked);
     c.on_ack_end(now, 0);
 }
@@ -69,7 +77,14 @@ fn clamp_suppresses_cubic_growth() {
     // where the clamp put it (CUBIC sees them as app-limited).
     let mut dc = layer();
     for (i, x) in (101..=132).enumerate() {
-        observe(&mut dc, SECOND * (i as u64 + 1), x, ms(bloated_rtt_ms(x, 100, 1.0)), 50 * MS, true);
+        observe(
+            &mut dc,
+            SECOND * (i as u64 + 1),
+            x,
+            ms(bloated_rtt_ms(x, 100, 1.0)),
+            50 * MS,
+            true,
+        );
     }
     assert_eq!(dc.window(), 110 * MSS);
     let before = value(&dc, "samples_taken");
@@ -134,7 +149,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -163,7 +181,10 @@ fn silent_on_uncorrelated_samples() {
         assert!(!dc.clamp_active());
         at += 10 * MS;
     }
-    assert!(value(&dc, "samples_taken") >= 32.0, "the window filled and R was computed");
+    assert!(
+        value(&dc, "samples_taken") >= 32.0,
+        "the window filled and R was computed"
+    );
     assert!(dc.last_r().unwrap().abs() < 0.9);
 }
 
@@ -201,7 +222,15 @@ fn bloated_path(c: &mut dyn Controller, seconds: u64) -> Vec<u64> {
         in_flight -= MSS;
         let rtt = now - sent_time;
         min_rtt = min_rtt.min(rtt);
-        c.on_ack(&ack(now, sent_time, Rtt { latest: rtt, min: min_rtt, smoothed: rtt }));
+        c.on_ack(&ack(
+            now,
+            sent_time,
+            Rtt {
+                latest: rtt,
+                min: min_rtt,
+                smoothed: rtt,
+            },
+        ));
         c.on_ack_end(now, in_flight);
         windows.push(c.window() / MSS);
         send_burst(c, now, &mut in_flight, &mut acks);
@@ -224,7 +253,12 @@ fn estimate_approximates_bdp_on_a_bloated_path() {
     let estimate = dc.last_estimate().unwrap();
     assert!((estimate - 41.0).abs() <= 1.0, "estimate {estimate} packets vs BDP 41");
     let late = &windows[windows.len() / 2..];
-    assert!(late.iter().all(|&w| (42..=52).contains(&w)), "late windows {:?}..{:?}", late.iter().min(), late.iter().max());
+    assert!(
+        late.iter().all(|&w| (42..=52).contains(&w)),
+        "late windows {:?}..{:?}",
+        late.iter().min(),
+        late.iter().max()
+    );
     assert!(late.contains(&43) && late.contains(&51), "both dithers used");
 
     let mut plain = Cubic::new(CubicShape::rfc9438(), MSS);

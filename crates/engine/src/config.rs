@@ -104,9 +104,13 @@ fn any_direction_spec<'de, D: Deserializer<'de>>(d: D) -> Result<AnyDirectionSpe
     use serde::de::Error;
     let v = serde_json::Value::deserialize(d)?;
     if v.get("legs").is_some() {
-        serde_json::from_value::<MultipathSpec>(v).map(AnyDirectionSpec::Multipath).map_err(|e| D::Error::custom(format!("multipath spec: {e}")))
+        serde_json::from_value::<MultipathSpec>(v)
+            .map(AnyDirectionSpec::Multipath)
+            .map_err(|e| D::Error::custom(format!("multipath spec: {e}")))
     } else {
-        serde_json::from_value::<DirectionSpec>(v).map(AnyDirectionSpec::Single).map_err(D::Error::custom)
+        serde_json::from_value::<DirectionSpec>(v)
+            .map(AnyDirectionSpec::Single)
+            .map_err(D::Error::custom)
     }
 }
 
@@ -189,7 +193,11 @@ impl Config {
             }
             if let Some(legs) = &r.legs {
                 if legs.len() != r.directions.len() {
-                    return Err(format!("routes[{i}].legs: {} entries for {} hops", legs.len(), r.directions.len()));
+                    return Err(format!(
+                        "routes[{i}].legs: {} entries for {} hops",
+                        legs.len(),
+                        r.directions.len()
+                    ));
                 }
                 for (&d, leg) in r.directions.iter().zip(legs) {
                     let Some(leg) = leg else { continue };
@@ -228,9 +236,17 @@ mod tests {
         assert_eq!(cfg.directions.len(), 2);
         assert_eq!(cfg.leg_indices(), vec![vec![2, 3], vec![]]);
         assert_eq!(cfg.log_directions(), 4);
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[0].spec else { panic!("multipath") };
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[0].spec else {
+            panic!("multipath")
+        };
         assert_eq!(m.legs.len(), 2);
-        assert_eq!(m.split, SplitSpec::Batch { batch: 100, ratio: Ratio::FirstLeg(0.5) });
+        assert_eq!(
+            m.split,
+            SplitSpec::Batch {
+                batch: 100,
+                ratio: Ratio::FirstLeg(0.5)
+            }
+        );
         assert!(m.merge.enabled);
         assert_eq!(m.merge.t_reordering_ns, 200_000_000);
         assert_eq!(cfg.directions[0].leg_name(1), "dc.down.secondary");
@@ -247,34 +263,80 @@ mod tests {
 
     #[test]
     fn multipath_variants_and_defaults() {
-        let cfg = with_spec(r#"{"legs": [{}, {}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.2, 0.5, 0.3]}}"#, "")
-            .unwrap();
+        let cfg = with_spec(
+            r#"{"legs": [{}, {}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.2, 0.5, 0.3]}}"#,
+            "",
+        )
+        .unwrap();
         assert_eq!(cfg.leg_indices(), vec![vec![], vec![2, 3, 4]]);
         assert_eq!(cfg.directions[1].leg_name(2), "m.leg3");
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else {
+            panic!()
+        };
         assert_eq!(m.merge, linkem::spec::MergeSpec::default());
-        let cfg = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"enabled": false}}"#, "").unwrap();
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
-        assert_eq!((m.split.clone(), m.merge.enabled, m.merge.t_reordering_ns), (SplitSpec::Duplicate, false, 200_000_000));
+        let cfg = with_spec(
+            r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"enabled": false}}"#,
+            "",
+        )
+        .unwrap();
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else {
+            panic!()
+        };
+        assert_eq!(
+            (m.split.clone(), m.merge.enabled, m.merge.t_reordering_ns),
+            (SplitSpec::Duplicate, false, 200_000_000)
+        );
     }
 
     #[test]
     fn multipath_errors_name_the_problem() {
         let cases = [
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratoi": 0.5}}"#, "", "ratoi"),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratoi": 0.5}}"#,
+                "",
+                "ratoi",
+            ),
             (r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#, "", "spray"),
-            (r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#, "", "dealy"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.5, 0.6]}}"#, "", "sum to 1"),
-            (r#"{"legs": [{}], "split": {"mode": "duplicate"}}"#, "", "at least 2 legs"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 0, "ratio": 0.5}}"#, "", "at least 1"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}}"#, r#", "leg_names": ["a"]"#, "1 names for 2 legs"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"t_reordering": 5}}"#, "", "t_reordering"),
+            (
+                r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#,
+                "",
+                "dealy",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.5, 0.6]}}"#,
+                "",
+                "sum to 1",
+            ),
+            (
+                r#"{"legs": [{}], "split": {"mode": "duplicate"}}"#,
+                "",
+                "at least 2 legs",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 0, "ratio": 0.5}}"#,
+                "",
+                "at least 1",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}}"#,
+                r#", "leg_names": ["a"]"#,
+                "1 names for 2 legs",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"t_reordering": 5}}"#,
+                "",
+                "t_reordering",
+            ),
         ];
         for (spec, extra, want) in cases {
             let e = with_spec(spec, extra).unwrap_err();
             assert!(e.contains(want), "{spec}: {e:?} should mention {want:?}");
         }
-        let e = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#, "").map(|_| ());
+        let e = with_spec(
+            r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#,
+            "",
+        )
+        .map(|_| ());
         assert_eq!(e, Ok(()));
     }
 
@@ -289,7 +351,10 @@ mod tests {
             ))
         };
         assert_eq!(cfg("").unwrap().routes[0].legs, None);
-        assert_eq!(cfg(r#", "legs": [null, 1]"#).unwrap().routes[0].legs, Some(vec![None, Some(1)]));
+        assert_eq!(
+            cfg(r#", "legs": [null, 1]"#).unwrap().routes[0].legs,
+            Some(vec![None, Some(1)])
+        );
         for (legs, want) in [
             (r#", "legs": [null, 2]"#, "has no leg 2 (it has 2 legs)"),
             (r#", "legs": [0, null]"#, "not a multipath direction"),

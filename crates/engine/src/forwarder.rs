@@ -60,7 +60,8 @@ impl Forwarder {
     pub fn new(cfg: &Config, log: PacketLog) -> Result<Forwarder, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
-            let m = linkem::build_direction(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
+            let m =
+                linkem::build_direction(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
             models.push(m);
         }
         let leg_index = cfg.leg_indices();
@@ -76,7 +77,11 @@ impl Forwarder {
             .collect();
         for (i, d) in cfg.directions.iter().enumerate() {
             for k in 0..d.legs() {
-                directions.push(DirectionStats { name: d.leg_name(k), leg_of: Some(i), ..Default::default() });
+                directions.push(DirectionStats {
+                    name: d.leg_name(k),
+                    leg_of: Some(i),
+                    ..Default::default()
+                });
             }
         }
         let mut routes = Vec::new();
@@ -92,7 +97,10 @@ impl Forwarder {
         Ok(Forwarder {
             tun_fds: cfg.hosts.iter().map(|h| h.tun_fd).collect(),
             models,
-            leg_index: leg_index.into_iter().map(|l| l.into_iter().map(|i| i as u16).collect()).collect(),
+            leg_index: leg_index
+                .into_iter()
+                .map(|l| l.into_iter().map(|i| i as u16).collect())
+                .collect(),
             routes,
             route_of,
             next_id: 0,
@@ -124,15 +132,30 @@ impl Forwarder {
         let size = bytes.len() as u32;
         let Ok(key) = flow_key(bytes) else {
             self.unintended.not_ipv4 += 1;
-            self.log.record(now, id, &FlowKey::default(), size, NO_DIRECTION, Event::Drop, reason::NOT_IPV4, false);
+            self.log.record(
+                now,
+                id,
+                &FlowKey::default(),
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::NOT_IPV4,
+                false,
+            );
             return;
         };
         let Some(&route) = self.route_of.get(&(ingress, Ipv4Addr::from(key.dst))) else {
             self.unintended.no_route += 1;
-            self.log.record(now, id, &key, size, NO_DIRECTION, Event::Drop, reason::NO_ROUTE, false);
+            self.log
+                .record(now, id, &key, size, NO_DIRECTION, Event::Drop, reason::NO_ROUTE, false);
             return;
         };
-        let carried = Carried { bytes: bytes.into(), key, route, hop: 0 };
+        let carried = Carried {
+            bytes: bytes.into(),
+            key,
+            route,
+            hop: 0,
+        };
         self.enter_hop(Packet::new(id, size, carried), now);
         self.run_due(now);
     }
@@ -148,7 +171,16 @@ impl Forwarder {
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
-        self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Arrival, 0, packet.copy);
+        self.log.record(
+            at,
+            packet.id,
+            &packet.payload.key,
+            packet.size,
+            dir,
+            Event::Arrival,
+            0,
+            packet.copy,
+        );
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
         match pinned {
@@ -163,7 +195,16 @@ impl Forwarder {
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
-                self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Departure, 0, packet.copy);
+                self.log.record(
+                    at,
+                    packet.id,
+                    &packet.payload.key,
+                    packet.size,
+                    dir,
+                    Event::Departure,
+                    0,
+                    packet.copy,
+                );
                 packet.payload.hop += 1;
                 self.enter_hop(packet, at);
             }
@@ -171,16 +212,32 @@ impl Forwarder {
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
-                self.log.record(at, info.id, &info.summary, info.size, leg, Event::Arrival, 0, info.copy);
+                self.log
+                    .record(at, info.id, &info.summary, info.size, leg, Event::Arrival, 0, info.copy);
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 let st = &mut self.directions[leg as usize];
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
-                self.log.record(at, info.id, &info.summary, info.size, leg, Event::Departure, 0, info.copy);
+                self.log.record(
+                    at,
+                    info.id,
+                    &info.summary,
+                    info.size,
+                    leg,
+                    Event::Departure,
+                    0,
+                    info.copy,
+                );
             }
-            DirectionEvent::LegDropped { leg, packet, at, reason, .. } => {
+            DirectionEvent::LegDropped {
+                leg,
+                packet,
+                at,
+                reason,
+                ..
+            } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.drop(leg, &packet, at, reason);
             }
@@ -199,7 +256,16 @@ impl Forwarder {
             DropReason::RandomLoss => st.drops_random_loss += 1,
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
         }
-        self.log.record(at, packet.id, &packet.payload.key, packet.size, dir, Event::Drop, reason as u8, packet.copy);
+        self.log.record(
+            at,
+            packet.id,
+            &packet.payload.key,
+            packet.size,
+            dir,
+            Event::Drop,
+            reason as u8,
+            packet.copy,
+        );
     }
 
     fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) {
@@ -214,7 +280,16 @@ impl Forwarder {
             Err(_) => {
                 self.unintended.tun_write_failed += 1;
                 let now = crate::clock::now_ns();
-                self.log.record(now, packet.id, &packet.payload.key, packet.size, NO_DIRECTION, Event::Drop, reason::TUN_WRITE_FAILED, packet.copy);
+                self.log.record(
+                    now,
+                    packet.id,
+                    &packet.payload.key,
+                    packet.size,
+                    NO_DIRECTION,
+                    Event::Drop,
+                    reason::TUN_WRITE_FAILED,
+                    packet.copy,
+                );
             }
         }
     }
@@ -339,7 +414,11 @@ mod tests {
     const T0: u64 = 1_000 * MS;
 
     fn records_of(log: &[Record], id: u64) -> Vec<(u64, u16, u8, u8)> {
-        let mut got: Vec<_> = log.iter().filter(|r| r.1 == id).map(|&(t, _, d, e, r)| (t, d, e, r)).collect();
+        let mut got: Vec<_> = log
+            .iter()
+            .filter(|r| r.1 == id)
+            .map(|&(t, _, d, e, r)| (t, d, e, r))
+            .collect();
         got.sort();
         got
     }
@@ -372,9 +451,21 @@ mod tests {
         assert_eq!((d.arrivals, d.departures, d.drops_merge_discard), (n, n, n));
         assert_eq!(d.legs, Some(vec![1, 2]));
         let m = d.merge.unwrap();
-        assert_eq!((m.delivered, m.discarded, m.gap_skipped, m.timer_expiries, m.max_buffered), (n, n, 0, 0, 0));
+        assert_eq!(
+            (
+                m.delivered,
+                m.discarded,
+                m.gap_skipped,
+                m.timer_expiries,
+                m.max_buffered
+            ),
+            (n, n, 0, 0, 0)
+        );
         for (leg, name) in [(l1, "dc.leg1"), (l2, "dc.leg2")] {
-            assert_eq!((leg.name.as_str(), leg.leg_of, leg.arrivals, leg.departures), (name, Some(0), n, n));
+            assert_eq!(
+                (leg.name.as_str(), leg.leg_of, leg.arrivals, leg.departures),
+                (name, Some(0), n, n)
+            );
             assert!(leg.merge.is_none());
         }
         let json = serde_json::to_value(&stats).unwrap();
@@ -390,11 +481,24 @@ mod tests {
         let (log, stats, received) = run_multipath("pinned", n, r#", "legs": [1]"#);
         for id in 0..n {
             let t = T0 + id * MS;
-            let want = vec![(t, 0, 1, 0), (t, 2, 1, 0), (t + 30 * MS, 0, 2, 0), (t + 30 * MS, 2, 2, 0)];
+            let want = vec![
+                (t, 0, 1, 0),
+                (t, 2, 1, 0),
+                (t + 30 * MS, 0, 2, 0),
+                (t + 30 * MS, 2, 2, 0),
+            ];
             assert_eq!(records_of(&log, id), want, "packet {id}");
         }
         assert_eq!(received, n as usize * udp_packet().len());
-        assert_eq!((stats[0].arrivals, stats[0].departures, stats[1].arrivals, stats[2].departures), (n, n, 0, n));
+        assert_eq!(
+            (
+                stats[0].arrivals,
+                stats[0].departures,
+                stats[1].arrivals,
+                stats[2].departures
+            ),
+            (n, n, 0, n)
+        );
         assert_eq!(stats[0].merge.unwrap().delivered, 0);
     }
 }

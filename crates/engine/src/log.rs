@@ -54,11 +54,25 @@ impl PacketLog {
             }
             out.flush()
         })?;
-        Ok(PacketLog { batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE), tx: Some(tx), writer: Some(writer) })
+        Ok(PacketLog {
+            batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
+            tx: Some(tx),
+            writer: Some(writer),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub fn record(&mut self, t_ns: u64, packet_id: u64, key: &FlowKey, size: u32, direction: u16, event: Event, reason: u8, copy: bool) {
+    pub fn record(
+        &mut self,
+        t_ns: u64,
+        packet_id: u64,
+        key: &FlowKey,
+        size: u32,
+        direction: u16,
+        event: Event,
+        reason: u8,
+        copy: bool,
+    ) {
         let b = &mut self.batch;
         b.extend_from_slice(&t_ns.to_le_bytes());
         b.extend_from_slice(&packet_id.to_le_bytes());

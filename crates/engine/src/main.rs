@@ -113,7 +113,9 @@ fn run(cfg: Config) -> Result<(), String> {
                 -1
             }
         };
-        let n = epoll.wait(&mut events, timeout_ms).map_err(|e| format!("epoll_wait: {e}"))?;
+        let n = epoll
+            .wait(&mut events, timeout_ms)
+            .map_err(|e| format!("epoll_wait: {e}"))?;
         for ev in &events[..n] {
             match ev.u64 {
                 TOKEN_TIMER => timer.clear(),
@@ -125,8 +127,12 @@ fn run(cfg: Config) -> Result<(), String> {
 
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
-    let (directions, unintended, packets_in, packets_out) =
-        (fwd.take_direction_stats(), std::mem::take(&mut fwd.unintended), fwd.packets_in, fwd.packets_out);
+    let (directions, unintended, packets_in, packets_out) = (
+        fwd.take_direction_stats(),
+        std::mem::take(&mut fwd.unintended),
+        fwd.packets_in,
+        fwd.packets_out,
+    );
     let log_error = fwd.close_log().err().map(|e| e.to_string());
     let stats = RunStats {
         directions,

@@ -55,7 +55,12 @@ const BUCKETS: usize = 10_000;
 
 impl Default for Lateness {
     fn default() -> Self {
-        Lateness { buckets: vec![0; BUCKETS + 1], count: 0, sum_ns: 0, max_ns: 0 }
+        Lateness {
+            buckets: vec![0; BUCKETS + 1],
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
     }
 }
 
@@ -85,7 +90,11 @@ impl Lateness {
     pub fn summary(&self) -> LatenessSummary {
         LatenessSummary {
             count: self.count,
-            mean_us: if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 / 1000.0 },
+            mean_us: if self.count == 0 {
+                0.0
+            } else {
+                self.sum_ns as f64 / self.count as f64 / 1000.0
+            },
             p50_us: self.percentile_us(0.5),
             p99_us: self.percentile_us(0.99),
             max_us: self.max_ns as f64 / 1000.0,

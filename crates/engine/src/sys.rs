@@ -54,12 +54,17 @@ pub struct Epoll {
 
 impl Epoll {
     pub fn new() -> io::Result<Epoll> {
-        Ok(Epoll { fd: check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })? })
+        Ok(Epoll {
+            fd: check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?,
+        })
     }
 
     /// Watches `fd` for readability; `token` comes back in `wait`.
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
         check(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
         Ok(())
     }
@@ -70,7 +75,11 @@ impl Epoll {
         let n = unsafe { libc::epoll_wait(self.fd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+            return if e.kind() == io::ErrorKind::Interrupted {
+                Ok(0)
+            } else {
+                Err(e)
+            };
         }
         Ok(n as usize)
     }
@@ -88,8 +97,14 @@ impl Timer {
 
     /// Fires at the absolute CLOCK_MONOTONIC time `at_ns`; 0 disarms.
     pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
-        let ts = libc::timespec { tv_sec: (at_ns / 1_000_000_000) as _, tv_nsec: (at_ns % 1_000_000_000) as _ };
-        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: ts };
+        let ts = libc::timespec {
+            tv_sec: (at_ns / 1_000_000_000) as _,
+            tv_nsec: (at_ns % 1_000_000_000) as _,
+        };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: ts,
+        };
         check(unsafe { libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) })?;
         Ok(())
     }
@@ -120,7 +135,9 @@ pub fn die_with_parent() {
 
 /// Puts the calling thread under SCHED_FIFO at `priority`.
 pub fn set_realtime(priority: i32) -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: priority };
+    let param = libc::sched_param {
+        sched_priority: priority,
+    };
     // SAFETY: valid pointer; pid 0 = calling thread.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
     Ok(())

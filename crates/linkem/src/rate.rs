@@ -38,9 +38,12 @@ pub fn parse_mahimahi_trace(text: &str) -> Result<Vec<u64>, String> {
         if s.is_empty() {
             continue;
         }
-        let v: u64 = s
-            .parse()
-            .map_err(|_| format!("trace line {}: {s:?} is not a timestamp in milliseconds (a non-negative integer)", i + 1))?;
+        let v: u64 = s.parse().map_err(|_| {
+            format!(
+                "trace line {}: {s:?} is not a timestamp in milliseconds (a non-negative integer)",
+                i + 1
+            )
+        })?;
         if let Some(&prev) = out.last() {
             if v < prev {
                 return Err(format!("trace line {}: timestamp {v} is earlier than the previous one ({prev}); timestamps must not decrease", i + 1));
@@ -65,7 +68,9 @@ pub fn validate_trace(opportunities_ms: &[u64]) -> Result<(), String> {
         return Err("trace must last a non-zero time: its last timestamp (the period) is 0 ms".into());
     }
     if last > MAX_TRACE_MS {
-        return Err(format!("trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"));
+        return Err(format!(
+            "trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"
+        ));
     }
     if let Some(i) = opportunities_ms.windows(2).position(|w| w[1] < w[0]) {
         return Err(format!(
@@ -107,7 +112,9 @@ impl TraceLink {
     /// rather than wrap around to the past.
     fn time_of(&self, g: u64) -> Nanos {
         let n = self.opportunities_ms.len() as u64;
-        let ms = (g / n).saturating_mul(self.period_ms).saturating_add(self.opportunities_ms[(g % n) as usize]);
+        let ms = (g / n)
+            .saturating_mul(self.period_ms)
+            .saturating_add(self.opportunities_ms[(g % n) as usize]);
         self.origin.saturating_add(ms.saturating_mul(NS_PER_MS))
     }
 
@@ -121,7 +128,9 @@ impl TraceLink {
         let mut k = (rel / period_ns).saturating_sub(1);
         loop {
             let base = k.saturating_mul(period_ns);
-            let i = self.opportunities_ms.partition_point(|&ms| base.saturating_add(ms * NS_PER_MS) < rel);
+            let i = self
+                .opportunities_ms
+                .partition_point(|&ms| base.saturating_add(ms * NS_PER_MS) < rel);
             if i < self.opportunities_ms.len() {
                 return k.saturating_mul(n).saturating_add(i as u64);
             }
@@ -151,7 +160,11 @@ impl Link {
     /// Admits a packet of `size` bytes arriving at `at`; returns its finish time.
     fn schedule(&mut self, size: u32, at: Nanos) -> Nanos {
         match self {
-            Link::Constant { bits_per_sec, busy_ns, busy_rem } => {
+            Link::Constant {
+                bits_per_sec,
+                busy_ns,
+                busy_rem,
+            } => {
                 let idle = at > *busy_ns || (at == *busy_ns && *busy_rem == 0);
                 if idle {
                     *busy_ns = at;
@@ -184,7 +197,13 @@ pub struct RateQueue<P> {
 
 impl<P> RateQueue<P> {
     fn with_link(link: Link, limit: QueueLimit) -> Self {
-        RateQueue { link, discipline: DropTail::new(limit), entries: VecDeque::new(), finished: 0, backlog: Backlog::default() }
+        RateQueue {
+            link,
+            discipline: DropTail::new(limit),
+            entries: VecDeque::new(),
+            finished: 0,
+            backlog: Backlog::default(),
+        }
     }
 
     /// A constant-rate link of `bits_per_sec` (> 0) behind a drop-tail queue.
@@ -192,14 +211,27 @@ impl<P> RateQueue<P> {
         if bits_per_sec == 0 {
             return Err("rate must be > 0 bit/s".into());
         }
-        Ok(Self::with_link(Link::Constant { bits_per_sec, busy_ns: 0, busy_rem: 0 }, limit))
+        Ok(Self::with_link(
+            Link::Constant {
+                bits_per_sec,
+                busy_ns: 0,
+                busy_rem: 0,
+            },
+            limit,
+        ))
     }
 
     /// A Mahimahi trace-driven link behind a drop-tail queue (see [`validate_trace`]).
     pub fn trace(opportunities_ms: Vec<u64>, limit: QueueLimit) -> Result<Self, String> {
         validate_trace(&opportunities_ms)?;
         let period_ms = *opportunities_ms.last().unwrap();
-        let t = TraceLink { opportunities_ms, period_ms, origin: 0, cursor: None, left: 0 };
+        let t = TraceLink {
+            opportunities_ms,
+            period_ms,
+            origin: 0,
+            cursor: None,
+            left: 0,
+        };
         Ok(Self::with_link(Link::Trace(t), limit))
     }
 
@@ -234,7 +266,10 @@ impl<P> Stage<P> for RateQueue<P> {
     fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
         self.retire(at);
         if !self.discipline.admits(&self.backlog, packet.size) {
-            return Err(Dropped { packet, reason: DropReason::QueueFull });
+            return Err(Dropped {
+                packet,
+                reason: DropReason::QueueFull,
+            });
         }
         let finish = self.link.schedule(packet.size, at);
         self.backlog.add(packet.size);
@@ -284,7 +319,13 @@ mod tests {
 
     #[test]
     fn first_opportunity_search_handles_period_boundaries() {
-        let t = TraceLink { opportunities_ms: vec![0, 5, 10], period_ms: 10, origin: 0, cursor: None, left: 0 };
+        let t = TraceLink {
+            opportunities_ms: vec![0, 5, 10],
+            period_ms: 10,
+            origin: 0,
+            cursor: None,
+            left: 0,
+        };
         // Opportunities: 0,5,10 | 10,15,20 | 20,25,30 ...
         assert_eq!(t.first_at_or_after(0), 0);
         assert_eq!(t.first_at_or_after(1), 1);

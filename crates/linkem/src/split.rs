@@ -20,7 +20,11 @@ pub enum Route {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
     /// `ends[k]` = position in the batch where leg k's run ends (cumulative counts).
-    Batch { ends: Vec<u32>, pos: u32, leg: usize },
+    Batch {
+        ends: Vec<u32>,
+        pos: u32,
+        leg: usize,
+    },
     Duplicate,
 }
 
@@ -71,12 +75,20 @@ impl Split {
             ends.push(end);
         }
         assert!(end >= 1, "a batch holds at least one packet");
-        Split { legs: counts.len(), next_sn: 0, mode: Mode::Batch { ends, pos: 0, leg: 0 } }
+        Split {
+            legs: counts.len(),
+            next_sn: 0,
+            mode: Mode::Batch { ends, pos: 0, leg: 0 },
+        }
     }
 
     /// Duplication mode over `legs` legs.
     pub fn duplicate(legs: usize) -> Split {
-        Split { legs, next_sn: 0, mode: Mode::Duplicate }
+        Split {
+            legs,
+            next_sn: 0,
+            mode: Mode::Duplicate,
+        }
     }
 
     pub fn legs(&self) -> usize {

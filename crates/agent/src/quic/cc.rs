@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use quinn::congestion::{
-    BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig,
-    NewRenoConfig,
+    BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig, NewRenoConfig,
 };
 use quinn_proto::RttEstimator;
 
@@ -118,12 +117,8 @@ impl ControllerFactory for Factory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn QuinnController> {
         let algorithm = match self.choice.name.as_str() {
             "bbr" => Algorithm::Quinn(Arc::new(BbrConfig::default()).build(now, current_mtu)),
-            "quinn-cubic" => {
-                Algorithm::Quinn(Arc::new(CubicConfig::default()).build(now, current_mtu))
-            }
-            "quinn-newreno" => {
-                Algorithm::Quinn(Arc::new(NewRenoConfig::default()).build(now, current_mtu))
-            }
+            "quinn-cubic" => Algorithm::Quinn(Arc::new(CubicConfig::default()).build(now, current_mtu)),
+            "quinn-newreno" => Algorithm::Quinn(Arc::new(NewRenoConfig::default()).build(now, current_mtu)),
             name => {
                 // CcChoice::parse built this very name and parameter set already.
                 let c = congestion::build(name, &self.choice.params, current_mtu as u64, 0)
@@ -209,14 +204,7 @@ impl QuinnController for Instrumented {
         self.refresh();
     }
 
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: u64,
-        app_limited: bool,
-        rtt: &RttEstimator,
-    ) {
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
         let epoch = self.epoch;
         self.in_flight = self.in_flight.saturating_sub(bytes);
         self.probe.bytes_acked.fetch_add(bytes, Ordering::Relaxed);
@@ -240,13 +228,7 @@ impl QuinnController for Instrumented {
         // Published at on_end_acks: once per ACK frame is enough for the sampler.
     }
 
-    fn on_end_acks(
-        &mut self,
-        now: Instant,
-        in_flight: u64,
-        app_limited: bool,
-        largest_packet_num_acked: Option<u64>,
-    ) {
+    fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, largest_packet_num_acked: Option<u64>) {
         let epoch = self.epoch;
         self.in_flight = in_flight;
         match &mut self.algorithm {
@@ -256,20 +238,12 @@ impl QuinnController for Instrumented {
                 c.on_ack_end(t, in_flight);
                 publish_diagnostics(&self.probe, c.as_ref());
             }
-            Algorithm::Quinn(c) => {
-                c.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked)
-            }
+            Algorithm::Quinn(c) => c.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked),
         }
         self.refresh();
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_persistent_congestion: bool,
-        lost_bytes: u64,
-    ) {
+    fn on_congestion_event(&mut self, now: Instant, sent: Instant, is_persistent_congestion: bool, lost_bytes: u64) {
         let epoch = self.epoch;
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
         match &mut self.algorithm {
@@ -282,9 +256,7 @@ impl QuinnController for Instrumented {
                 };
                 c.get_mut().unwrap().on_loss(&lost);
             }
-            Algorithm::Quinn(c) => {
-                c.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
-            }
+            Algorithm::Quinn(c) => c.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes),
         }
         self.refresh();
     }

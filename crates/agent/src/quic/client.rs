@@ -194,7 +194,12 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let connected_ns = sys::now_ns();
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
-        Sources { conn_index: 0, connection: conn.clone(), probe: probe.clone(), transfer: t.clone() },
+        Sources {
+            conn_index: 0,
+            connection: conn.clone(),
+            probe: probe.clone(),
+            transfer: t.clone(),
+        },
         c.sample_interval,
     );
     let mut stopped_by_signal = false;
@@ -211,7 +216,11 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         }
         Err(e) => (Outcome::default(), Some(format!("transfer failed: {e:#}"))),
     };
-    let close_code = if outcome.end_ns.is_some() { code::DONE } else { code::STOPPED };
+    let close_code = if outcome.end_ns.is_some() {
+        code::DONE
+    } else {
+        code::STOPPED
+    };
     conn.close(VarInt::from_u32(close_code), b"");
     let _ = tokio::time::timeout(super::CLOSE_WAIT, endpoint.wait_idle()).await;
     let closed_ns = sys::now_ns();
@@ -291,7 +300,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         series::write(p, &samples)?;
     }
     if let Some(p) = &c.message_series {
-        let rows: Vec<_> = std::mem::take(&mut *t.messages.lock().unwrap()).into_iter().map(|m| (0, m)).collect();
+        let rows: Vec<_> = std::mem::take(&mut *t.messages.lock().unwrap())
+            .into_iter()
+            .map(|m| (0, m))
+            .collect();
         series::write_messages(p, &rows)?;
     }
     output::write_summary(&c.summary, &summary)?;
@@ -310,7 +322,9 @@ async fn transfer_for(
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
     let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
-    send.write_all(&req.encode(Transport::Quic)?).await.context("cannot send the request")?;
+    send.write_all(&req.encode(Transport::Quic)?)
+        .await
+        .context("cannot send the request")?;
     match req.mode {
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
@@ -369,4 +383,3 @@ impl QuicClientArgs {
         }
     }
 }
-

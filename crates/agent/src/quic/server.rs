@@ -150,9 +150,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         message_series: c.message_series.as_deref(),
         options: opts.params(),
     };
-    let crypto = Arc::new(
-        QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?,
-    );
+    let crypto = Arc::new(QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?);
     let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
     let port = sock.port();
     // Connections get their own configuration (controller factory and probe) when
@@ -217,7 +215,10 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let first_error = outcomes.iter().find_map(|o| o.error.clone());
     let bytes_received = outcomes.iter().map(|o| o.summary.bytes_received()).sum();
     let bytes_sent = outcomes.iter().map(|o| o.summary.bytes_sent()).sum();
-    let samples: Vec<Sample> = outcomes.iter_mut().flat_map(|o| std::mem::take(&mut o.samples)).collect();
+    let samples: Vec<Sample> = outcomes
+        .iter_mut()
+        .flat_map(|o| std::mem::take(&mut o.samples))
+        .collect();
     let messages: Vec<(u32, MessageRecord)> = outcomes
         .iter_mut()
         .enumerate()
@@ -291,7 +292,12 @@ async fn serve_connection(
     let connected_ns = sys::now_ns();
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
-        Sources { conn_index, connection: conn.clone(), probe: probe.clone(), transfer: t.clone() },
+        Sources {
+            conn_index,
+            connection: conn.clone(),
+            probe: probe.clone(),
+            transfer: t.clone(),
+        },
         interval_ns,
     );
     let mut served = Served::default();
@@ -313,12 +319,18 @@ async fn serve_connection(
         conn.close(VarInt::from_u32(code::STOPPED), b"");
     }
     let end_ns = sys::now_ns();
-    let error = result.err().map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
+    let error = result
+        .err()
+        .map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
 
     let req = served.request;
     let mode = req.map(|r| r.mode);
     let sender_is_server = req.is_some_and(|r| !r.client_sends());
-    let bytes = if sender_is_server { t.bytes_sent.load(Relaxed) } else { t.bytes_received.load(Relaxed) };
+    let bytes = if sender_is_server {
+        t.bytes_sent.load(Relaxed)
+    } else {
+        t.bytes_received.load(Relaxed)
+    };
     let header_ns = served.header_ns.unwrap_or(connected_ns);
     let (transfer_start, transfer_end) = if sender_is_server {
         (header_ns, end_ns)
@@ -362,7 +374,11 @@ async fn serve_connection(
         accepted_ns,
         connected_ns,
         header_ns: served.header_ns,
-        first_byte_ns: if sender_is_server { served.header_ns } else { t.first_byte() },
+        first_byte_ns: if sender_is_server {
+            served.header_ns
+        } else {
+            t.first_byte()
+        },
         last_byte_ns: if sender_is_server { Some(end_ns) } else { t.last_byte() },
         end_ns,
         duration_s: secs(transfer_ns),
@@ -372,7 +388,12 @@ async fn serve_connection(
         messages: (mode == Some(Mode::Messages)).then(|| t.messages_summary()),
     };
     let messages = std::mem::take(&mut *t.messages.lock().unwrap());
-    ConnOutcome { summary: ConnSummary::Served(Box::new(summary)), samples, messages, error }
+    ConnOutcome {
+        summary: ConnSummary::Served(Box::new(summary)),
+        samples,
+        messages,
+        error,
+    }
 }
 
 /// Reads the request from the control stream and does the work; returns when the client
@@ -399,7 +420,9 @@ async fn serve_request(
     match req.mode {
         Mode::Upload => {
             served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
-            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            let reply = UploadReply {
+                bytes_read: t.bytes_received.load(Relaxed),
+            };
             transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;
@@ -412,7 +435,9 @@ async fn serve_request(
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::recv_messages(&mut recv, req.message_size, t).await?;
-            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            let reply = UploadReply {
+                bytes_read: t.bytes_received.load(Relaxed),
+            };
             transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;

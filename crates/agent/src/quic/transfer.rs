@@ -9,11 +9,11 @@ use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
 use serde::Serialize;
 
+use crate::stats::{self, Scaled};
+use crate::sys;
 use agent::wire::code;
 use agent::wire::object::{self, ObjectRequest};
 use agent::wire::stamp::Stamp;
-use crate::stats::{self, Scaled};
-use crate::sys;
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
 const CHUNK: usize = 128 * 1024;
@@ -86,7 +86,10 @@ impl Transfer {
     pub fn messages_summary(&self) -> MessagesSummary {
         let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
         let msgs = self.messages.lock().unwrap();
-        let owd: Vec<f64> = msgs.iter().map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64).collect();
+        let owd: Vec<f64> = msgs
+            .iter()
+            .map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64)
+            .collect();
         MessagesSummary {
             messages_sent: self.messages_sent.load(Relaxed),
             messages_received: msgs.len(),
@@ -172,9 +175,7 @@ pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvE
         match s.read_chunk(usize::MAX, true).await {
             Ok(Some(c)) => t.received(c.bytes.len()),
             Ok(None) => return Ok(RecvEnd::Finished),
-            Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => {
-                return Ok(RecvEnd::DurationOver)
-            }
+            Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => return Ok(RecvEnd::DurationOver),
             Err(e) => return Err(e.into()),
         }
     }
@@ -257,12 +258,7 @@ pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyho
 }
 
 /// Serializes the request of an object (its size) on a new stream and reads the object.
-pub async fn fetch_object(
-    conn: &quinn::Connection,
-    index: u64,
-    size: u64,
-    t: &Transfer,
-) -> anyhow::Result<()> {
+pub async fn fetch_object(conn: &quinn::Connection, index: u64, size: u64, t: &Transfer) -> anyhow::Result<()> {
     let request_ns = sys::now_ns();
     let (mut send, mut recv) = conn.open_bi().await?;
     send_word(&mut send, ObjectRequest { size }.encode(), t).await?;
@@ -290,11 +286,7 @@ pub async fn fetch_object(
 }
 
 /// Answers one object request stream: reads the size, sends that many bytes, finishes.
-pub async fn serve_object(
-    mut send: SendStream,
-    mut recv: RecvStream,
-    t: &Transfer,
-) -> anyhow::Result<()> {
+pub async fn serve_object(mut send: SendStream, mut recv: RecvStream, t: &Transfer) -> anyhow::Result<()> {
     let size = ObjectRequest::decode(&recv_word(&mut recv).await?)?.size;
     t.bytes_received.fetch_add(object::LEN as u64, Relaxed);
     send_bulk(&mut send, Some(size), None, t).await?;

@@ -105,12 +105,8 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     };
 
     let start_ns = sys::now_ns();
-    let sock = Socket::new(
-        Domain::for_address(a.connect),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )
-    .context("cannot create TCP socket")?;
+    let sock = Socket::new(Domain::for_address(a.connect), Type::STREAM, Some(Protocol::TCP))
+        .context("cannot create TCP socket")?;
     if let Some(cc) = &a.cc {
         sys::set_congestion(&sock, cc)?;
     }
@@ -204,14 +200,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         samples: samples.len(),
         objects,
     };
-    let summary = output::envelope(
-        "tcp-client",
-        params,
-        start_ns,
-        sys::now_ns(),
-        stopped_by,
-        results,
-    );
+    let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }

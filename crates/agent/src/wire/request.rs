@@ -62,7 +62,7 @@ impl Transport {
     }
 
     /// Length of this transport's request in bytes.
-    pub const fn len(self) -> usize {
+    pub const fn request_len(self) -> usize {
         match self {
             Transport::Tcp => TCP_LEN,
             Transport::Quic => QUIC_LEN,
@@ -152,17 +152,23 @@ impl Request {
         }
     }
 
-    /// Decodes the request at the start of `buf` (bytes past `transport.len()` are not
+    /// Decodes the request at the start of `buf` (bytes past `transport.request_len()` are not
     /// looked at). Checks the framing only; [`Request::validate`] checks the amounts.
     pub fn decode(transport: Transport, buf: &[u8]) -> Result<Request, Error> {
-        check_len(buf, transport.len())?;
+        check_len(buf, transport.request_len())?;
         let mut magic = [0u8; 4];
         magic.copy_from_slice(&buf[field::MAGIC]);
         if magic != transport.magic() {
-            return Err(Error::BadMagic { found: magic, expected: transport });
+            return Err(Error::BadMagic {
+                found: magic,
+                expected: transport,
+            });
         }
         if buf[field::VERSION] != VERSION {
-            return Err(Error::UnsupportedVersion { found: buf[field::VERSION], expected: VERSION });
+            return Err(Error::UnsupportedVersion {
+                found: buf[field::VERSION],
+                expected: VERSION,
+            });
         }
         let mode = Mode::from_byte(buf[field::MODE], transport)?;
         let sender = buf[field::MESSAGE_SENDER];
@@ -170,11 +176,24 @@ impl Request {
             (Transport::Tcp, 0) => false,
             (Transport::Quic, SENDER_CLIENT) => true,
             (Transport::Quic, SENDER_SERVER) => false,
-            (Transport::Tcp, v) => return Err(Error::BadByte { field: "reserved", value: v }),
-            (Transport::Quic, v) => return Err(Error::BadByte { field: "message sender", value: v }),
+            (Transport::Tcp, v) => {
+                return Err(Error::BadByte {
+                    field: "reserved",
+                    value: v,
+                })
+            }
+            (Transport::Quic, v) => {
+                return Err(Error::BadByte {
+                    field: "message sender",
+                    value: v,
+                })
+            }
         };
         if buf[field::RESERVED] != 0 {
-            return Err(Error::BadByte { field: "reserved", value: buf[field::RESERVED] });
+            return Err(Error::BadByte {
+                field: "reserved",
+                value: buf[field::RESERVED],
+            });
         }
         let mut r = Request {
             mode,
@@ -204,16 +223,18 @@ impl Request {
                     || self.message_interval_ns == 0
                     || self.duration_ns == 0 =>
             {
-                Err(Error::Invalid("messages request needs size >= 16, an interval and a duration"))
+                Err(Error::Invalid(
+                    "messages request needs size >= 16, an interval and a duration",
+                ))
             }
             _ => Ok(()),
         }
     }
 
-    /// Writes the request for `transport` over the first `transport.len()` bytes of `buf`.
+    /// Writes the request for `transport` over the first `transport.request_len()` bytes of `buf`.
     /// TCP has no messages mode and carries no message fields.
     pub fn emit(&self, transport: Transport, buf: &mut [u8]) -> Result<(), Error> {
-        check_len(buf, transport.len())?;
+        check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
         }
@@ -237,9 +258,9 @@ impl Request {
         Ok(())
     }
 
-    /// The request as `transport.len()` bytes.
+    /// The request as `transport.request_len()` bytes.
     pub fn encode(&self, transport: Transport) -> Result<Vec<u8>, Error> {
-        let mut b = vec![0u8; transport.len()];
+        let mut b = vec![0u8; transport.request_len()];
         self.emit(transport, &mut b)?;
         Ok(b)
     }
@@ -250,7 +271,13 @@ mod tests {
     use super::*;
 
     fn tcp(mode: Mode, bytes: u64, duration_ns: u64, object_size: u64, object_count: u64) -> Request {
-        Request { bytes, duration_ns, object_size, object_count, ..Request::new(mode) }
+        Request {
+            bytes,
+            duration_ns,
+            object_size,
+            object_count,
+            ..Request::new(mode)
+        }
     }
 
     #[test]
@@ -269,7 +296,9 @@ mod tests {
     /// The bytes the agent's TCP client sent before this module existed.
     #[test]
     fn tcp_layout_is_fixed() {
-        let b = tcp(Mode::Download, 0x0102030405060708, 1, 2, 3).encode(Transport::Tcp).unwrap();
+        let b = tcp(Mode::Download, 0x0102030405060708, 1, 2, 3)
+            .encode(Transport::Tcp)
+            .unwrap();
         let mut expected = b"TLAB\x01\x02\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08".to_vec();
         for v in [1u64, 2, 3] {
             expected.extend_from_slice(&v.to_be_bytes());
@@ -297,7 +326,10 @@ mod tests {
         }
         assert_eq!(b, expected);
         assert_eq!(Request::decode(Transport::Quic, &b), Ok(r));
-        let download = Request { client_sends_messages: false, ..Request::new(Mode::Download) };
+        let download = Request {
+            client_sends_messages: false,
+            ..Request::new(Mode::Download)
+        };
         assert_eq!(download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER], 2);
     }
 
@@ -319,17 +351,28 @@ mod tests {
         tcp_as_quic.resize(QUIC_LEN, 0);
         let e = Request::decode(Transport::Quic, &tcp_as_quic).unwrap_err();
         assert!(e.to_string().contains("not a transportlab QUIC client"), "{e}");
-        assert_eq!(Request::decode(Transport::Tcp, &good[..39]), Err(Error::Truncated { needed: 40, got: 39 }));
+        assert_eq!(
+            Request::decode(Transport::Tcp, &good[..39]),
+            Err(Error::Truncated { needed: 40, got: 39 })
+        );
         let mut q = Request::new(Mode::Upload).encode(Transport::Quic).unwrap();
         q[field::MESSAGE_SENDER] = 0;
-        assert!(Request::decode(Transport::Quic, &q).unwrap_err().to_string().contains("message sender"));
+        assert!(Request::decode(Transport::Quic, &q)
+            .unwrap_err()
+            .to_string()
+            .contains("message sender"));
     }
 
     #[test]
     fn validate() {
         assert!(Request::new(Mode::Download).validate().is_err());
         assert!(tcp(Mode::Download, 0, 1, 0, 0).validate().is_ok());
-        let m = Request { message_size: 16, message_interval_ns: 1, duration_ns: 1, ..Request::new(Mode::Messages) };
+        let m = Request {
+            message_size: 16,
+            message_interval_ns: 1,
+            duration_ns: 1,
+            ..Request::new(Mode::Messages)
+        };
         assert!(m.validate().is_ok());
         assert!(Request { message_size: 15, ..m }.validate().is_err());
         assert!(Request::new(Mode::Messages).encode(Transport::Tcp).is_err());
