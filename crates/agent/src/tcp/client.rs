@@ -169,7 +169,9 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         };
     let objects = (header.mode == Mode::Objects).then(|| {
         ObjectsSummary::new(
-            (t.objects.iter().enumerate())
+            t.objects
+                .iter()
+                .enumerate()
                 .map(|(i, o)| ObjectSummary::new(i as u64, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
                 .collect(),
         )
