@@ -8,14 +8,17 @@ use std::collections::HashSet;
 use linkem::merge::{MergeOutput, Reorder};
 use linkem::spec::{
     build_direction, build_multipath, leg_seed, validate_multipath, AnyDirectionSpec, DirectionSpec, Distribution,
-    JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit, Ratio, RateSpec, SplitSpec,
+    JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit, RateSpec, Ratio, SplitSpec,
 };
 use linkem::{build_pipeline, Direction, DirectionEvent, DropReason, Nanos, Packet};
 
 const MS: u64 = 1_000_000;
 
 fn delay(d: Nanos) -> DirectionSpec {
-    DirectionSpec { delay: d, ..Default::default() }
+    DirectionSpec {
+        delay: d,
+        ..Default::default()
+    }
 }
 
 fn direction(spec: MultipathSpec, seed: u64) -> Direction<()> {
@@ -23,7 +26,11 @@ fn direction(spec: MultipathSpec, seed: u64) -> Direction<()> {
 }
 
 fn batch(legs: Vec<DirectionSpec>, batch: u32, ratio: Ratio, merge: MergeSpec) -> MultipathSpec {
-    MultipathSpec { legs, split: SplitSpec::Batch { batch, ratio }, merge }
+    MultipathSpec {
+        legs,
+        split: SplitSpec::Batch { batch, ratio },
+        merge,
+    }
 }
 
 /// Arrivals: `n` packets of 1200 B, one every `gap` ns from 0.
@@ -93,7 +100,12 @@ fn assert_strictly_increasing(ids: &[u64]) {
 
 #[test]
 fn batch_10_ratio_0_3_is_3_then_7_repeated() {
-    let spec = batch(vec![delay(MS), delay(2 * MS)], 10, Ratio::FirstLeg(0.3), MergeSpec::default());
+    let spec = batch(
+        vec![delay(MS), delay(2 * MS)],
+        10,
+        Ratio::FirstLeg(0.3),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 1), &evenly(95, 100_000));
     let want: Vec<_> = (0..95).map(|i| (i, if i % 10 < 3 { 0 } else { 1 })).collect();
     assert_eq!(leg_arrivals(&ev), want);
@@ -106,13 +118,24 @@ fn batch_shares_over_three_legs_and_single_path_ratios() {
     let spec = batch(legs(), 10, Ratio::Shares(vec![0.2, 0.5, 0.3]), MergeSpec::default());
     let ev = run_direction(&mut direction(spec, 1), &evenly(40, 100_000));
     let pattern = [0, 0, 1, 1, 1, 1, 1, 2, 2, 2];
-    assert_eq!(leg_arrivals(&ev), (0..40).map(|i| (i, pattern[i as usize % 10])).collect::<Vec<_>>());
+    assert_eq!(
+        leg_arrivals(&ev),
+        (0..40).map(|i| (i, pattern[i as usize % 10])).collect::<Vec<_>>()
+    );
     assert_strictly_increasing(&delivered(&ev).iter().map(|d| d.0).collect::<Vec<_>>());
 
     for (ratio, leg) in [(1.0, 0), (0.0, 1)] {
-        let spec = batch(vec![delay(MS), delay(2 * MS)], 7, Ratio::FirstLeg(ratio), MergeSpec::default());
+        let spec = batch(
+            vec![delay(MS), delay(2 * MS)],
+            7,
+            Ratio::FirstLeg(ratio),
+            MergeSpec::default(),
+        );
         let ev = run_direction(&mut direction(spec, 1), &evenly(30, 100_000));
-        assert!(leg_arrivals(&ev).iter().all(|&(_, l)| l == leg), "ratio {ratio}: single path on leg {leg}");
+        assert!(
+            leg_arrivals(&ev).iter().all(|&(_, l)| l == leg),
+            "ratio {ratio}: single path on leg {leg}"
+        );
         assert_eq!(delivered(&ev).len(), 30);
     }
 }
@@ -121,7 +144,12 @@ fn batch_shares_over_three_legs_and_single_path_ratios() {
 /// and everything before it have come off the legs (running maximum of leg departures).
 #[test]
 fn merge_restores_order_after_legs_that_reorder() {
-    let spec = batch(vec![delay(10 * MS), delay(30 * MS)], 10, Ratio::FirstLeg(0.5), MergeSpec::default());
+    let spec = batch(
+        vec![delay(10 * MS), delay(30 * MS)],
+        10,
+        Ratio::FirstLeg(0.5),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     let mut arrived = leg_departures(&ev);
     assert!(arrived.windows(2).any(|w| w[1].0 < w[0].0), "the legs do reorder");
@@ -142,7 +170,11 @@ fn merge_restores_order_after_legs_that_reorder() {
 fn duplication_delivers_exactly_one_copy_in_order() {
     let leg = |d, seed_loss| DirectionSpec {
         delay: d,
-        jitter: Some(JitterSpec { amount: 3 * MS, distribution: Distribution::Normal, reorder: true }),
+        jitter: Some(JitterSpec {
+            amount: 3 * MS,
+            distribution: Distribution::Normal,
+            reorder: true,
+        }),
         loss: Some(LossSpec::Bernoulli { p: seed_loss }),
         ..Default::default()
     };
@@ -173,7 +205,10 @@ fn duplication_delivers_exactly_one_copy_in_order() {
     twice.sort();
     assert_eq!(disc, twice);
     let lost_both = n as usize - out.len();
-    assert!(lost_both > 0 && lost_both < 200, "about 0.25 % lost on both legs: {lost_both}");
+    assert!(
+        lost_both > 0 && lost_both < 200,
+        "about 0.25 % lost on both legs: {lost_both}"
+    );
 }
 
 /// Leg 2 loses everything (batch 2, ratio 0.5: every odd packet). A packet every 1 ms,
@@ -184,17 +219,36 @@ fn duplication_delivers_exactly_one_copy_in_order() {
 /// packet (198) arrives at 208 ms and leaves at 262 ms, when the timer is not restarted.
 #[test]
 fn timer_expiry_releases_buffered_packets_at_exactly_t_reordering() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 1.0 }), ..delay(10 * MS) };
-    let merge = MergeSpec { enabled: true, t_reordering_ns: 50 * MS };
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 1.0 }),
+        ..delay(10 * MS)
+    };
+    let merge = MergeSpec {
+        enabled: true,
+        t_reordering_ns: 50 * MS,
+    };
     let spec = batch(vec![delay(10 * MS), lossy], 2, Ratio::FirstLeg(0.5), merge);
     let ev = run_direction(&mut direction(spec, 3), &evenly(200, MS));
     let mut want = vec![(0, 10 * MS), (2, 62 * MS)];
     for round in 0..4u64 {
         let first = 4 + 50 * round;
-        want.extend((first..(first + 50).min(200)).step_by(2).map(|id| (id, (112 + 50 * round) * MS)));
+        want.extend(
+            (first..(first + 50).min(200))
+                .step_by(2)
+                .map(|id| (id, (112 + 50 * round) * MS)),
+        );
     }
     assert_eq!(delivered(&ev), want);
-    assert_eq!(gaps(&ev), vec![(1, 62 * MS), (25, 112 * MS), (25, 162 * MS), (25, 212 * MS), (23, 262 * MS)]);
+    assert_eq!(
+        gaps(&ev),
+        vec![
+            (1, 62 * MS),
+            (25, 112 * MS),
+            (25, 162 * MS),
+            (25, 212 * MS),
+            (23, 262 * MS)
+        ]
+    );
     assert!(discarded(&ev).is_empty());
 }
 
@@ -210,7 +264,10 @@ fn reorder_timer_start_stop_restart() {
     rx(&mut m, 0, 0, &mut out);
     assert_eq!((m.rx_deliv(), m.rx_next(), m.timer()), (1, 1, None));
     rx(&mut m, 2, 10, &mut out); // gap at 1: timer to 110, RX_REORD 3
-    assert_eq!((m.rx_deliv(), m.rx_next(), m.rx_reord(), m.timer()), (1, 3, 3, Some(110)));
+    assert_eq!(
+        (m.rx_deliv(), m.rx_next(), m.rx_reord(), m.timer()),
+        (1, 3, 3, Some(110))
+    );
     rx(&mut m, 1, 20, &mut out); // filled: 1, 2 delivered, timer stopped
     assert_eq!((m.rx_deliv(), m.rx_next(), m.timer()), (3, 3, None));
     rx(&mut m, 4, 30, &mut out); // gap at 3: timer to 130, RX_REORD 5
@@ -227,7 +284,16 @@ fn reorder_timer_start_stop_restart() {
     let x = |id| ("discarded".to_string(), id);
     assert_eq!(out, vec![d(0), d(1), d(2), g(1), d(4), x(2), x(6), g(1), d(6)]);
     let s = m.stats();
-    assert_eq!((s.delivered, s.discarded, s.gap_skipped, s.timer_expiries, s.max_buffered), (5, 2, 2, 2, 2));
+    assert_eq!(
+        (
+            s.delivered,
+            s.discarded,
+            s.gap_skipped,
+            s.timer_expiries,
+            s.max_buffered
+        ),
+        (5, 2, 2, 2, 2)
+    );
 }
 
 fn show(o: MergeOutput<()>) -> (String, u64) {
@@ -252,7 +318,11 @@ fn count_inference_window() {
     assert_eq!(m.rx_deliv(), 70_000);
     assert_eq!(m.count_of(4_464), Some(70_000));
     assert_eq!(m.count_of(4_464 + 32_767), Some(70_000 + 32_767));
-    assert_eq!(m.count_of(4_464 + 32_768), Some(70_000 + 32_768 - 65_536), "an old SN of HFN 0");
+    assert_eq!(
+        m.count_of(4_464 + 32_768),
+        Some(70_000 + 32_768 - 65_536),
+        "an old SN of HFN 0"
+    );
     assert_eq!(m.count_of(4_463), Some(69_999));
 }
 
@@ -266,11 +336,24 @@ fn sequence_numbers_wrap_without_loss_of_order() {
         rate: Some(RateSpec::Constant { bits_per_sec: rate }),
         queue: QueueLimit::Packets(200),
         delay: d,
-        jitter: Some(JitterSpec { amount: 2 * MS, distribution: Distribution::Normal, reorder: true }),
+        jitter: Some(JitterSpec {
+            amount: 2 * MS,
+            distribution: Distribution::Normal,
+            reorder: true,
+        }),
         loss: Some(LossSpec::Bernoulli { p: 0.002 }),
         ..Default::default()
     };
-    for (split, seed) in [(SplitSpec::Batch { batch: 100, ratio: Ratio::FirstLeg(0.5) }, 11), (SplitSpec::Duplicate, 12)] {
+    for (split, seed) in [
+        (
+            SplitSpec::Batch {
+                batch: 100,
+                ratio: Ratio::FirstLeg(0.5),
+            },
+            11,
+        ),
+        (SplitSpec::Duplicate, 12),
+    ] {
         let spec = MultipathSpec {
             legs: vec![leg(10 * MS, 600_000_000), leg(25 * MS, 500_000_000)],
             split,
@@ -285,14 +368,21 @@ fn sequence_numbers_wrap_without_loss_of_order() {
         let came_off: HashSet<u64> = leg_departures(&ev).iter().map(|d| d.0).collect();
         let mut want: Vec<u64> = came_off.into_iter().collect();
         want.sort();
-        assert_eq!(out, want, "{:?}: every packet that came off a leg is delivered", spec.split);
+        assert_eq!(
+            out, want,
+            "{:?}: every packet that came off a leg is delivered",
+            spec.split
+        );
         let dropped = leg_drops(&ev);
         assert!(!dropped.is_empty());
         assert!(out.len() as u64 > n * 99 / 100);
         if spec.split == SplitSpec::Duplicate {
             assert_eq!(discarded(&ev).len(), leg_departures(&ev).len() - out.len());
         } else {
-            assert!(discarded(&ev).is_empty(), "nothing late: t-Reordering ≫ the legs' delay difference");
+            assert!(
+                discarded(&ev).is_empty(),
+                "nothing late: t-Reordering ≫ the legs' delay difference"
+            );
             assert_eq!(dropped.len() + out.len(), n as usize);
         }
     }
@@ -301,13 +391,20 @@ fn sequence_numbers_wrap_without_loss_of_order() {
 /// Merge off: packets leave in the order and at the times they come off the legs.
 #[test]
 fn merge_off_delivers_reordered() {
-    let off = MergeSpec { enabled: false, ..Default::default() };
+    let off = MergeSpec {
+        enabled: false,
+        ..Default::default()
+    };
     let spec = batch(vec![delay(10 * MS), delay(30 * MS)], 10, Ratio::FirstLeg(0.5), off);
     let d = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     assert_eq!(delivered(&d), leg_departures(&d));
     assert!(delivered(&d).windows(2).any(|w| w[1].0 < w[0].0));
     // Duplication with the merge off: both copies go through.
-    let spec = MultipathSpec { legs: vec![delay(MS), delay(2 * MS)], split: SplitSpec::Duplicate, merge: off };
+    let spec = MultipathSpec {
+        legs: vec![delay(MS), delay(2 * MS)],
+        split: SplitSpec::Duplicate,
+        merge: off,
+    };
     let d = run_direction(&mut direction(spec, 1), &evenly(10, 100_000));
     assert_eq!(delivered(&d).len(), 20);
 }
@@ -316,12 +413,19 @@ fn merge_off_delivers_reordered() {
 #[test]
 fn leg_events_account_for_every_packet() {
     let leg = |d| DirectionSpec {
-        rate: Some(RateSpec::Constant { bits_per_sec: 10_000_000 }),
+        rate: Some(RateSpec::Constant {
+            bits_per_sec: 10_000_000,
+        }),
         queue: QueueLimit::Packets(5),
         loss: Some(LossSpec::Bernoulli { p: 0.1 }),
         ..delay(d)
     };
-    let spec = batch(vec![leg(MS), leg(5 * MS)], 4, Ratio::FirstLeg(0.25), MergeSpec::default());
+    let spec = batch(
+        vec![leg(MS), leg(5 * MS)],
+        4,
+        Ratio::FirstLeg(0.25),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 5), &evenly(2_000, 500_000));
     let arrivals = leg_arrivals(&ev);
     let mut ends: Vec<(u64, usize)> = leg_drops(&ev);
@@ -333,7 +437,9 @@ fn leg_events_account_for_every_packet() {
                 assert!(seen.contains(&(info.id, *leg)));
                 ends.push((info.id, *leg));
             }
-            DirectionEvent::LegDropped { packet, leg, reason, .. } => {
+            DirectionEvent::LegDropped {
+                packet, leg, reason, ..
+            } => {
                 assert!(seen.contains(&(packet.id, *leg)));
                 assert!(matches!(reason, DropReason::QueueFull | DropReason::RandomLoss));
             }
@@ -344,21 +450,40 @@ fn leg_events_account_for_every_packet() {
     let mut a = arrivals.clone();
     a.sort();
     assert_eq!(a, ends);
-    assert!(leg_drops(&ev).iter().any(|&(_, l)| l == 1), "leg 2 (3 of 4 packets at the same rate) overflows");
+    assert!(
+        leg_drops(&ev).iter().any(|&(_, l)| l == 1),
+        "leg 2 (3 of 4 packets at the same rate) overflows"
+    );
 }
 
 /// Legs draw from their own streams: identical lossy legs lose different packets, and
 /// leg k of a direction is the pipeline built with `leg_seed(seed, k)`.
 #[test]
 fn legs_have_their_own_seeds() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 0.3 }), ..Default::default() };
-    let spec = MultipathSpec { legs: vec![lossy.clone(), lossy.clone()], split: SplitSpec::Duplicate, merge: MergeSpec::default() };
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 0.3 }),
+        ..Default::default()
+    };
+    let spec = MultipathSpec {
+        legs: vec![lossy.clone(), lossy.clone()],
+        split: SplitSpec::Duplicate,
+        merge: MergeSpec::default(),
+    };
     let ev = run_direction(&mut direction(spec, 9), &evenly(1_000, 1_000));
-    let lost = |leg| leg_drops(&ev).iter().filter(|d| d.1 == leg).map(|d| d.0).collect::<Vec<_>>();
+    let lost = |leg| {
+        leg_drops(&ev)
+            .iter()
+            .filter(|d| d.1 == leg)
+            .map(|d| d.0)
+            .collect::<Vec<_>>()
+    };
     assert_ne!(lost(0), lost(1));
     for leg in 0..2 {
         let mut p = build_pipeline::<()>(&lossy, leg_seed(9, leg)).unwrap();
-        let alone: Vec<u64> = pipeline_drops(&run_pipeline(&mut p, &evenly(1_000, 1_000))).iter().map(|d| d.0).collect();
+        let alone: Vec<u64> = pipeline_drops(&run_pipeline(&mut p, &evenly(1_000, 1_000)))
+            .iter()
+            .map(|d| d.0)
+            .collect();
         assert_eq!(lost(leg), alone);
     }
 }
@@ -367,7 +492,9 @@ fn legs_have_their_own_seeds() {
 #[test]
 fn plain_direction_matches_its_pipeline() {
     let spec = DirectionSpec {
-        rate: Some(RateSpec::Constant { bits_per_sec: 5_000_000 }),
+        rate: Some(RateSpec::Constant {
+            bits_per_sec: 5_000_000,
+        }),
         queue: QueueLimit::Packets(4),
         delay: 3 * MS,
         ..Default::default()
@@ -390,19 +517,71 @@ fn invalid_multipath_specs_are_refused_with_a_reason() {
     let two = || vec![delay(MS), delay(MS)];
     let b = |batch, ratio| SplitSpec::Batch { batch, ratio };
     let cases: Vec<(MultipathSpec, &str)> = vec![
-        (MultipathSpec { legs: vec![delay(MS)], split: SplitSpec::Duplicate, merge: MergeSpec::default() }, "at least 2 legs"),
-        (MultipathSpec { legs: two(), split: b(0, Ratio::FirstLeg(0.5)), merge: MergeSpec::default() }, "batch"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::FirstLeg(1.2)), merge: MergeSpec::default() }, "[0, 1]"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::FirstLeg(f64::NAN)), merge: MergeSpec::default() }, "[0, 1]"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::Shares(vec![0.5, 0.6])), merge: MergeSpec::default() }, "sum to 1"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::Shares(vec![1.0])), merge: MergeSpec::default() }, "one share per leg"),
         (
-            MultipathSpec { legs: vec![delay(MS), delay(MS), delay(MS)], split: b(10, Ratio::FirstLeg(0.5)), merge: MergeSpec::default() },
+            MultipathSpec {
+                legs: vec![delay(MS)],
+                split: SplitSpec::Duplicate,
+                merge: MergeSpec::default(),
+            },
+            "at least 2 legs",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(0, Ratio::FirstLeg(0.5)),
+                merge: MergeSpec::default(),
+            },
+            "batch",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::FirstLeg(1.2)),
+                merge: MergeSpec::default(),
+            },
+            "[0, 1]",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::FirstLeg(f64::NAN)),
+                merge: MergeSpec::default(),
+            },
+            "[0, 1]",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::Shares(vec![0.5, 0.6])),
+                merge: MergeSpec::default(),
+            },
+            "sum to 1",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::Shares(vec![1.0])),
+                merge: MergeSpec::default(),
+            },
+            "one share per leg",
+        ),
+        (
+            MultipathSpec {
+                legs: vec![delay(MS), delay(MS), delay(MS)],
+                split: b(10, Ratio::FirstLeg(0.5)),
+                merge: MergeSpec::default(),
+            },
             "only works for 2 legs",
         ),
         (
             MultipathSpec {
-                legs: vec![delay(MS), DirectionSpec { duplicate: 2.0, ..Default::default() }],
+                legs: vec![
+                    delay(MS),
+                    DirectionSpec {
+                        duplicate: 2.0,
+                        ..Default::default()
+                    },
+                ],
                 split: SplitSpec::Duplicate,
                 merge: MergeSpec::default(),
             },
@@ -421,8 +600,16 @@ fn invalid_multipath_specs_are_refused_with_a_reason() {
 /// even while the merge holds packets back for a gap.
 #[test]
 fn pinned_packets_bypass_split_and_merge() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 1.0 }), ..delay(10 * MS) };
-    let spec = batch(vec![delay(10 * MS), lossy], 2, Ratio::FirstLeg(0.5), MergeSpec::default());
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 1.0 }),
+        ..delay(10 * MS)
+    };
+    let spec = batch(
+        vec![delay(10 * MS), lossy],
+        2,
+        Ratio::FirstLeg(0.5),
+        MergeSpec::default(),
+    );
     let mut d = direction(spec, 1);
     let mut ev = Vec::new();
     let drain = |d: &mut Direction<()>, now, ev: &mut Vec<DirectionEvent<()>>| {
@@ -442,7 +629,10 @@ fn pinned_packets_bypass_split_and_merge() {
     }
     drain(&mut d, Nanos::MAX, &mut ev);
     assert_eq!(leg_arrivals(&ev), vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]);
-    assert_eq!(delivered(&ev), vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]);
+    assert_eq!(
+        delivered(&ev),
+        vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]
+    );
     let Direction::Multipath(m) = &d else { panic!() };
     assert_eq!(m.merge_stats().delivered, 2, "pinned packets do not pass the merge");
 }

@@ -62,7 +62,9 @@ pub fn departures(ev: &[PipelineEvent<()>]) -> Vec<(u64, bool, Nanos)> {
 pub fn pipeline_drops(ev: &[PipelineEvent<()>]) -> Vec<(u64, DropReason, usize)> {
     ev.iter()
         .filter_map(|e| match e {
-            PipelineEvent::Dropped { packet, reason, stage, .. } => Some((packet.id, *reason, *stage)),
+            PipelineEvent::Dropped {
+                packet, reason, stage, ..
+            } => Some((packet.id, *reason, *stage)),
             _ => None,
         })
         .collect()
@@ -91,14 +93,16 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
 pub fn erfc(x: f64) -> f64 {
     let z = x.abs();
     let t = 1.0 / (1.0 + 0.5 * z);
-    let ans = t * (-z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98 + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-        .exp();
+    let ans = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
     if x >= 0.0 {
         ans
     } else {
@@ -118,7 +122,10 @@ pub fn run_direction(d: &mut linkem::Direction<()>, arrivals: &[(u64, u32, Nanos
     let mut ev = Vec::new();
     let push = |e: linkem::DirectionEvent<()>, ev: &mut Vec<linkem::DirectionEvent<()>>| {
         if let Some(prev) = ev.last() {
-            assert!(e.at() >= linkem::DirectionEvent::at(prev), "events out of time order: {e:?} after {prev:?}");
+            assert!(
+                e.at() >= linkem::DirectionEvent::at(prev),
+                "events out of time order: {e:?} after {prev:?}"
+            );
         }
         ev.push(e);
     };
