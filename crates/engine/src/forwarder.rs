@@ -245,6 +245,11 @@ impl Forwarder {
             DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
             // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
             DirectionEvent::GapSkipped { .. } => {}
+            // The engine hands every packet to the model as not ECN-capable (`Packet::new`),
+            // so a queue with ECN on drops instead of marking and nothing is ever marked
+            // yet; reading and rewriting the ECN field and logging marks come with the
+            // engine's ECN support.
+            DirectionEvent::Marked { .. } | DirectionEvent::LegMarked { .. } => {}
         }
     }
 
@@ -255,6 +260,7 @@ impl Forwarder {
             DropReason::QueueFull => st.drops_queue_full += 1,
             DropReason::RandomLoss => st.drops_random_loss += 1,
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
+            DropReason::AqmDrop => st.drops_aqm += 1,
         }
         self.log.record(
             at,

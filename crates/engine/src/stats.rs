@@ -26,6 +26,9 @@ pub struct DirectionStats {
     pub drops_random_loss: u64,
     /// Discarded by a multipath direction's merge (duplicate or too late).
     pub drops_merge_discard: u64,
+    /// Dropped by an active queue management decision (RED, CoDel, PIE, FQ-CoDel) before
+    /// the queue was full.
+    pub drops_aqm: u64,
 }
 
 #[derive(Debug, Default, Serialize)]

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use crate::multipath::Multipath;
-use crate::{DropReason, Nanos, Packet, Pipeline, PipelineEvent};
+use crate::{DropReason, Mark, Nanos, Packet, Pipeline, PipelineEvent};
 
 /// The part of a payload a driver needs to log a packet the model keeps (one crossing a
 /// leg of a multipath direction, which stays inside the model): copied into the event,
@@ -45,13 +45,16 @@ impl<S> PacketInfo<S> {
 pub enum DirectionEvent<P: Summarize> {
     /// The packet left the direction (for a multipath direction: delivered by the merge).
     Departed { packet: Packet<P>, at: Nanos },
-    /// A stage of a plain direction refused the packet.
+    /// A stage of a plain direction refused the packet, or dropped it after holding it.
     Dropped {
         packet: Packet<P>,
         at: Nanos,
         reason: DropReason,
         stage: usize,
     },
+    /// A stage of a plain direction ECN-marked the packet (CE); it departs later with
+    /// `ecn == Ce`, and the driver rewrites its header then.
+    Marked { mark: Mark, at: Nanos, stage: usize },
     /// The split put the packet (or, in duplication mode, one copy of it) on `leg`.
     LegArrived {
         leg: usize,
@@ -64,12 +67,19 @@ pub enum DirectionEvent<P: Summarize> {
         info: PacketInfo<P::Summary>,
         at: Nanos,
     },
-    /// A stage of `leg` refused the packet.
+    /// A stage of `leg` refused the packet, or dropped it after holding it.
     LegDropped {
         leg: usize,
         packet: Packet<P>,
         at: Nanos,
         reason: DropReason,
+        stage: usize,
+    },
+    /// A stage of `leg` ECN-marked the packet (CE).
+    LegMarked {
+        leg: usize,
+        mark: Mark,
+        at: Nanos,
         stage: usize,
     },
     /// The merge dropped a packet that came off `leg`: a duplicate, or too late (its COUNT
@@ -84,6 +94,8 @@ impl<P: Summarize> DirectionEvent<P> {
         match self {
             DirectionEvent::Departed { at, .. }
             | DirectionEvent::Dropped { at, .. }
+            | DirectionEvent::Marked { at, .. }
+            | DirectionEvent::LegMarked { at, .. }
             | DirectionEvent::LegArrived { at, .. }
             | DirectionEvent::LegDeparted { at, .. }
             | DirectionEvent::LegDropped { at, .. }
@@ -108,6 +120,7 @@ impl<P: Summarize> From<PipelineEvent<P>> for DirectionEvent<P> {
                 reason,
                 stage,
             },
+            PipelineEvent::Marked { mark, at, stage } => DirectionEvent::Marked { mark, at, stage },
         }
     }
 }

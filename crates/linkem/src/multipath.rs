@@ -34,24 +34,12 @@ pub struct Numbered<P> {
 }
 
 fn numbered<P>(p: Packet<P>, sn: Option<u16>) -> Packet<Numbered<P>> {
-    Packet {
-        id: p.id,
-        size: p.size,
-        copy: p.copy,
-        payload: Numbered { sn, payload: p.payload },
-    }
+    p.map_payload(|payload| Numbered { sn, payload })
 }
 
 fn unnumbered<P>(p: Packet<Numbered<P>>) -> (Option<u16>, Packet<P>) {
-    (
-        p.payload.sn,
-        Packet {
-            id: p.id,
-            size: p.size,
-            copy: p.copy,
-            payload: p.payload.payload,
-        },
-    )
+    let sn = p.payload.sn;
+    (sn, p.map_payload(|n| n.payload))
 }
 
 pub struct Multipath<P: Summarize> {
@@ -160,6 +148,10 @@ impl<P: Summarize + Clone> Multipath<P> {
                     reason,
                     stage,
                 });
+            }
+            PipelineEvent::Marked { mark, at, stage } => {
+                self.pending
+                    .push_back(DirectionEvent::LegMarked { leg, mark, at, stage });
             }
         }
     }

@@ -1,19 +1,33 @@
 //! A link direction: stages composed in order, processed as a discrete-event system.
 
-use crate::{DropReason, Nanos, Packet, Stage};
+use crate::{DropReason, Mark, Nanos, Notice, Packet, Stage};
 
 /// What a pipeline reports when it is stepped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PipelineEvent<P> {
     /// The packet left the last stage (the link direction) at `at`.
     Departed { packet: Packet<P>, at: Nanos },
-    /// A stage refused the packet at `at`.
+    /// A stage refused the packet at `at`, or dropped it at `at` after holding it (a
+    /// queue discipline's drop at dequeue, or of its oldest packet to make room).
     Dropped {
         packet: Packet<P>,
         at: Nanos,
         reason: DropReason,
         stage: usize,
     },
+    /// A stage ECN-marked the packet at `at` (it goes on, with `ecn == Ce`, and departs
+    /// later).
+    Marked { mark: Mark, at: Nanos, stage: usize },
+}
+
+impl<P> PipelineEvent<P> {
+    pub fn at(&self) -> Nanos {
+        match self {
+            PipelineEvent::Departed { at, .. }
+            | PipelineEvent::Dropped { at, .. }
+            | PipelineEvent::Marked { at, .. } => *at,
+        }
+    }
 }
 
 /// Stages in order; a packet moves from one to the next at the exact due time the
@@ -71,7 +85,7 @@ impl<P> Pipeline<P> {
 
     /// Processes the single earliest event if it is due at or before `now`: either a
     /// packet moves to the next stage (which may drop it: reported), or it leaves the
-    /// pipeline (reported). Returns `None` when nothing is due by `now`; callers loop
+    /// pipeline (reported), or a stage reports a drop or mark of a packet it held. Returns `None` when nothing is due by `now`; callers loop
     /// while [`Pipeline::next_due`] is `<= now`.
     pub fn step(&mut self, now: Nanos) -> Option<PipelineEvent<P>> {
         loop {
@@ -79,7 +93,22 @@ impl<P> Pipeline<P> {
             if t > now {
                 return None;
             }
-            let (packet, at) = self.stages[i].dequeue(t).expect("stage reported a due packet");
+            if let Some(n) = self.stages[i].take_notice(t) {
+                return Some(match n {
+                    Notice::Dropped { packet, reason, at } => PipelineEvent::Dropped {
+                        packet,
+                        at,
+                        reason,
+                        stage: i,
+                    },
+                    Notice::Marked { mark, at } => PipelineEvent::Marked { mark, at, stage: i },
+                });
+            }
+            // `None`: the stage processed an internal event (its link took a packet) that
+            // hands nothing on.
+            let Some((packet, at)) = self.stages[i].dequeue(t) else {
+                continue;
+            };
             if i + 1 == self.stages.len() {
                 return Some(PipelineEvent::Departed { packet, at });
             }

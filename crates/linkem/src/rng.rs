@@ -22,6 +22,8 @@ pub mod tag {
     /// The legs of a multipath direction: leg k's seed is the sub-stream k of this one
     /// ([`crate::spec::leg_seed`]).
     pub const LEGS: u64 = 4;
+    /// The queue discipline of the bottleneck (RED's and PIE's random drops).
+    pub const QUEUE: u64 = 5;
 }
 
 /// One step of splitmix64 (Steele, Lea, Flood 2014): a bijective mixer whose outputs for

@@ -17,7 +17,9 @@ fn contract() -> Value {
 /// cannot silently miss one.
 fn listed(reason: DropReason) -> bool {
     match reason {
-        DropReason::QueueFull | DropReason::RandomLoss | DropReason::MergeDiscard => DropReason::ALL.contains(&reason),
+        DropReason::QueueFull | DropReason::RandomLoss | DropReason::MergeDiscard | DropReason::AqmDrop => {
+            DropReason::ALL.contains(&reason)
+        }
     }
 }
 

@@ -46,7 +46,7 @@ fn copy_queues_behind_its_original_at_the_rate_stage() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 10_000_000,
         }),
-        queue: QueueLimit::Packets(1000),
+        queue: QueueLimit::Packets(1000).into(),
         delay: 3_000_000,
         ..Default::default()
     };

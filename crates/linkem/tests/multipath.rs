@@ -334,7 +334,7 @@ fn count_inference_window() {
 fn sequence_numbers_wrap_without_loss_of_order() {
     let leg = |d, rate| DirectionSpec {
         rate: Some(RateSpec::Constant { bits_per_sec: rate }),
-        queue: QueueLimit::Packets(200),
+        queue: QueueLimit::Packets(200).into(),
         delay: d,
         jitter: Some(JitterSpec {
             amount: 2 * MS,
@@ -416,7 +416,7 @@ fn leg_events_account_for_every_packet() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 10_000_000,
         }),
-        queue: QueueLimit::Packets(5),
+        queue: QueueLimit::Packets(5).into(),
         loss: Some(LossSpec::Bernoulli { p: 0.1 }),
         ..delay(d)
     };
@@ -495,7 +495,7 @@ fn plain_direction_matches_its_pipeline() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 5_000_000,
         }),
-        queue: QueueLimit::Packets(4),
+        queue: QueueLimit::Packets(4).into(),
         delay: 3 * MS,
         ..Default::default()
     };

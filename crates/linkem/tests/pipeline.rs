@@ -27,7 +27,7 @@ fn ideal_spec_is_an_empty_pipeline() {
             distribution: Distribution::Normal,
             reorder: false,
         }),
-        queue: QueueLimit::Packets(10),
+        queue: QueueLimit::Packets(10).into(),
         ..Default::default()
     };
     let mut p = build_pipeline::<()>(&spec, 1).unwrap();
@@ -44,7 +44,7 @@ fn departure_is_finish_plus_delay() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 7_000_000,
         }),
-        queue: QueueLimit::Packets(100),
+        queue: QueueLimit::Packets(100).into(),
         delay: 20 * MS + 3,
         ..Default::default()
     };
@@ -127,7 +127,7 @@ fn drops_name_their_stage() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 1_000_000,
         }),
-        queue: QueueLimit::Packets(5),
+        queue: QueueLimit::Packets(5).into(),
         delay: MS,
         ..Default::default()
     };
@@ -145,7 +145,7 @@ fn impaired() -> DirectionSpec {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 50_000_000,
         }),
-        queue: QueueLimit::Packets(30),
+        queue: QueueLimit::Packets(30).into(),
         delay: 10 * MS,
         jitter: Some(JitterSpec {
             amount: 2 * MS,
@@ -249,7 +249,7 @@ fn invalid_specs_are_refused_with_a_reason() {
         },
         DirectionSpec {
             rate: Some(RateSpec::Constant { bits_per_sec: 1 }),
-            queue: QueueLimit::Packets(0),
+            queue: QueueLimit::Packets(0).into(),
             ..Default::default()
         },
     ];

@@ -122,7 +122,7 @@ fn direction_spec() -> impl Strategy<Value = DirectionSpec> {
     )
         .prop_map(|(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
             rate,
-            queue,
+            queue: queue.into(),
             delay,
             jitter,
             loss,
@@ -375,9 +375,10 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         match reason {
             DropReason::RandomLoss => prop_assert!(spec.loss.is_some()),
             DropReason::QueueFull => {
-                prop_assert!(spec.rate.is_some() && spec.queue != QueueLimit::Unlimited)
+                prop_assert!(spec.rate.is_some() && spec.queue.limit != QueueLimit::Unlimited)
             }
             DropReason::MergeDiscard => prop_assert!(false, "a plain direction has no merge"),
+            DropReason::AqmDrop => prop_assert!(false, "drop-tail has no AQM"),
         }
     }
 
@@ -477,7 +478,7 @@ fn check_drop_tail_from_events(
                 continue;
             }
             let held: Vec<u32> = admitted.iter().filter(|&&(f, _)| f > a.at).map(|&(_, s)| s).collect();
-            let fit = fits(spec.queue, &held, a.size);
+            let fit = fits(spec.queue.limit, &held, a.size);
             match reason {
                 Some(_) => {
                     prop_assert!(
@@ -486,7 +487,7 @@ fn check_drop_tail_from_events(
                         a.id,
                         copy,
                         held,
-                        spec.queue
+                        spec.queue.limit
                     )
                 }
                 None => {
@@ -496,7 +497,7 @@ fn check_drop_tail_from_events(
                         a.id,
                         copy,
                         held,
-                        spec.queue
+                        spec.queue.limit
                     );
                     admitted.push((at - spec.delay, a.size));
                 }
@@ -624,9 +625,10 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
                 prop_assert!(spec.merge.enabled, "a merge that is off skipped a gap");
                 gap_skipped += count;
             }
-            DirectionEvent::Dropped { .. } => {
-                prop_assert!(false, "a multipath direction reported a plain drop")
+            DirectionEvent::Dropped { .. } | DirectionEvent::Marked { .. } => {
+                prop_assert!(false, "a multipath direction reported a plain drop or mark")
             }
+            DirectionEvent::LegMarked { .. } => prop_assert!(false, "drop-tail never marks"),
         }
     }
 

@@ -92,7 +92,7 @@ fn queue_of_50_accepts_exactly_50_of_a_burst_at_any_rate() {
             rate: Some(RateSpec::Constant {
                 bits_per_sec: mbit * 1_000_000,
             }),
-            queue: QueueLimit::Packets(50),
+            queue: QueueLimit::Packets(50).into(),
             delay: 500 * MS,
             ..Default::default()
         };

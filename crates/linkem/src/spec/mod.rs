@@ -3,7 +3,8 @@
 //! Units are SI integers (nanoseconds, bits per second, bytes). Stage order is fixed:
 //! loss → duplicate → queue+rate → delay (random loss and duplication act as a packet
 //! enters the link, as netem does; the queue sits ahead of the rate stage; propagation
-//! delay and jitter come after serialisation).
+//! delay and jitter come after serialisation). The queue has a discipline ([`queue`]:
+//! drop-tail by default, or drop-head, RED, CoDel, PIE, FQ-CoDel).
 //!
 //! A multipath direction ([`MultipathSpec`]) is a split onto legs, each leg a
 //! [`DirectionSpec`], and a merge; [`AnyDirectionSpec`] is either kind, and
@@ -15,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::delay::{Delay, Jitter};
 use crate::direction::{Direction, Summarize};
 use crate::duplicate::Duplicate;
+use crate::link::Link;
 use crate::loss::{Loss, LossModel};
 use crate::merge::{Reorder, DEFAULT_T_REORDERING};
 use crate::multipath::Multipath;
@@ -22,6 +24,9 @@ use crate::rate::{validate_trace, RateQueue};
 use crate::rng::{derive_seed, tag};
 use crate::split::{batch_counts, Split};
 use crate::{Nanos, Pipeline, Stage};
+
+pub mod queue;
+pub use queue::{DisciplineSpec, QueueSpec};
 
 #[derive(Debug, Clone, PartialEq, Default)]
 #[cfg_attr(
@@ -32,7 +37,10 @@ use crate::{Nanos, Pipeline, Stage};
 pub struct DirectionSpec {
     /// `None`: unlimited rate (and therefore no queueing).
     pub rate: Option<RateSpec>,
-    pub queue: QueueLimit,
+    /// The queue ahead of the rate stage: its discipline, limit and ECN switch. JSON: the
+    /// drop-tail forms `"unlimited"`, `{"packets": N}`, `{"bytes": N}`, or
+    /// `{"discipline": …}` ([`queue`]).
+    pub queue: QueueSpec,
     /// Fixed one-way delay.
     pub delay: Nanos,
     pub jitter: Option<JitterSpec>,
@@ -119,8 +127,9 @@ pub enum LossSpec {
 /// each stage draws from its own sub-stream of it ([`crate::rng::tag`]).
 ///
 /// Stages, in order, each omitted when ideal: loss (absent, or never losing) →
-/// duplicate (probability 0) → queue+rate (no rate: unlimited, and then the queue limit
-/// has no effect) → delay (no fixed delay and no jitter). A fully ideal spec gives an
+/// duplicate (probability 0) → queue+rate (no rate: unlimited, and then the queue has no
+/// effect; its discipline draws from the sub-stream [`tag::QUEUE`]) → delay (no fixed
+/// delay and no jitter). A fully ideal spec gives an
 /// empty pipeline, in which a packet departs at its arrival time.
 pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64) -> Result<Pipeline<P>, String> {
     validate(spec)?;
@@ -144,14 +153,13 @@ pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64
             derive_seed(seed, tag::DUPLICATE),
         )));
     }
-    match &spec.rate {
-        None => {}
-        Some(RateSpec::Constant { bits_per_sec }) => {
-            stages.push(Box::new(RateQueue::constant(*bits_per_sec, spec.queue)?))
-        }
-        Some(RateSpec::Trace { opportunities_ms }) => {
-            stages.push(Box::new(RateQueue::trace(opportunities_ms.clone(), spec.queue)?))
-        }
+    if let Some(rate) = &spec.rate {
+        let link = match rate {
+            RateSpec::Constant { bits_per_sec } => Link::constant(*bits_per_sec)?,
+            RateSpec::Trace { opportunities_ms } => Link::trace(opportunities_ms.clone())?,
+        };
+        let queue = spec.queue.build::<P>(&link);
+        stages.push(Box::new(RateQueue::new(link, queue, derive_seed(seed, tag::QUEUE))));
     }
     let jitter = spec.jitter.filter(|j| j.amount > 0).map(|j| Jitter {
         amount: j.amount,
@@ -164,7 +172,8 @@ pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64
     Ok(Pipeline::new(stages))
 }
 
-/// Checks a spec: probabilities in [0, 1], rate > 0, a valid trace, non-zero queue limit.
+/// Checks a spec: probabilities in [0, 1], rate > 0, a valid trace, a valid queue
+/// (non-zero limit, the discipline's parameters in range: [`QueueSpec::validate`]).
 pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
     fn prob(name: &str, v: f64) -> Result<(), String> {
         if (0.0..=1.0).contains(&v) {
@@ -192,12 +201,7 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
         Some(RateSpec::Constant { .. }) => {}
         Some(RateSpec::Trace { opportunities_ms }) => validate_trace(opportunities_ms)?,
     }
-    match spec.queue {
-        QueueLimit::Packets(0) => return Err("queue limit of 0 packets would drop every packet".into()),
-        QueueLimit::Bytes(0) => return Err("queue limit of 0 bytes would drop every packet".into()),
-        _ => {}
-    }
-    Ok(())
+    spec.queue.validate()
 }
 
 /// A direction of either kind. In JSON a multipath direction is recognised by its `legs`
