@@ -145,3 +145,66 @@ pub fn run_direction(d: &mut linkem::Direction<()>, arrivals: &[(u64, u32, Nanos
     assert_eq!(d.next_due(), None);
     ev
 }
+
+/// Drives a pipeline in virtual time like [`run_pipeline`], with each packet made by
+/// `make(id, size)` (to set its flow and ECN codepoint).
+pub fn run_pipeline_of(
+    p: &mut Pipeline<()>,
+    arrivals: &[(u64, u32, Nanos)],
+    make: impl Fn(u64, u32) -> Packet<()>,
+) -> Vec<PipelineEvent<()>> {
+    let mut ev = Vec::new();
+    for &(id, size, at) in arrivals {
+        while let Some(e) = p.step(at) {
+            ev.push(e);
+        }
+        if let Some(e) = p.push(make(id, size), at) {
+            ev.push(e);
+        }
+    }
+    while let Some(e) = p.step(Nanos::MAX) {
+        ev.push(e);
+    }
+    assert!(p.is_empty());
+    for w in ev.windows(2) {
+        assert!(
+            w[0].at() <= w[1].at(),
+            "events out of time order: {:?} then {:?}",
+            w[0],
+            w[1]
+        );
+    }
+    ev
+}
+
+/// Marks (id, at) of a pipeline run.
+pub fn marks(ev: &[PipelineEvent<()>]) -> Vec<(u64, Nanos)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            PipelineEvent::Marked { mark, at, .. } => Some((mark.id, *at)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Drops (id, at) with reason `reason` of a pipeline run.
+pub fn drops_with(ev: &[PipelineEvent<()>], reason: DropReason) -> Vec<(u64, Nanos)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            PipelineEvent::Dropped {
+                packet, at, reason: r, ..
+            } if *r == reason => Some((packet.id, *at)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Departed packets (id, at, ecn) of a pipeline run.
+pub fn departed(ev: &[PipelineEvent<()>]) -> Vec<(u64, Nanos, linkem::Ecn)> {
+    ev.iter()
+        .filter_map(|e| match e {
+            PipelineEvent::Departed { packet, at } => Some((packet.id, *at, packet.ecn)),
+            _ => None,
+        })
+        .collect()
+}
