@@ -5,18 +5,18 @@ mod common;
 use common::*;
 
 use linkem::queue::codel::CodelParams;
-use linkem::queue::fq_codel::FqCodelParams;
 use linkem::queue::pie::PieParams;
-use linkem::queue::red::RedParams;
 use linkem::queue::QueueLimit;
 use linkem::spec::{build_pipeline, validate, DirectionSpec, DisciplineSpec, QueueSpec, RateSpec};
 use linkem::DropReason;
 
-const MS: u64 = 1_000_000;
-
 #[cfg(feature = "serde")]
 mod json {
     use super::*;
+    use linkem::queue::fq_codel::FqCodelParams;
+    use linkem::queue::red::RedParams;
+
+    const MS: u64 = 1_000_000;
 
     fn queue(json: &str) -> Result<QueueSpec, String> {
         let spec: DirectionSpec =
