@@ -8,23 +8,33 @@
 //! * (b) order: an order-preserving pipeline never reorders; a merge delivers in split
 //!   order;
 //! * (c) drop-tail: the queue never holds more than its limit, and drops only when full;
+//!   every discipline: the queue never holds more than its limit;
 //! * (d) determinism: the same seed gives the same event sequence;
 //! * (e) timing: nothing leaves before arrival + the configured minimum delay +
 //!   serialisation, and at constant rate successive departures are at least 8·size/rate
-//!   apart (trace rate: every departure is at a delivery opportunity).
+//!   apart (trace rate: every departure is at a delivery opportunity);
+//! * (f) queue disciplines and ECN: under every discipline (drop-tail, drop-head, RED,
+//!   CoDel, PIE, FQ-CoDel, with ECN on or off) a packet is marked at most once, only by a
+//!   queue with ECN on and only if ECN-capable, and a marked packet departs (with CE);
+//!   drops are for reasons the queue can give, never before the packet arrived, and with
+//!   ECN on an AQM drops ECN-capable packets only where it may (PIE above mark_ecnth).
 //!
 //! Cases per property: 256 by default (about a second in release mode); `PROPTEST_CASES`
 //! sets another count, e.g. `PROPTEST_CASES=20000 cargo test --release --test properties`.
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use linkem::queue::codel::CodelParams;
+use linkem::queue::fq_codel::FqCodelParams;
+use linkem::queue::pie::PieParams;
+use linkem::queue::red::RedParams;
 use linkem::rate::RateQueue;
 use linkem::spec::{
-    build_direction, AnyDirectionSpec, DirectionSpec, Distribution, JitterSpec, LossSpec, MergeSpec, MultipathSpec,
-    QueueLimit, RateSpec, Ratio, SplitSpec,
+    build_direction, AnyDirectionSpec, DirectionSpec, DisciplineSpec, Distribution, JitterSpec, LossSpec, MergeSpec,
+    MultipathSpec, QueueLimit, QueueSpec, RateSpec, Ratio, SplitSpec,
 };
-use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Stage};
+use linkem::{Direction, DirectionEvent, DropReason, Ecn, Nanos, Packet, Stage};
 use proptest::prelude::*;
 
 const MS: u64 = 1_000_000;
@@ -57,6 +67,8 @@ struct Arrival {
     /// Multipath only: pinned to this leg (modulo the number of legs), bypassing split and
     /// merge.
     pin: Option<usize>,
+    flow: u32,
+    ecn: Ecn,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -80,11 +92,76 @@ fn rate() -> impl Strategy<Value = Option<RateSpec>> {
     ]
 }
 
-fn queue() -> impl Strategy<Value = QueueLimit> {
+fn limit() -> impl Strategy<Value = QueueLimit> {
     prop_oneof![
         1 => Just(QueueLimit::Unlimited),
         2 => (1u32..=64).prop_map(QueueLimit::Packets),
         2 => (1u64..=150_000).prop_map(QueueLimit::Bytes),
+    ]
+}
+
+fn codel_params() -> impl Strategy<Value = CodelParams> {
+    (1u64..=20 * MS, 1u64..=100 * MS, 0u32..=3000).prop_map(|(target, interval, mtu_bytes)| CodelParams {
+        target,
+        interval,
+        mtu_bytes,
+    })
+}
+
+/// An AQM with parameters anywhere in their valid ranges (PIE's update period from 1 ms,
+/// so a case stays short).
+fn aqm() -> impl Strategy<Value = DisciplineSpec> {
+    let red = (
+        0.0..20.0f64,
+        0.5..40.0f64,
+        0.01..=1.0f64,
+        0.001..=1.0f64,
+        any::<bool>(),
+        1u32..=3000,
+    )
+        .prop_map(|(min_th, span, max_p, w_q, gentle, avpkt_bytes)| {
+            DisciplineSpec::Red(RedParams {
+                min_th,
+                max_th: min_th + span,
+                max_p,
+                w_q,
+                gentle,
+                avpkt_bytes,
+            })
+        });
+    let pie = (
+        (1u64..=30 * MS, MS..=30 * MS, 0.0..=20.0f64, 0.0..=20.0f64),
+        (0u64..=200 * MS, 0u32..=3000, 0.0..=1.0f64),
+    )
+        .prop_map(
+            |((target, t_update, alpha, beta), (max_burst, mean_packet_bytes, mark_ecnth))| {
+                DisciplineSpec::Pie(PieParams {
+                    target,
+                    t_update,
+                    alpha,
+                    beta,
+                    max_burst,
+                    mean_packet_bytes,
+                    mark_ecnth,
+                })
+            },
+        );
+    let fq = (1u32..=16, 1u32..=3000, codel_params())
+        .prop_map(|(flows, quantum, codel)| DisciplineSpec::FqCodel(FqCodelParams { flows, quantum, codel }));
+    prop_oneof![red, codel_params().prop_map(DisciplineSpec::Codel), pie, fq]
+}
+
+/// Drop-tail as often as everything else together (its old forms), drop-head, and the
+/// AQMs with a limit and ECN on or off.
+fn queue() -> impl Strategy<Value = QueueSpec> {
+    let bounded = prop_oneof![
+        (1u32..=64).prop_map(QueueLimit::Packets),
+        (1u64..=150_000).prop_map(QueueLimit::Bytes)
+    ];
+    prop_oneof![
+        5 => limit().prop_map(QueueSpec::drop_tail),
+        1 => limit().prop_map(|l| QueueSpec::new(DisciplineSpec::DropHead).with_limit(l)),
+        4 => (aqm(), bounded, any::<bool>()).prop_map(|(d, l, ecn)| QueueSpec::new(d).with_limit(l).with_ecn(ecn)),
     ]
 }
 
@@ -122,7 +199,7 @@ fn direction_spec() -> impl Strategy<Value = DirectionSpec> {
     )
         .prop_map(|(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
             rate,
-            queue: queue.into(),
+            queue,
             delay,
             jitter,
             loss,
@@ -176,21 +253,26 @@ fn arrivals(pin_share: f64) -> impl Strategy<Value = Vec<Arrival>> {
         1 => Just(u32::from(u16::MAX)),
     ];
     let pin = (0.0..1.0f64, 0usize..3).prop_map(move |(u, leg)| (u < pin_share).then_some(leg));
+    // A few flows (so FQ-CoDel's queues collide and interleave), or any hash.
+    let flow = prop_oneof![3 => 0u32..4, 1 => any::<u32>()];
+    let ecn = prop_oneof![Just(Ecn::NotEct), Just(Ecn::Ect0), Just(Ecn::Ect1), Just(Ecn::Ce)];
     (
         0u64..=1_000 * MS,
-        prop::collection::vec((gap, size, pin), 0..MAX_PACKETS),
+        prop::collection::vec((gap, size, pin, flow, ecn), 0..MAX_PACKETS),
     )
         .prop_map(|(t0, v)| {
             let mut at = t0;
             v.into_iter()
                 .enumerate()
-                .map(|(i, (gap, size, pin))| {
+                .map(|(i, (gap, size, pin, flow, ecn))| {
                     at += gap;
                     Arrival {
                         id: i as u64,
                         size,
                         at,
                         pin,
+                        flow,
+                        ecn,
                     }
                 })
                 .collect()
@@ -221,7 +303,7 @@ fn run(d: &mut Direction<()>, arrivals: &[Arrival]) -> Vec<DirectionEvent<()>> {
     };
     for a in arrivals {
         drain(d, a.at, &mut ev);
-        let packet = Packet::new(a.id, a.size, ());
+        let packet = Packet::new(a.id, a.size, ()).with_flow(a.flow).with_ecn(a.ecn);
         match a.pin {
             Some(leg) if legs > 0 => d.push_on_leg(packet, leg % legs, a.at),
             _ => d.push(packet, a.at),
@@ -323,6 +405,7 @@ fn outcomes(ev: &[DirectionEvent<()>]) -> Outcomes {
                 .entry((packet.id, packet.copy))
                 .or_default()
                 .push((*at, Some(*reason))),
+            DirectionEvent::Marked { .. } => {}
             other => panic!("a plain direction reported a multipath event: {other:?}"),
         }
     }
@@ -366,19 +449,109 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         }
     }
 
-    // Drops happen as the packet enters (every stage ahead of the queue is instantaneous),
-    // for a reason the spec allows.
+    // Drops happen for a reason the spec allows, never before the packet arrived, and as
+    // it enters when the stage decides at arrival (loss; drop-tail, RED and PIE, and
+    // CoDel's hard limit). Drop-head and FQ-CoDel drop packets they held when another
+    // arrives, CoDel and FQ-CoDel at dequeue.
+    let discipline = &spec.queue.discipline;
     for (&(id, copy), v) in &outcomes {
         let (at, reason) = v[0];
         let Some(reason) = reason else { continue };
-        prop_assert_eq!(at, by_id[&id].at, "drop of ({}, {}) not at its arrival", id, copy);
+        let arrived = by_id[&id].at;
+        prop_assert!(
+            at >= arrived,
+            "({}, {}) dropped at {} before arriving at {}",
+            id,
+            copy,
+            at,
+            arrived
+        );
+        let at_arrival = match discipline {
+            DisciplineSpec::DropTail | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => true,
+            DisciplineSpec::Codel(_) => reason == DropReason::QueueFull,
+            DisciplineSpec::DropHead | DisciplineSpec::FqCodel(_) => reason == DropReason::RandomLoss,
+        };
+        if at_arrival || reason == DropReason::RandomLoss {
+            prop_assert_eq!(at, arrived, "drop of ({}, {}) not at its arrival", id, copy);
+        }
         match reason {
             DropReason::RandomLoss => prop_assert!(spec.loss.is_some()),
             DropReason::QueueFull => {
                 prop_assert!(spec.rate.is_some() && spec.queue.limit != QueueLimit::Unlimited)
             }
             DropReason::MergeDiscard => prop_assert!(false, "a plain direction has no merge"),
-            DropReason::AqmDrop => prop_assert!(false, "drop-tail has no AQM"),
+            DropReason::AqmDrop => {
+                prop_assert!(
+                    spec.rate.is_some() && discipline.is_aqm(),
+                    "an AQM drop by {:?}",
+                    discipline
+                );
+                // (f) With ECN on an AQM marks ECN-capable packets instead; only PIE drops
+                // them, above its marking threshold.
+                let pie = matches!(discipline, DisciplineSpec::Pie(_));
+                prop_assert!(
+                    !spec.queue.ecn || !by_id[&id].ecn.is_capable() || pie,
+                    "({}, {}) is ECN-capable ({:?}) and was dropped by {:?} with ECN on",
+                    id,
+                    copy,
+                    by_id[&id].ecn,
+                    discipline
+                );
+            }
+        }
+    }
+
+    // (f) Marks: at most one per packet, by a queue with ECN on, of an ECN-capable packet
+    // (reported with its codepoint), at or after its arrival; a marked packet departs, no
+    // earlier than its mark, with CE; every other one departs with its own codepoint.
+    let mut marked: HashMap<(u64, bool), Nanos> = HashMap::new();
+    for e in ev {
+        if let DirectionEvent::Marked { mark, at, .. } = e {
+            let a = by_id[&mark.id];
+            prop_assert!(
+                spec.queue.ecn && discipline.is_aqm(),
+                "{:?} marked by {:?}",
+                mark,
+                spec.queue
+            );
+            prop_assert!(
+                mark.from == a.ecn && a.ecn.is_capable(),
+                "{:?} arrived {:?}",
+                mark,
+                a.ecn
+            );
+            prop_assert!(*at >= a.at, "{:?} marked at {} before arriving", mark, at);
+            prop_assert!(
+                marked.insert((mark.id, mark.copy), *at).is_none(),
+                "{:?} marked twice",
+                mark
+            );
+        }
+    }
+    for e in ev {
+        match e {
+            DirectionEvent::Departed { packet, at } => {
+                let key = (packet.id, packet.copy);
+                let want = if marked.contains_key(&key) {
+                    Ecn::Ce
+                } else {
+                    by_id[&packet.id].ecn
+                };
+                prop_assert_eq!(packet.ecn, want, "{:?} departed with the wrong codepoint", key);
+                prop_assert!(
+                    marked.get(&key).is_none_or(|m| m <= at),
+                    "{:?} departed before its mark",
+                    key
+                );
+            }
+            DirectionEvent::Dropped { packet, .. } => {
+                prop_assert!(
+                    !marked.contains_key(&(packet.id, packet.copy)),
+                    "{:?} marked, then dropped",
+                    packet
+                )
+            }
+            _ => {}
         }
     }
 
@@ -391,8 +564,8 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         .collect();
 
     // (b) Order-preserving: departures in arrival order, each copy right behind its
-    // original's place.
-    if order_preserving(spec) {
+    // original's place (FQ-CoDel reorders between flows by design).
+    if order_preserving(spec) && discipline.is_fifo() {
         for w in departures.windows(2) {
             prop_assert!(
                 (w[0].0, w[0].1) < (w[1].0, w[1].1),
@@ -453,8 +626,47 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
             None => {}
         }
         if spec.rate.is_some() {
-            check_drop_tail_from_events(spec, arrivals, &outcomes)?;
+            check_limit_from_events(spec, arrivals, &outcomes)?;
+            if *discipline == DisciplineSpec::DropTail {
+                check_drop_tail_from_events(spec, arrivals, &outcomes)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// (c) for every discipline, from the events alone: at the end of each arrival instant the
+/// queue (the packets that reached it and have neither finished serialisation nor been
+/// dropped) is within its limit.
+fn check_limit_from_events(
+    spec: &DirectionSpec,
+    arrivals: &[Arrival],
+    outcomes: &Outcomes,
+) -> Result<(), TestCaseError> {
+    let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
+    // (start, end, size): from arrival to finish (departure − delay) or drop.
+    let mut held: Vec<(Nanos, Nanos, u32)> = Vec::new();
+    for (&(id, _), v) in outcomes {
+        let (at, reason) = v[0];
+        let a = by_id[&id];
+        match reason {
+            Some(DropReason::RandomLoss) => {}
+            Some(_) => held.push((a.at, at, a.size)),
+            None => held.push((a.at, at - spec.delay, a.size)),
+        }
+    }
+    for a in arrivals {
+        let now: Vec<u32> = held
+            .iter()
+            .filter(|&&(s, e, _)| s <= a.at && a.at < e)
+            .map(|h| h.2)
+            .collect();
+        let ok = match spec.queue.limit {
+            QueueLimit::Packets(n) => now.len() <= n as usize,
+            QueueLimit::Bytes(n) => now.iter().map(|&s| u64::from(s)).sum::<u64>() <= n,
+            QueueLimit::Unlimited => true,
+        };
+        prop_assert!(ok, "at {} the queue holds {:?}, over {:?}", a.at, now, spec.queue);
     }
     Ok(())
 }
@@ -525,6 +737,9 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
     let legs = spec.legs.len();
     let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
     let pinned = |id: u64| by_id[&id].pin.is_some();
+    // (f) (id, leg, copy) of packets a leg dropped, and of those it marked.
+    let mut leg_dropped: HashSet<(u64, usize, bool)> = HashSet::new();
+    let mut leg_marked: HashSet<(u64, usize, bool)> = HashSet::new();
     let mut tally: HashMap<u64, Tally> = HashMap::new();
     let mut arrived_on: HashMap<(u64, usize), Nanos> = HashMap::new();
     let mut first_off_leg: HashMap<u64, Nanos> = HashMap::new();
@@ -592,15 +807,39 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
                     .leg_outcomes
                     .entry((*leg, packet.copy))
                     .or_default() += 1;
-                prop_assert_eq!(
-                    *at,
-                    by_id[&packet.id].at,
-                    "a leg dropped {} after its arrival",
-                    packet.id
-                );
+                // Legs' stages decide at arrival, but for queue disciplines that drop packets
+                // they hold (later): drop-head, CoDel, FQ-CoDel.
+                let arrived = by_id[&packet.id].at;
+                let later = match spec.legs[*leg].queue.discipline {
+                    DisciplineSpec::DropTail | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => false,
+                    _ => *reason != DropReason::RandomLoss,
+                };
+                if later {
+                    prop_assert!(*at >= arrived, "a leg dropped {} before its arrival", packet.id);
+                } else {
+                    prop_assert_eq!(*at, arrived, "a leg dropped {} after its arrival", packet.id);
+                }
                 prop_assert!(
                     *reason != DropReason::MergeDiscard,
                     "a leg's stage reported a merge discard"
+                );
+                leg_dropped.insert((packet.id, *leg, packet.copy));
+            }
+            DirectionEvent::LegMarked { leg, mark, .. } => {
+                let q = &spec.legs[*leg].queue;
+                prop_assert!(
+                    q.ecn && q.discipline.is_aqm(),
+                    "leg {} marked {:?} with {:?}",
+                    leg,
+                    mark,
+                    q
+                );
+                prop_assert!(mark.from.is_capable() && mark.from == by_id[&mark.id].ecn, "{:?}", mark);
+                prop_assert!(
+                    leg_marked.insert((mark.id, *leg, mark.copy)),
+                    "{:?} marked twice on leg {}",
+                    mark,
+                    leg
                 );
             }
             DirectionEvent::Departed { packet, at } => {
@@ -628,8 +867,12 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
             DirectionEvent::Dropped { .. } | DirectionEvent::Marked { .. } => {
                 prop_assert!(false, "a multipath direction reported a plain drop or mark")
             }
-            DirectionEvent::LegMarked { .. } => prop_assert!(false, "drop-tail never marks"),
         }
+    }
+
+    // (f) A packet a leg marked leaves the leg.
+    for m in &leg_marked {
+        prop_assert!(!leg_dropped.contains(m), "{:?} marked, then dropped on its leg", m);
     }
 
     // (a) Conservation, leg by leg and at the merge.
@@ -739,7 +982,7 @@ proptest! {
     #[test]
     fn drop_tail_never_exceeds_its_limit(
         rate in rate().prop_filter("a queue needs a rate", Option::is_some),
-        limit in queue(),
+        limit in limit(),
         arrivals in arrivals(0.0),
     ) {
         let mut q = match rate.unwrap() {
