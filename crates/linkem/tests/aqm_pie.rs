@@ -233,7 +233,8 @@ fn ecn_marks_only_below_the_marking_threshold() {
         ..PieParams::default()
     };
     let arrivals = standing_queue(300);
-    let ecn = |id: u64, size| Packet::new(id, size, ()).with_ecn(if id % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct });
+    let ecn =
+        |id: u64, size| Packet::new(id, size, ()).with_ecn(if id.is_multiple_of(2) { Ecn::Ect0 } else { Ecn::NotEct });
     let plain = run_pipeline(
         &mut build_pipeline::<()>(&pie_link(params, 0.1, false), 7).unwrap(),
         &arrivals,

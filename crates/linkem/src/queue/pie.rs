@@ -6,7 +6,8 @@
 //!   `qdelay` is the sojourn time of the last packet dequeued, 0 if the queue was empty
 //!   after it.
 //! * Every `t_update` (at each multiple of `t_update` since time 0, before any packet
-//!   event at that instant; replayed lazily, see [`crate::queue`]), §4.2 and §5.5:
+//!   event at that instant; replayed lazily, see [`crate::queue`]; at least
+//!   [`MIN_T_UPDATE`]), §4.2 and §5.5:
 //!   1. p = α·(qdelay − target) + β·(qdelay − qdelay_old), delays in seconds;
 //!   2. auto-tuning: p /= 2048, 512, 128, 32, 8 or 2 while drop_prob < 10⁻⁶, 10⁻⁵,
 //!      10⁻⁴, 10⁻³, 10⁻², 10⁻¹ (the first that holds), unchanged from 0.1 on;
@@ -68,6 +69,10 @@ impl Default for PieParams {
     }
 }
 
+/// The shortest update period accepted (100 µs, 150 times the RFC's): updates are
+/// replayed one by one while the controller moves.
+pub const MIN_T_UPDATE: Nanos = 100_000;
+
 /// The default hard limit (Linux `pie`'s).
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
 
@@ -122,26 +127,23 @@ impl<P> Pie<P> {
         self.accu_prob
     }
 
-    /// Runs the updates due at or before `now`.
+    /// Runs the updates due at or before `now`. Between packet events an update's input
+    /// (qdelay) does not change, so once an update leaves the state as it was, every later
+    /// one does too: the replay then jumps to the last update due.
     pub fn catch_up(&mut self, now: Nanos) {
         while self.next_update <= now {
-            if self.quiescent() {
-                // Nothing changes until a packet event: skip to the last update ≤ now.
-                let t = self.params.t_update;
+            let before = (self.drop_prob.to_bits(), self.burst_allowance, self.qdelay_old);
+            self.update();
+            let t = self.params.t_update;
+            if (self.drop_prob.to_bits(), self.burst_allowance, self.qdelay_old) == before {
                 self.next_update = (now / t).saturating_add(1).saturating_mul(t);
                 return;
             }
-            self.update();
-            self.next_update = self.next_update.saturating_add(self.params.t_update);
+            if self.next_update == Nanos::MAX {
+                return; // the end of u64 time: no later update
+            }
+            self.next_update = self.next_update.saturating_add(t);
         }
-    }
-
-    /// The fixed point of an update: no delay, no probability, full allowance.
-    fn quiescent(&self) -> bool {
-        self.qdelay == 0
-            && self.qdelay_old == 0
-            && self.drop_prob == 0.0
-            && self.burst_allowance == self.params.max_burst
     }
 
     fn update(&mut self) {

@@ -175,7 +175,12 @@ impl QueueSpec {
             DisciplineSpec::Codel(c) => codel(c),
             DisciplineSpec::Pie(p) => {
                 check(p.target > 0, "target_ns", "> 0", p.target)?;
-                check(p.t_update > 0, "t_update_ns", "> 0", p.t_update)?;
+                check(
+                    p.t_update >= pie::MIN_T_UPDATE,
+                    "t_update_ns",
+                    "≥ 100000 (100 µs)",
+                    p.t_update,
+                )?;
                 check(
                     p.alpha.is_finite() && p.alpha >= 0.0,
                     "alpha",
