@@ -340,6 +340,45 @@ mod tests {
         assert_eq!(e, Ok(()));
     }
 
+    /// A direction's queue: the old drop-tail forms, a discipline with parameters (on a
+    /// plain direction or a leg), and errors that name the field.
+    #[test]
+    fn queues_with_disciplines() {
+        use linkem::spec::{DisciplineSpec, QueueSpec};
+        let queue_of = |cfg: &Config| match &cfg.directions[1].spec {
+            AnyDirectionSpec::Single(d) => d.queue.clone(),
+            AnyDirectionSpec::Multipath(m) => m.legs[1].queue.clone(),
+        };
+        let cfg = with_spec(
+            r#"{"rate": {"constant": {"bits_per_sec": 1000000}}, "queue": {"packets": 50}}"#,
+            "",
+        )
+        .unwrap();
+        assert_eq!(queue_of(&cfg), linkem::queue::QueueLimit::Packets(50).into());
+        let codel =
+            r#"{"discipline": "codel", "packets": 1000, "target_ns": 5000000, "interval_ns": 100000000, "ecn": true}"#;
+        let cfg = with_spec(
+            &format!(r#"{{"rate": {{"constant": {{"bits_per_sec": 1000000}}}}, "queue": {codel}}}"#),
+            "",
+        )
+        .unwrap();
+        let want = QueueSpec::new(DisciplineSpec::Codel(Default::default())).with_ecn(true);
+        assert_eq!(queue_of(&cfg), want);
+        let leg = format!(r#"{{"legs": [{{}}, {{"queue": {codel}}}], "split": {{"mode": "duplicate"}}}}"#);
+        assert_eq!(queue_of(&with_spec(&leg, "").unwrap()), want);
+        for (queue, needle) in [
+            (
+                r#"{"discipline": "red", "interval_ns": 5}"#,
+                "`interval_ns` is not a parameter of discipline red",
+            ),
+            (r#"{"discipline": "codel", "interval_ns": 0}"#, "queue.interval_ns"),
+            (r#"{"discipline": "fq_codel", "quantum": 5}"#, "quantum"),
+        ] {
+            let e = with_spec(&format!(r#"{{"queue": {queue}}}"#), "").unwrap_err();
+            assert!(e.contains(needle), "{queue}: {e:?} should mention {needle:?}");
+        }
+    }
+
     #[test]
     fn routes_may_pin_a_hop_to_a_leg() {
         let cfg = |legs: &str| {
