@@ -150,7 +150,15 @@ mod json {
             "queue.quantum_bytes",
         );
         err(r#"{"discipline": "codel", "packets": 0}"#, "0 packets");
-        err(r#"{"discipline": "codel", "target_ns": "5ms"}"#, "invalid type");
+        err(
+            r#"{"discipline": "codel", "target_ns": "5ms"}"#,
+            "queue.target_ns: invalid type",
+        );
+        err(r#"{"discipline": "codel", "packets": -1}"#, "queue.packets");
+        err(
+            r#"{"discipline": "codel", "ecn": true, "ecn": false}"#,
+            "queue.ecn: given twice",
+        );
     }
 }
 

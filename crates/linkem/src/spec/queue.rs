@@ -234,8 +234,7 @@ impl QueueSpec {
 /// Every field any form of `queue` may have, flat; which ones a discipline takes is
 /// checked after parsing, so errors name the field.
 #[cfg(feature = "serde")]
-#[derive(Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Default, Serialize)]
 struct RawQueue {
     #[serde(skip_serializing_if = "Option::is_none")]
     discipline: Option<String>,
@@ -281,8 +280,88 @@ struct RawQueue {
     quantum_bytes: Option<u32>,
 }
 
+/// The JSON names of [`RawQueue`]'s fields.
+#[cfg(feature = "serde")]
+const FIELDS: [&str; 21] = [
+    "discipline",
+    "packets",
+    "bytes",
+    "ecn",
+    "min_th",
+    "max_th",
+    "max_p",
+    "w_q",
+    "gentle",
+    "avpkt_bytes",
+    "target_ns",
+    "interval_ns",
+    "mtu_bytes",
+    "t_update_ns",
+    "alpha",
+    "beta",
+    "max_burst_ns",
+    "mean_packet_bytes",
+    "mark_ecnth",
+    "flows",
+    "quantum_bytes",
+];
+
 #[cfg(feature = "serde")]
 impl RawQueue {
+    /// Reads the fields of a JSON object one by one, so that an unknown, repeated or
+    /// mistyped field is an error that names it (`queue.<field>: …`).
+    fn read<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<RawQueue, A::Error> {
+        use serde::de::Error;
+        fn value<'de, T: Deserialize<'de>, A: serde::de::MapAccess<'de>>(
+            map: &mut A,
+            slot: &mut Option<T>,
+            key: &str,
+        ) -> Result<(), A::Error> {
+            if slot.is_some() {
+                return Err(A::Error::custom(format!("queue.{key}: given twice")));
+            }
+            *slot = Some(
+                map.next_value()
+                    .map_err(|e| A::Error::custom(format!("queue.{key}: {e}")))?,
+            );
+            Ok(())
+        }
+        let mut r = RawQueue::default();
+        while let Some(key) = map.next_key::<String>()? {
+            let m = &mut map;
+            match key.as_str() {
+                "discipline" => value(m, &mut r.discipline, &key)?,
+                "packets" => value(m, &mut r.packets, &key)?,
+                "bytes" => value(m, &mut r.bytes, &key)?,
+                "ecn" => value(m, &mut r.ecn, &key)?,
+                "min_th" => value(m, &mut r.min_th, &key)?,
+                "max_th" => value(m, &mut r.max_th, &key)?,
+                "max_p" => value(m, &mut r.max_p, &key)?,
+                "w_q" => value(m, &mut r.w_q, &key)?,
+                "gentle" => value(m, &mut r.gentle, &key)?,
+                "avpkt_bytes" => value(m, &mut r.avpkt_bytes, &key)?,
+                "target_ns" => value(m, &mut r.target_ns, &key)?,
+                "interval_ns" => value(m, &mut r.interval_ns, &key)?,
+                "mtu_bytes" => value(m, &mut r.mtu_bytes, &key)?,
+                "t_update_ns" => value(m, &mut r.t_update_ns, &key)?,
+                "alpha" => value(m, &mut r.alpha, &key)?,
+                "beta" => value(m, &mut r.beta, &key)?,
+                "max_burst_ns" => value(m, &mut r.max_burst_ns, &key)?,
+                "mean_packet_bytes" => value(m, &mut r.mean_packet_bytes, &key)?,
+                "mark_ecnth" => value(m, &mut r.mark_ecnth, &key)?,
+                "flows" => value(m, &mut r.flows, &key)?,
+                "quantum_bytes" => value(m, &mut r.quantum_bytes, &key)?,
+                other => {
+                    return Err(A::Error::custom(format!(
+                        "queue: unknown field `{other}`, expected one of {}",
+                        FIELDS.join(", ")
+                    )))
+                }
+            }
+        }
+        Ok(r)
+    }
+
     /// The parameter fields that are present.
     fn present(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
@@ -491,8 +570,7 @@ impl<'de> Deserialize<'de> for QueueSpec {
                 }
             }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<QueueSpec, A::Error> {
-                let raw = RawQueue::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                raw.into_spec().map_err(de::Error::custom)
+                RawQueue::read(map)?.into_spec().map_err(de::Error::custom)
             }
         }
         d.deserialize_any(V)
