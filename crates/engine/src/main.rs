@@ -4,7 +4,6 @@
 //! statistics. See docs/architecture.md (Layers).
 
 mod clock;
-mod config;
 mod forwarder;
 mod log;
 mod stats;
@@ -13,7 +12,8 @@ mod sys;
 use std::io::Write;
 use std::path::PathBuf;
 
-use config::Config;
+// The configuration parser lives in the library, so tests parse configs with it too.
+use engine::config::{self, Config};
 use forwarder::Forwarder;
 use stats::RunStats;
 
