@@ -11,7 +11,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from transportlab.locations import binary
@@ -95,7 +97,8 @@ class Network:
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
         self._children: list[subprocess.Popen] = []
-        self._old_sigterm: Any = None
+        # What signal.signal() returns: the handler before ours.
+        self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
         self.engine_stats: dict | None = None
 
     # -- names -------------------------------------------------------------------
