@@ -12,12 +12,11 @@ use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, UInt64Array};
 use serde::Serialize;
 
-use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::stats::{self, Scaled};
+use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::{output, sys, usage, EchoArgs, ProbeArgs};
 
 const POLL: Duration = Duration::from_millis(100);
-
 
 #[derive(Serialize)]
 struct EchoParams<'a> {
@@ -185,16 +184,18 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
                 let mut replies = Vec::with_capacity(count.min(1 << 20) as usize);
                 let mut buf = vec![0u8; size.max(65536)];
                 while !done.load(Ordering::Acquire) {
-                    match rsock.recv(&mut buf) {
-                        Ok(n) => {
-                            let recv_ns = sys::now_ns();
-                            // Too short to be one of ours: ignored.
-                            if let Ok(p) = ProbeStamp::decode(&buf[..n]) {
-                                replies.push(Reply { seq: p.seq, recv_ns, echo_ns: p.echo_ns });
-                                received.fetch_add(1, Ordering::Release);
-                            }
+                    // Errors are timeouts, and ECONNREFUSED while the echo is not up.
+                    if let Ok(n) = rsock.recv(&mut buf) {
+                        let recv_ns = sys::now_ns();
+                        // Too short to be one of ours: ignored.
+                        if let Ok(p) = ProbeStamp::decode(&buf[..n]) {
+                            replies.push(Reply {
+                                seq: p.seq,
+                                recv_ns,
+                                echo_ns: p.echo_ns,
+                            });
+                            received.fetch_add(1, Ordering::Release);
                         }
-                        Err(_) => {} // timeouts, and ECONNREFUSED while the echo is not up
                     }
                 }
                 replies
@@ -213,7 +214,12 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
             break;
         }
         let now = sys::now_ns();
-        ProbeStamp { seq, send_ns: now, echo_ns: 0 }.emit(&mut buf)?;
+        ProbeStamp {
+            seq,
+            send_ns: now,
+            echo_ns: 0,
+        }
+        .emit(&mut buf)?;
         if sock.send(&buf).is_err() {
             send_errors += 1;
         }

@@ -108,7 +108,13 @@ pub struct ObjectSummary {
 }
 
 impl ObjectSummary {
-    pub fn new(index: u64, size: u64, request_ns: u64, first_byte_ns: u64, complete_ns: u64) -> ObjectSummary {
+    pub fn new(
+        index: u64,
+        size: u64,
+        request_ns: u64,
+        first_byte_ns: u64,
+        complete_ns: u64,
+    ) -> ObjectSummary {
         ObjectSummary {
             index,
             size,
@@ -132,8 +138,14 @@ pub struct ObjectsSummary {
 
 impl ObjectsSummary {
     pub fn new(objects: Vec<ObjectSummary>) -> ObjectsSummary {
-        let ttfb: Vec<f64> = objects.iter().map(|o| (o.first_byte_ns - o.request_ns) as f64).collect();
-        let completion: Vec<f64> = objects.iter().map(|o| (o.complete_ns - o.request_ns) as f64).collect();
+        let ttfb: Vec<f64> = objects
+            .iter()
+            .map(|o| (o.first_byte_ns - o.request_ns) as f64)
+            .collect();
+        let completion: Vec<f64> = objects
+            .iter()
+            .map(|o| (o.complete_ns - o.request_ns) as f64)
+            .collect();
         ObjectsSummary {
             objects_completed: objects.len(),
             ttfb: stats::scaled(&ttfb, 1e6, "ms"),

@@ -82,7 +82,11 @@ impl Serialize for Scaled {
 
 /// Statistics of `values` for a summary (null when there were no samples).
 pub fn scaled(values: &[f64], scale: f64, unit: &'static str) -> Option<Scaled> {
-    describe(values).map(|describe| Scaled { describe, scale, unit })
+    describe(values).map(|describe| Scaled {
+        describe,
+        scale,
+        unit,
+    })
 }
 
 /// RFC 3550 §6.4.1 interarrival jitter, in the units of the inputs.
@@ -139,9 +143,22 @@ mod tests {
     fn scaled_keys_carry_the_unit() {
         let v = serde_json::to_value(scaled(&[1e6, 3e6], 1e6, "ms")).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["count", "max_ms", "mean_ms", "min_ms", "p50_ms", "p95_ms", "p99_ms", "std_ms"]);
-        assert_eq!((v["count"].as_u64(), v["mean_ms"].as_f64(), v["max_ms"].as_f64()), (Some(2), Some(2.0), Some(3.0)));
-        assert_eq!(serde_json::to_value(scaled(&[], 1e3, "us")).unwrap(), serde_json::Value::Null);
+        assert_eq!(
+            keys,
+            ["count", "max_ms", "mean_ms", "min_ms", "p50_ms", "p95_ms", "p99_ms", "std_ms"]
+        );
+        assert_eq!(
+            (
+                v["count"].as_u64(),
+                v["mean_ms"].as_f64(),
+                v["max_ms"].as_f64()
+            ),
+            (Some(2), Some(2.0), Some(3.0))
+        );
+        assert_eq!(
+            serde_json::to_value(scaled(&[], 1e3, "us")).unwrap(),
+            serde_json::Value::Null
+        );
     }
 
     #[test]

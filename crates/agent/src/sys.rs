@@ -231,5 +231,8 @@ pub fn udp_socket_drops(fd: &impl AsRawFd) -> Option<u64> {
 /// A socket call that timed out (the periodic wake-up to check for a stop request) or
 /// was interrupted: try again.
 pub fn is_retry(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
 }

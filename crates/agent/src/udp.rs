@@ -26,7 +26,6 @@ pub fn unspecified_for(addr: &SocketAddr) -> SocketAddr {
     }
 }
 
-
 #[derive(Serialize)]
 struct SendParams<'a> {
     to: String,
@@ -320,8 +319,9 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         first_recv_ns: first,
         last_recv_ns: last,
         duration_s: span as f64 / 1e9,
-        throughput_bps: (span > 0 && received > 1)
-            .then(|| bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9)),
+        throughput_bps: (span > 0 && received > 1).then(|| {
+            bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9)
+        }),
         owd: stats::scaled(&owd, 1e6, "ms"),
         interarrival: stats::scaled(&interarrival, 1e6, "ms"),
         jitter_rfc3550_ms: (arrivals.len() > 1).then(|| stats::rfc3550_jitter(&arrivals) / 1e6),

@@ -367,24 +367,74 @@ fn exit_codes() {
 fn tcp_tls_upload_and_objects() {
     let d = TempDir::new("tls");
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--tls", "--summary", &ss]);
+    let (srv, port) = start_server(&[
+        "tcp-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--tls",
+        "--summary",
+        &ss,
+    ]);
     let connect = format!("127.0.0.1:{port}");
     let c = &connect;
-    assert_eq!(run(&["tcp-client", "--connect", c, "--tls", "--bytes", "10MB", "--summary", &cs], LIMIT), 0);
+    assert_eq!(
+        run(
+            &[
+                "tcp-client",
+                "--connect",
+                c,
+                "--tls",
+                "--bytes",
+                "10MB",
+                "--summary",
+                &cs
+            ],
+            LIMIT
+        ),
+        0
+    );
     let up = summary(&cs);
     assert_eq!(up["results"]["complete"], true);
     assert_eq!(up["results"]["tls"], true);
     assert!(up["results"]["tls_handshake_s"].as_f64().unwrap() > 0.0);
     assert_eq!(up["results"]["bytes"], 10_000_000);
     assert_eq!(
-        run(&["tcp-client", "--connect", c, "--tls", "--objects", "5", "--object-size", "300kB", "--summary", &cs], LIMIT),
+        run(
+            &[
+                "tcp-client",
+                "--connect",
+                c,
+                "--tls",
+                "--objects",
+                "5",
+                "--object-size",
+                "300kB",
+                "--summary",
+                &cs
+            ],
+            LIMIT
+        ),
         0
     );
     let obj = summary(&cs);
     assert_eq!(obj["results"]["complete"], true);
     assert_eq!(obj["results"]["objects_completed"], 5);
     assert_eq!(
-        run(&["tcp-client", "--connect", c, "--tls", "--direction", "download", "--bytes", "3MB", "--summary", &cs], LIMIT),
+        run(
+            &[
+                "tcp-client",
+                "--connect",
+                c,
+                "--tls",
+                "--direction",
+                "download",
+                "--bytes",
+                "3MB",
+                "--summary",
+                &cs
+            ],
+            LIMIT
+        ),
         0
     );
     assert_eq!(summary(&cs)["results"]["bytes"], 3_000_000);

@@ -8,15 +8,36 @@ use std::time::Duration;
 
 /// Runs a `--once` server and a client with the given extra arguments; returns both
 /// summaries after checking both exited 0.
-fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, serde_json::Value, TempDir) {
+fn transfer(
+    name: &str,
+    server_args: &[&str],
+    client_args: &[&str],
+) -> (serde_json::Value, serde_json::Value, TempDir) {
     let d = TempDir::new(name);
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
     let (ser, cser) = (d.file("srv.arrow"), d.file("cli.arrow"));
-    let mut sa = vec!["quic-server", "--bind", "127.0.0.1:0", "--once", "--summary", &ss, "--series", &ser];
+    let mut sa = vec![
+        "quic-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--once",
+        "--summary",
+        &ss,
+        "--series",
+        &ser,
+    ];
     sa.extend_from_slice(server_args);
     let (srv, port) = start_server(&sa);
     let connect = format!("127.0.0.1:{port}");
-    let mut ca = vec!["quic-client", "--connect", &connect, "--summary", &cs, "--series", &cser];
+    let mut ca = vec![
+        "quic-client",
+        "--connect",
+        &connect,
+        "--summary",
+        &cs,
+        "--series",
+        &cser,
+    ];
     ca.extend_from_slice(client_args);
     assert_eq!(run(&ca, LIMIT), 0, "client of {name}");
     assert_eq!(wait(srv, LIMIT), 0, "server of {name}");
@@ -26,7 +47,11 @@ fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_js
 
 #[test]
 fn quic_upload_by_bytes_completes() {
-    let (s, c, _d) = transfer("quic-upload", &["--cc", "bbr"], &["--cc", "cubic", "--bytes", "20MB"]);
+    let (s, c, _d) = transfer(
+        "quic-upload",
+        &["--cc", "bbr"],
+        &["--cc", "cubic", "--bytes", "20MB"],
+    );
     let r = &c["results"];
     assert_eq!(c["subcommand"], "quic-client");
     assert_eq!(c["stopped_by"], "bytes");
@@ -49,7 +74,16 @@ fn quic_download_fixed_datagram_size() {
     let (s, c, _d) = transfer(
         "quic-download",
         &["--cc", "newreno", "--datagram-size", "1300"],
-        &["--cc", "newreno", "--datagram-size", "1300", "--direction", "download", "--bytes", "5MB"],
+        &[
+            "--cc",
+            "newreno",
+            "--datagram-size",
+            "1300",
+            "--direction",
+            "download",
+            "--bytes",
+            "5MB",
+        ],
     );
     assert_eq!(c["results"]["complete"], true);
     assert_eq!(c["results"]["bytes"], 5_000_000);
@@ -61,7 +95,14 @@ fn quic_objects_on_parallel_streams_complete() {
     let (s, c, _d) = transfer(
         "quic-objects",
         &["--cc", "bbr"],
-        &["--objects", "12", "--object-size", "100kB", "--streams", "4"],
+        &[
+            "--objects",
+            "12",
+            "--object-size",
+            "100kB",
+            "--streams",
+            "4",
+        ],
     );
     let r = &c["results"];
     assert_eq!(r["complete"], true);
@@ -77,7 +118,14 @@ fn quic_messages_record_one_way_delay() {
     let (s, c, d) = transfer(
         "quic-messages",
         &["--message-series", "/dev/null"],
-        &["--message-size", "200", "--message-rate", "100", "--duration", "500ms"],
+        &[
+            "--message-size",
+            "200",
+            "--message-rate",
+            "100",
+            "--duration",
+            "500ms",
+        ],
     );
     let _ = d;
     assert_eq!(c["results"]["messages_sent"], 50);
@@ -106,17 +154,55 @@ fn quic_bad_cc_exits_2_naming_the_flag() {
     let d = TempDir::new("quic-badcc");
     let s = d.file("x.json");
     let stderr_of = |args: &[&str]| {
-        let out = Command::new(AGENT).args(args).stderr(Stdio::piped()).output().unwrap();
-        (out.status.code().unwrap(), String::from_utf8_lossy(&out.stderr).into_owned())
+        let out = Command::new(AGENT)
+            .args(args)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     };
-    let (code, err) = stderr_of(&["quic-client", "--connect", "127.0.0.1:9", "--bytes", "1MB", "--cc", "nope", "--summary", &s]);
+    let (code, err) = stderr_of(&[
+        "quic-client",
+        "--connect",
+        "127.0.0.1:9",
+        "--bytes",
+        "1MB",
+        "--cc",
+        "nope",
+        "--summary",
+        &s,
+    ]);
     assert_eq!(code, 2);
-    assert!(err.contains("--cc nope: unknown congestion controller"), "{err}");
+    assert!(
+        err.contains("--cc nope: unknown congestion controller"),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 1, "{err}");
-    let (code, err) = stderr_of(&["quic-server", "--bind", "127.0.0.1:0", "--cc", "cubic", "--cc-param", "nonsense=1", "--summary", &s]);
+    let (code, err) = stderr_of(&[
+        "quic-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--cc",
+        "cubic",
+        "--cc-param",
+        "nonsense=1",
+        "--summary",
+        &s,
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("--cc-param nonsense=1"), "{err}");
-    let (code, err) = stderr_of(&["quic-server", "--bind", "127.0.0.1:0", "--datagram-size", "1000", "--summary", &s]);
+    let (code, err) = stderr_of(&[
+        "quic-server",
+        "--bind",
+        "127.0.0.1:0",
+        "--datagram-size",
+        "1000",
+        "--summary",
+        &s,
+    ]);
     assert_eq!(code, 2);
     assert!(err.contains("--datagram-size 1000"), "{err}");
 }
@@ -128,7 +214,15 @@ fn quic_sigterm_writes_summary() {
     let (srv, port) = start_server(&["quic-server", "--bind", "127.0.0.1:0", "--summary", &ss]);
     let connect = format!("127.0.0.1:{port}");
     let cli = Command::new(AGENT)
-        .args(["quic-client", "--connect", &connect, "--duration", "30s", "--summary", &cs])
+        .args([
+            "quic-client",
+            "--connect",
+            &connect,
+            "--duration",
+            "30s",
+            "--summary",
+            &cs,
+        ])
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));

@@ -60,7 +60,11 @@ fn random_bytes_never_panic_and_accepted_ones_roundtrip() {
         let mut buf: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
         // Mostly valid prefixes, so the checks past the magic are reached too.
         if i % 2 == 0 && len >= 8 {
-            let t = if i % 4 == 0 { Transport::Tcp } else { Transport::Quic };
+            let t = if i % 4 == 0 {
+                Transport::Tcp
+            } else {
+                Transport::Quic
+            };
             buf[..4].copy_from_slice(&t.magic());
             buf[4] = request::VERSION;
             buf[5] = 1 + rng.byte() % 4;
@@ -69,16 +73,28 @@ fn random_bytes_never_panic_and_accepted_ones_roundtrip() {
         }
         accepted += check_all(&buf);
     }
-    assert!(accepted > 1000, "only {accepted} requests accepted: the checks past the framing went untested");
+    assert!(
+        accepted > 1000,
+        "only {accepted} requests accepted: the checks past the framing went untested"
+    );
 }
 
 #[test]
 fn every_prefix_of_a_valid_request_is_refused_as_truncated() {
-    let r = Request { bytes: 5, ..Request::new(Mode::Upload) };
+    let r = Request {
+        bytes: 5,
+        ..Request::new(Mode::Upload)
+    };
     for t in [Transport::Tcp, Transport::Quic] {
         let b = r.encode(t).unwrap();
         for n in 0..b.len() {
-            assert_eq!(Request::decode(t, &b[..n]), Err(Error::Truncated { needed: t.len(), got: n }));
+            assert_eq!(
+                Request::decode(t, &b[..n]),
+                Err(Error::Truncated {
+                    needed: t.len(),
+                    got: n
+                })
+            );
         }
         assert_eq!(Request::decode(t, &b), Ok(r));
     }

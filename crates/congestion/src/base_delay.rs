@@ -19,7 +19,11 @@ pub(crate) struct BaseDelayHistory {
 
 impl BaseDelayHistory {
     pub fn new(origin: Nanos, capacity: u64) -> Self {
-        BaseDelayHistory { origin, capacity: capacity.max(1), buckets: VecDeque::new() }
+        BaseDelayHistory {
+            origin,
+            capacity: capacity.max(1),
+            buckets: VecDeque::new(),
+        }
     }
 
     /// Adds a delay sample taken at `now`. Minutes without samples leave no bucket but
@@ -31,7 +35,11 @@ impl BaseDelayHistory {
             Some((last, min)) if *last >= minute => *min = (*min).min(delay),
             _ => self.buckets.push_back((minute, delay)),
         }
-        while self.buckets.front().is_some_and(|&(first, _)| first + self.capacity <= minute) {
+        while self
+            .buckets
+            .front()
+            .is_some_and(|&(first, _)| first + self.capacity <= minute)
+        {
             self.buckets.pop_front();
         }
     }

@@ -36,7 +36,12 @@ pub(crate) struct CorrelationWindow {
 
 impl CorrelationWindow {
     pub fn new(capacity: usize) -> Self {
-        CorrelationWindow { points: Vec::with_capacity(capacity), capacity, next: 0, sums: Sums::default() }
+        CorrelationWindow {
+            points: Vec::with_capacity(capacity),
+            capacity,
+            next: 0,
+            sums: Sums::default(),
+        }
     }
 
     pub fn capacity(&self) -> usize {
@@ -75,7 +80,13 @@ impl CorrelationWindow {
     fn moments(&self) -> (f64, f64, f64) {
         let n = self.points.len() as f64;
         let s = &self.sums;
-        let noise_free = |spread: f64, scale: f64| if spread <= VARIANCE_EPSILON * scale { 0.0 } else { spread };
+        let noise_free = |spread: f64, scale: f64| {
+            if spread <= VARIANCE_EPSILON * scale {
+                0.0
+            } else {
+                spread
+            }
+        };
         let sxx = noise_free(n * s.xx - s.x * s.x, n * s.xx);
         let syy = noise_free(n * s.yy - s.y * s.y, n * s.yy);
         (sxx, syy, n * s.xy - s.x * s.y)

@@ -52,7 +52,13 @@ impl CubicShape {
         let n = 2.0;
         let beta = (n - 1.0 + 0.7) / n;
         let alpha = 3.0 * n * n * (1.0 - beta) / (1.0 + beta);
-        CubicShape { variant: "chromium", beta, alpha, alpha_after_prior: alpha, last_max_backoff: 0.85 }
+        CubicShape {
+            variant: "chromium",
+            beta,
+            alpha,
+            alpha_after_prior: alpha,
+            last_max_backoff: 0.85,
+        }
     }
 }
 
@@ -162,7 +168,13 @@ impl Cubic {
     fn begin_epoch(&self, now: Nanos) -> Epoch {
         let w_max = self.w_max.max(self.window);
         let k = ((w_max - self.window) / self.mss as f64 / C).cbrt();
-        Epoch { start: now, k, w_max, w_est: self.window, paused_at: None }
+        Epoch {
+            start: now,
+            k,
+            w_max,
+            w_est: self.window,
+            paused_at: None,
+        }
     }
 
     /// The delay-correlation layer's clamp: set the window now, leave slow start (a
@@ -188,7 +200,11 @@ impl Cubic {
         // Reno-friendly estimate, RFC 9438's per-ack form W_est += α·segments_acked/cwnd.
         // It counts acks, not time, so it needs no RTT (RFC 8312's closed form
         // W_max·β + α·t/RTT needed one; Linux used the min RTT there).
-        let alpha = if epoch.w_est >= self.window_prior { self.shape.alpha_after_prior } else { self.shape.alpha };
+        let alpha = if epoch.w_est >= self.window_prior {
+            self.shape.alpha_after_prior
+        } else {
+            self.shape.alpha
+        };
         epoch.w_est += alpha * bytes * mss / self.window;
 
         let cubic_now = self.cubic_curve(&epoch, t);
@@ -200,7 +216,9 @@ impl Cubic {
             // §4.2; Chromium uses the min RTT there), clipped to [cwnd, 1.5·cwnd], and
             // move (target − cwnd)/cwnd segments per segment acked.
             let rtt = acked.rtt.smoothed as f64 / NANOS_PER_SECOND;
-            let target = self.cubic_curve(&epoch, t + rtt).clamp(self.window, 1.5 * self.window);
+            let target = self
+                .cubic_curve(&epoch, t + rtt)
+                .clamp(self.window, 1.5 * self.window);
             self.window += (target - self.window) * bytes / self.window;
         }
         self.epoch = Some(epoch);
@@ -240,7 +258,11 @@ impl Controller for Cubic {
         if self.recovery.on_loss(lost) {
             // Fast convergence (RFC 9438 §4.7): a loss before W_max was regained means
             // competing flows; release bandwidth by remembering a lower maximum.
-            self.w_max = if self.window < self.w_max { self.window * self.shape.last_max_backoff } else { self.window };
+            self.w_max = if self.window < self.w_max {
+                self.window * self.shape.last_max_backoff
+            } else {
+                self.window
+            };
             self.window_prior = self.window;
             let reduced = (self.window * self.shape.beta).max(minimum_window(self.mss) as f64);
             self.ssthresh = Some(reduced);

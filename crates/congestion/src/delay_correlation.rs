@@ -33,7 +33,11 @@ pub struct Dither {
 
 impl Default for Dither {
     fn default() -> Self {
-        Dither { small: 2.0, large_min: 10.0, large_divisor: 16.0 }
+        Dither {
+            small: 2.0,
+            large_min: 10.0,
+            large_divisor: 16.0,
+        }
     }
 }
 
@@ -69,7 +73,14 @@ pub struct DelayCorrelation {
 }
 
 impl DelayCorrelation {
-    pub fn new(cubic: Cubic, mss: u64, window_len: usize, threshold: f64, dither: Dither, seed: u64) -> Self {
+    pub fn new(
+        cubic: Cubic,
+        mss: u64,
+        window_len: usize,
+        threshold: f64,
+        dither: Dither,
+        seed: u64,
+    ) -> Self {
         DelayCorrelation {
             cubic,
             mss,
@@ -146,7 +157,9 @@ impl DelayCorrelation {
             self.clamp_active = false;
             return;
         }
-        let Some((m, b)) = self.window.line() else { return };
+        let Some((m, b)) = self.window.line() else {
+            return;
+        };
         // Where the fitted line meets the minimum RTT: y = min_rtt ⇒ x = (min_rtt − b)/m.
         // R ≥ threshold > 0 implies m > 0; a threshold of 0 could admit m ≤ 0, which
         // has no such point — then keep the previous state.
@@ -164,7 +177,9 @@ impl DelayCorrelation {
         let dither = if slot < self.window.capacity() / 2 {
             self.dither.small
         } else {
-            self.dither.large_min.max(estimate / self.dither.large_divisor)
+            self.dither
+                .large_min
+                .max(estimate / self.dither.large_divisor)
         };
         let packets = (estimate + dither).round() as u64;
         self.cubic.clamp_window(packets * self.mss);
@@ -187,9 +202,16 @@ impl Controller for DelayCorrelation {
         // retransmits a packet (lost data goes in new packets), so every ack's sample
         // is unambiguous and none needs ignoring here.
         if let Some(&in_flight) = self.in_flight_at_send.get(&acked.sent_time) {
-            if self.frame_newest.is_none_or(|newest| acked.sent_time >= newest.sent_time) {
-                self.frame_newest =
-                    Some(Observation { sent_time: acked.sent_time, in_flight, rtt: acked.rtt.latest, min_rtt: acked.rtt.min });
+            if self
+                .frame_newest
+                .is_none_or(|newest| acked.sent_time >= newest.sent_time)
+            {
+                self.frame_newest = Some(Observation {
+                    sent_time: acked.sent_time,
+                    in_flight,
+                    rtt: acked.rtt.latest,
+                    min_rtt: acked.rtt.min,
+                });
             }
         }
         // Anything sent before an acked packet and still unacked is lost or reordered;
@@ -198,7 +220,10 @@ impl Controller for DelayCorrelation {
         if self.clamp_active {
             // Suppress CUBIC's increase while clamped: to CUBIC the window is not the
             // limit, so it neither grows nor counts the time in its cubic epoch.
-            self.cubic.on_ack(&Acked { app_limited: true, ..*acked });
+            self.cubic.on_ack(&Acked {
+                app_limited: true,
+                ..*acked
+            });
         } else {
             self.cubic.on_ack(acked);
         }

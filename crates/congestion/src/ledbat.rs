@@ -96,13 +96,22 @@ impl Ledbat {
         Ok(ledbat)
     }
 
-    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
+    pub(crate) fn from_reader(
+        reader: &mut ParamReader<'_>,
+        mss: u64,
+        now: Nanos,
+    ) -> Result<Self, ConfigError> {
         let flavour = match reader.choice("flavour", "libutp", &["libutp", "libtorrent"])? {
             "libtorrent" => Flavour::Libtorrent,
             _ => Flavour::Libutp,
         };
         let target_ms: f64 = reader.number("target", 100.0, 0.001..=10_000.0)?;
-        Ok(Self::new(flavour, mss, (target_ms * MS as f64).round() as Nanos, now))
+        Ok(Self::new(
+            flavour,
+            mss,
+            (target_ms * MS as f64).round() as Nanos,
+            now,
+        ))
     }
 
     pub fn flavour(&self) -> Flavour {
@@ -134,7 +143,12 @@ impl Ledbat {
         }
         let bytes = acked.bytes as f64;
         let window_factor = bytes.min(self.window) / bytes.max(self.window);
-        let slow_start = self.window + if acked.app_limited { 0.0 } else { window_factor * self.mss as f64 };
+        let slow_start = self.window
+            + if acked.app_limited {
+                0.0
+            } else {
+                window_factor * self.mss as f64
+            };
         if self.ssthresh.is_some_and(|ssthresh| slow_start > ssthresh) {
             self.slow_start = false;
         } else if queueing_delay as f64 > LIBUTP_SLOW_START_EXIT * self.target as f64 {
@@ -152,12 +166,19 @@ impl Ledbat {
     /// would pass ssthresh, or a loss.
     fn libtorrent_ack(&mut self, acked: &Acked, gain: f64, off_target: f64) {
         if self.slow_start {
-            let exponential = if acked.app_limited { 0.0 } else { acked.bytes as f64 };
+            let exponential = if acked.app_limited {
+                0.0
+            } else {
+                acked.bytes as f64
+            };
             if off_target <= 0.0 {
                 self.slow_start = false;
                 // Chosen: remember where slow start ended (libtorrent only clears its flag).
                 self.ssthresh = Some(self.window);
-            } else if self.ssthresh.is_some_and(|ssthresh| self.window + exponential > ssthresh) {
+            } else if self
+                .ssthresh
+                .is_some_and(|ssthresh| self.window + exponential > ssthresh)
+            {
                 self.slow_start = false;
             } else {
                 self.window += exponential.max(gain);
@@ -208,7 +229,10 @@ impl Controller for Ledbat {
     fn on_loss(&mut self, lost: &Lost) {
         match self.flavour {
             Flavour::Libutp => {
-                if self.last_cut.is_none_or(|last| lost.now.saturating_sub(last) >= LIBUTP_DECAY_INTERVAL) {
+                if self
+                    .last_cut
+                    .is_none_or(|last| lost.now.saturating_sub(last) >= LIBUTP_DECAY_INTERVAL)
+                {
                     self.last_cut = Some(lost.now);
                     self.cut_for_loss();
                 }

@@ -58,12 +58,19 @@ pub(crate) struct ParamReader<'a> {
 }
 
 pub(crate) fn param_error(key: &str, value: &str, problem: String) -> ConfigError {
-    ConfigError { field: format!("cc_params.{key}"), value: value.into(), problem }
+    ConfigError {
+        field: format!("cc_params.{key}"),
+        value: value.into(),
+        problem,
+    }
 }
 
 impl<'a> ParamReader<'a> {
     pub fn new(params: &'a Params) -> Self {
-        ParamReader { params, asked: Vec::new() }
+        ParamReader {
+            params,
+            asked: Vec::new(),
+        }
     }
 
     /// The text given for `key`, if any.
@@ -77,7 +84,12 @@ impl<'a> ParamReader<'a> {
     }
 
     /// A number in `range`, or `default` when the key is absent.
-    pub fn number<T: Numeric>(&mut self, key: &'static str, default: T, range: RangeInclusive<T>) -> Result<T, ConfigError> {
+    pub fn number<T: Numeric>(
+        &mut self,
+        key: &'static str,
+        default: T,
+        range: RangeInclusive<T>,
+    ) -> Result<T, ConfigError> {
         self.asked.push(Parameter {
             key,
             kind: T::KIND,
@@ -85,21 +97,40 @@ impl<'a> ParamReader<'a> {
             range: Some((range.start().to_string(), range.end().to_string())),
             options: Vec::new(),
         });
-        let Some(text) = self.params.get(key) else { return Ok(default) };
+        let Some(text) = self.params.get(key) else {
+            return Ok(default);
+        };
         let value: T = text
             .trim()
             .parse()
             .map_err(|_| param_error(key, text, "not a number of the expected kind".into()))?;
         if !range.contains(&value) {
-            return Err(param_error(key, text, format!("out of range {}..={}", range.start(), range.end())));
+            return Err(param_error(
+                key,
+                text,
+                format!("out of range {}..={}", range.start(), range.end()),
+            ));
         }
         Ok(value)
     }
 
     /// One of `options`, or `default` when the key is absent.
-    pub fn choice(&mut self, key: &'static str, default: &'static str, options: &[&'static str]) -> Result<&'static str, ConfigError> {
-        self.asked.push(Parameter { key, kind: Kind::Choice, default: default.into(), range: None, options: options.to_vec() });
-        let Some(text) = self.params.get(key) else { return Ok(default) };
+    pub fn choice(
+        &mut self,
+        key: &'static str,
+        default: &'static str,
+        options: &[&'static str],
+    ) -> Result<&'static str, ConfigError> {
+        self.asked.push(Parameter {
+            key,
+            kind: Kind::Choice,
+            default: default.into(),
+            range: None,
+            options: options.to_vec(),
+        });
+        let Some(text) = self.params.get(key) else {
+            return Ok(default);
+        };
         options
             .iter()
             .find(|&&option| option == text.trim())
@@ -109,12 +140,24 @@ impl<'a> ParamReader<'a> {
 
     /// Refuses the first key `algorithm` did not ask for.
     pub fn finish(self, algorithm: &str) -> Result<(), ConfigError> {
-        match self.params.iter().find(|(key, _)| !self.asked.iter().any(|p| p.key == key.as_str())) {
+        match self
+            .params
+            .iter()
+            .find(|(key, _)| !self.asked.iter().any(|p| p.key == key.as_str()))
+        {
             None => Ok(()),
             Some((key, value)) => {
                 let known: Vec<&str> = self.asked.iter().map(|p| p.key).collect();
-                let known = if known.is_empty() { "none".to_string() } else { known.join(", ") };
-                Err(param_error(key, value, format!("unknown parameter for {algorithm} (known: {known})")))
+                let known = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                Err(param_error(
+                    key,
+                    value,
+                    format!("unknown parameter for {algorithm} (known: {known})"),
+                ))
             }
         }
     }

@@ -24,7 +24,11 @@ struct Round {
 
 impl Round {
     fn new(start: Nanos) -> Self {
-        Round { start, min_rtt: None, samples: 0 }
+        Round {
+            start,
+            min_rtt: None,
+            samples: 0,
+        }
     }
 
     fn record(&mut self, rtt: Nanos) {
@@ -90,7 +94,11 @@ impl Vegas {
         Ok(vegas)
     }
 
-    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
+    pub(crate) fn from_reader(
+        reader: &mut ParamReader<'_>,
+        mss: u64,
+        now: Nanos,
+    ) -> Result<Self, ConfigError> {
         let alpha = reader.number("alpha", 2.0, 0.0..=1000.0)?;
         let beta = reader.number("beta", 4.0, 0.0..=1000.0)?;
         let gamma = reader.number("gamma", 1.0, 0.0..=1000.0)?;
@@ -98,7 +106,11 @@ impl Vegas {
             // Blame the key that was given: with only beta set, alpha is its default.
             return Err(match reader.given("alpha") {
                 Some(text) => param_error("alpha", text, format!("must not exceed beta ({beta})")),
-                None => param_error("beta", reader.given("beta").unwrap_or_default(), format!("must not be below alpha ({alpha})")),
+                None => param_error(
+                    "beta",
+                    reader.given("beta").unwrap_or_default(),
+                    format!("must not be below alpha ({alpha})"),
+                ),
             });
         }
         Ok(Self::with_thresholds(mss, now, alpha, beta, gamma))
@@ -145,7 +157,10 @@ impl Vegas {
                 // Leave slow start at the window the path carries without queueing,
                 // plus one: target = cwnd·BaseRTT/RTT.
                 let target = (cwnd * base as f64 / rtt as f64) as u64;
-                let cwnd = self.ssthresh.map_or(target + 1, |s| s.min(target + 1)).max(MIN_PACKETS);
+                let cwnd = self
+                    .ssthresh
+                    .map_or(target + 1, |s| s.min(target + 1))
+                    .max(MIN_PACKETS);
                 self.cwnd = cwnd;
                 // ssthresh = the new window: no longer below it, so congestion avoidance.
                 self.ssthresh = Some(cwnd);

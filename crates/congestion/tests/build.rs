@@ -6,7 +6,10 @@ use common::*;
 use congestion::{build, Params, NAMES};
 
 fn params(pairs: &[(&str, &str)]) -> Params {
-    pairs.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect()
+    pairs
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
 #[test]
@@ -56,33 +59,68 @@ fn builds_with_every_documented_key() {
 fn unknown_name_is_refused_on_field_cc() {
     let error = build("bbr", &Params::new(), MSS, 0).err().unwrap();
     assert_eq!((error.field.as_str(), error.value.as_str()), ("cc", "bbr"));
-    assert!(error.problem.contains("newreno, cubic, vegas, ledbat, delay-correlation"), "{}", error.problem);
-    assert_eq!(error.to_string(), format!("cc: {} (got \"bbr\")", error.problem));
+    assert!(
+        error
+            .problem
+            .contains("newreno, cubic, vegas, ledbat, delay-correlation"),
+        "{}",
+        error.problem
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("cc: {} (got \"bbr\")", error.problem)
+    );
 }
 
 #[test]
 fn bad_parameters_are_refused_on_their_key() {
     let cases: &[(&str, (&str, &str), &str)] = &[
         ("newreno", ("alpha", "2"), "unknown parameter for newreno"),
-        ("cubic", ("variant", "bic"), "must be one of rfc9438, chromium"),
-        ("cubic", ("beta", "0.5"), "unknown parameter for cubic (known: variant)"),
+        (
+            "cubic",
+            ("variant", "bic"),
+            "must be one of rfc9438, chromium",
+        ),
+        (
+            "cubic",
+            ("beta", "0.5"),
+            "unknown parameter for cubic (known: variant)",
+        ),
         ("vegas", ("alpha", "-1"), "out of range"),
         ("vegas", ("gamma", "lots"), "not a number"),
         ("vegas", ("alpha", "5"), "must not exceed beta"),
-        ("ledbat", ("flavour", "utorrent"), "must be one of libutp, libtorrent"),
+        (
+            "ledbat",
+            ("flavour", "utorrent"),
+            "must be one of libutp, libtorrent",
+        ),
         ("ledbat", ("target", "0"), "out of range"),
         ("delay-correlation", ("threshold", "1.5"), "out of range"),
         ("delay-correlation", ("window", "2"), "out of range"),
         ("delay-correlation", ("window", "3.5"), "not a number"),
         ("delay-correlation", ("seed", "-1"), "not a number"),
-        ("delay-correlation", ("dither_large_divisor", "0"), "out of range"),
-        ("delay-correlation", ("wlen", "32"), "unknown parameter for delay-correlation"),
+        (
+            "delay-correlation",
+            ("dither_large_divisor", "0"),
+            "out of range",
+        ),
+        (
+            "delay-correlation",
+            ("wlen", "32"),
+            "unknown parameter for delay-correlation",
+        ),
     ];
     for &(name, (key, value), problem) in cases {
-        let error = build(name, &params(&[(key, value)]), MSS, 0).err().unwrap_or_else(|| panic!("{name} accepted {key}={value}"));
+        let error = build(name, &params(&[(key, value)]), MSS, 0)
+            .err()
+            .unwrap_or_else(|| panic!("{name} accepted {key}={value}"));
         assert_eq!(error.field, format!("cc_params.{key}"), "{name}");
         assert_eq!(error.value, value);
-        assert!(error.problem.contains(problem), "{name} {key}={value}: {}", error.problem);
+        assert!(
+            error.problem.contains(problem),
+            "{name} {key}={value}: {}",
+            error.problem
+        );
     }
 }
 
@@ -109,7 +147,10 @@ fn on_mtu_updates_the_segment_size() {
 
 #[test]
 fn only_layers_with_state_report_diagnostics() {
-    assert!(build("newreno", &Params::new(), MSS, 0).unwrap().diagnostics().is_empty());
+    assert!(build("newreno", &Params::new(), MSS, 0)
+        .unwrap()
+        .diagnostics()
+        .is_empty());
     let dc = build("delay-correlation", &Params::new(), MSS, 0).unwrap();
     let keys: Vec<&str> = dc.diagnostics().iter().map(|(k, _)| *k).collect();
     assert_eq!(keys, ["clamp_active", "samples_taken"]);

@@ -86,7 +86,12 @@ fn window_follows_the_cubic_curve_after_a_loss() {
         }
         let t = (now - epoch) as f64 / 1e9;
         let error = cubic.window() as f64 - closed_form(t);
-        assert!(error.abs() < 0.1 * MSS as f64, "t = {t}: window {} vs W(t) {}", cubic.window(), closed_form(t));
+        assert!(
+            error.abs() < 0.1 * MSS as f64,
+            "t = {t}: window {} vs W(t) {}",
+            cubic.window(),
+            closed_form(t)
+        );
         checked += 1;
     }
     assert_eq!(checked, 5);
@@ -107,7 +112,10 @@ fn fast_convergence_lowers_w_max_when_loss_comes_before_regaining_it() {
     assert_eq!(cubic.window(), 58_800);
     through_recovery(&mut cubic, now + 10 * MS, RTT);
     let k = cubic.k_seconds().unwrap();
-    assert!((k - 26.25f64.cbrt()).abs() < 1e-9 && (k - 2.971961).abs() < 1e-6, "K = {k}");
+    assert!(
+        (k - 26.25f64.cbrt()).abs() < 1e-9 && (k - 2.971961).abs() < 1e-6,
+        "K = {k}"
+    );
 
     // No fast convergence when the window is at or above W_max: W_max = cwnd.
     let mut plain = Cubic::new(CubicShape::rfc9438(), MSS);
@@ -171,7 +179,10 @@ fn app_limited_time_does_not_count_in_t() {
     assert_eq!(cubic.window(), before.0);
     let resume = now + 2 * SECOND + RTT / 10;
     cubic.on_ack(&ack(resume, resume - RTT, steady_rtt(RTT)));
-    assert_eq!(cubic.epoch_start().unwrap(), before.1 + (resume - (now + RTT / 10)));
+    assert_eq!(
+        cubic.epoch_start().unwrap(),
+        before.1 + (resume - (now + RTT / 10))
+    );
 }
 
 #[test]

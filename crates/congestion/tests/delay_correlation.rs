@@ -17,11 +17,26 @@ fn layer() -> DelayCorrelation {
 /// packets in flight (itself included), acked `rtt` later on a path of minimum RTT
 /// `min_rtt`. App-limited acks keep CUBIC at its initial 10 packets, so the sampling
 /// probability min(1, 32/(2·10)) is 1 until the clamp changes the window.
-fn observe(c: &mut dyn Controller, at: Nanos, in_flight: u64, rtt: Nanos, min_rtt: Nanos, app_limited: bool) {
+fn observe(
+    c: &mut dyn Controller,
+    at: Nanos,
+    in_flight: u64,
+    rtt: Nanos,
+    min_rtt: Nanos,
+    app_limited: bool,
+) {
     c.on_sent(&sent(at, 0, in_flight * MSS));
     let now = at + rtt;
-    let rtts = Rtt { latest: rtt, min: min_rtt, smoothed: rtt };
-    let acked = if app_limited { app_limited_ack(now, at, rtts) } else { ack(now, at, rtts) };
+    let rtts = Rtt {
+        latest: rtt,
+        min: min_rtt,
+        smoothed: rtt,
+    };
+    let acked = if app_limited {
+        app_limited_ack(now, at, rtts)
+    } else {
+        ack(now, at, rtts)
+    };
     c.on_ack(&acked);
     c.on_ack_end(now, 0);
 }
@@ -49,7 +64,14 @@ fn fires_on_perfect_correlation_and_sets_estimate_plus_dither() {
     let mut dc = layer();
     for (i, x) in (101..=132).enumerate() {
         let at = SECOND * (i as u64 + 1);
-        observe(&mut dc, at, x, ms(bloated_rtt_ms(x, 100, 1.0)), 50 * MS, true);
+        observe(
+            &mut dc,
+            at,
+            x,
+            ms(bloated_rtt_ms(x, 100, 1.0)),
+            50 * MS,
+            true,
+        );
         if i < 31 {
             assert!(!dc.clamp_active(), "window not yet full");
             assert_eq!(dc.window(), 12_000);
@@ -69,7 +91,14 @@ fn clamp_suppresses_cubic_growth() {
     // where the clamp put it (CUBIC sees them as app-limited).
     let mut dc = layer();
     for (i, x) in (101..=132).enumerate() {
-        observe(&mut dc, SECOND * (i as u64 + 1), x, ms(bloated_rtt_ms(x, 100, 1.0)), 50 * MS, true);
+        observe(
+            &mut dc,
+            SECOND * (i as u64 + 1),
+            x,
+            ms(bloated_rtt_ms(x, 100, 1.0)),
+            50 * MS,
+            true,
+        );
     }
     assert_eq!(dc.window(), 110 * MSS);
     let before = value(&dc, "samples_taken");
@@ -94,7 +123,14 @@ fn dither_trace(bdp: u64, per_packet: f64, wanted: usize) -> (DelayCorrelation, 
     let mut i = 0u64;
     while trace.len() < wanted {
         let x = bdp + 1 + i % 32;
-        observe(&mut dc, at, x, ms(bloated_rtt_ms(x, bdp, per_packet)), 50 * MS, true);
+        observe(
+            &mut dc,
+            at,
+            x,
+            ms(bloated_rtt_ms(x, bdp, per_packet)),
+            50 * MS,
+            true,
+        );
         if value(&dc, "samples_taken") > taken {
             taken = value(&dc, "samples_taken");
             if dc.clamp_active() {
@@ -134,7 +170,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
 }
@@ -163,7 +202,10 @@ fn silent_on_uncorrelated_samples() {
         assert!(!dc.clamp_active());
         at += 10 * MS;
     }
-    assert!(value(&dc, "samples_taken") >= 32.0, "the window filled and R was computed");
+    assert!(
+        value(&dc, "samples_taken") >= 32.0,
+        "the window filled and R was computed"
+    );
     assert!(dc.last_r().unwrap().abs() < 0.9);
 }
 
@@ -182,18 +224,19 @@ fn bloated_path(c: &mut dyn Controller, seconds: u64) -> Vec<u64> {
     let mut min_rtt = Nanos::MAX;
     let mut now = SECOND;
     let mut windows = Vec::new();
-    let mut send_burst = |c: &mut dyn Controller, now: Nanos, in_flight: &mut u64, acks: &mut BinaryHeap<_>| {
-        // Packets of one burst leave 1 ns apart so each has its own send time.
-        let mut at = now;
-        while *in_flight + MSS <= c.window() {
-            *in_flight += MSS;
-            c.on_sent(&sent(at, 0, *in_flight));
-            let depart = at.max(link_free_at) + SERIALISATION;
-            link_free_at = depart;
-            acks.push(Reverse((depart + PROPAGATION, at)));
-            at += 1;
-        }
-    };
+    let mut send_burst =
+        |c: &mut dyn Controller, now: Nanos, in_flight: &mut u64, acks: &mut BinaryHeap<_>| {
+            // Packets of one burst leave 1 ns apart so each has its own send time.
+            let mut at = now;
+            while *in_flight + MSS <= c.window() {
+                *in_flight += MSS;
+                c.on_sent(&sent(at, 0, *in_flight));
+                let depart = at.max(link_free_at) + SERIALISATION;
+                link_free_at = depart;
+                acks.push(Reverse((depart + PROPAGATION, at)));
+                at += 1;
+            }
+        };
     send_burst(c, now, &mut in_flight, &mut acks);
     while now < seconds * SECOND {
         let Reverse((ack_time, sent_time)) = acks.pop().expect("window never empty");
@@ -201,7 +244,15 @@ fn bloated_path(c: &mut dyn Controller, seconds: u64) -> Vec<u64> {
         in_flight -= MSS;
         let rtt = now - sent_time;
         min_rtt = min_rtt.min(rtt);
-        c.on_ack(&ack(now, sent_time, Rtt { latest: rtt, min: min_rtt, smoothed: rtt }));
+        c.on_ack(&ack(
+            now,
+            sent_time,
+            Rtt {
+                latest: rtt,
+                min: min_rtt,
+                smoothed: rtt,
+            },
+        ));
         c.on_ack_end(now, in_flight);
         windows.push(c.window() / MSS);
         send_burst(c, now, &mut in_flight, &mut acks);
@@ -222,21 +273,37 @@ fn estimate_approximates_bdp_on_a_bloated_path() {
     let windows = bloated_path(&mut dc, 30);
     assert!(dc.clamp_active(), "r = {:?}", dc.last_r());
     let estimate = dc.last_estimate().unwrap();
-    assert!((estimate - 41.0).abs() <= 1.0, "estimate {estimate} packets vs BDP 41");
+    assert!(
+        (estimate - 41.0).abs() <= 1.0,
+        "estimate {estimate} packets vs BDP 41"
+    );
     let late = &windows[windows.len() / 2..];
-    assert!(late.iter().all(|&w| (42..=52).contains(&w)), "late windows {:?}..{:?}", late.iter().min(), late.iter().max());
-    assert!(late.contains(&43) && late.contains(&51), "both dithers used");
+    assert!(
+        late.iter().all(|&w| (42..=52).contains(&w)),
+        "late windows {:?}..{:?}",
+        late.iter().min(),
+        late.iter().max()
+    );
+    assert!(
+        late.contains(&43) && late.contains(&51),
+        "both dithers used"
+    );
 
     let mut plain = Cubic::new(CubicShape::rfc9438(), MSS);
     let plain_windows = bloated_path(&mut plain, 30);
-    assert!(*plain_windows.last().unwrap() > 1_000, "CUBIC alone bloats the queue");
+    assert!(
+        *plain_windows.last().unwrap() > 1_000,
+        "CUBIC alone bloats the queue"
+    );
 }
 
 #[test]
 fn sampling_is_deterministic_per_seed() {
     // Same seed, same events → same state; another seed samples different acks.
     let run = |seed: &str| {
-        let params: Params = [("seed".to_string(), seed.to_string())].into_iter().collect();
+        let params: Params = [("seed".to_string(), seed.to_string())]
+            .into_iter()
+            .collect();
         let mut dc = DelayCorrelation::from_params(&params, MSS).unwrap();
         bloated_path(&mut dc, 10);
         (dc.window(), dc.last_estimate(), value(&dc, "samples_taken"))

@@ -12,7 +12,15 @@ const TARGET: Nanos = 100 * MS;
 
 /// An ack whose RTT sample is `rtt` (the path minimum is BASE).
 fn ack_with_rtt(ledbat: &mut Ledbat, now: Nanos, rtt: Nanos) {
-    ledbat.on_ack(&ack(now, now - rtt, Rtt { latest: rtt, min: BASE, smoothed: rtt }));
+    ledbat.on_ack(&ack(
+        now,
+        now - rtt,
+        Rtt {
+            latest: rtt,
+            min: BASE,
+            smoothed: rtt,
+        },
+    ));
 }
 
 fn queueing_ms(ledbat: &Ledbat) -> f64 {
@@ -97,15 +105,28 @@ fn approaches_target(flavour: Flavour) {
     // or right at the boundary excepted: within 1 ms of TARGET the change is tiny).
     for &(queueing, before, after) in &rounds {
         if queueing < 99.0 {
-            assert!(after > before, "{flavour:?}: queueing {queueing} ms, {before} → {after}");
+            assert!(
+                after > before,
+                "{flavour:?}: queueing {queueing} ms, {before} → {after}"
+            );
         } else if queueing > 101.0 {
-            assert!(after < before, "{flavour:?}: queueing {queueing} ms, {before} → {after}");
+            assert!(
+                after < before,
+                "{flavour:?}: queueing {queueing} ms, {before} → {after}"
+            );
         }
     }
     // Converged: within 2% of the 150000-byte equilibrium, queueing within 3 ms of TARGET.
     let window = ledbat.window() as f64;
-    assert!((window - 150_000.0).abs() < 3_000.0, "{flavour:?}: window {window}");
-    assert!((queueing_ms(&ledbat) - 100.0).abs() < 3.0, "{flavour:?}: {}", queueing_ms(&ledbat));
+    assert!(
+        (window - 150_000.0).abs() < 3_000.0,
+        "{flavour:?}: window {window}"
+    );
+    assert!(
+        (queueing_ms(&ledbat) - 100.0).abs() < 3.0,
+        "{flavour:?}: {}",
+        queueing_ms(&ledbat)
+    );
 }
 
 #[test]
@@ -146,7 +167,11 @@ fn libutp_halves_at_most_once_per_100ms() {
     utp.on_loss(&loss(now + 51 * MS, now + 50 * MS));
     assert_eq!(utp.window(), (w / 2.0).round() as u64);
     utp.on_loss(&loss(now + 101 * MS, now + 100 * MS));
-    assert_eq!(utp.window(), (w / 4.0).round() as u64, "exactly 100 ms later: allowed");
+    assert_eq!(
+        utp.window(),
+        (w / 4.0).round() as u64,
+        "exactly 100 ms later: allowed"
+    );
 }
 
 #[test]
@@ -184,7 +209,11 @@ fn base_delay_history_forgets_old_minutes() {
         for minute in 1..=buckets {
             ack_with_rtt(&mut ledbat, minute * 60 * SECOND + SECOND, 80 * MS);
             let expected = if minute < buckets { 30.0 } else { 0.0 };
-            assert_eq!(queueing_ms(&ledbat), expected, "{flavour:?} minute {minute}");
+            assert_eq!(
+                queueing_ms(&ledbat),
+                expected,
+                "{flavour:?} minute {minute}"
+            );
         }
     }
 }
@@ -193,7 +222,10 @@ fn base_delay_history_forgets_old_minutes() {
 fn target_and_flavour_come_from_params() {
     // target = 25 ms: queueing 20 ms gives off_target 0.2; libtorrent's first ack in
     // slow start adds max(1200, 1500·0.2·1200/2400 = 150) = 1200.
-    let params: Params = [("flavour", "libtorrent"), ("target", "25")].into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+    let params: Params = [("flavour", "libtorrent"), ("target", "25")]
+        .into_iter()
+        .map(|(k, v)| (k.into(), v.into()))
+        .collect();
     let mut lt = Ledbat::from_params(&params, MSS, 0).unwrap();
     assert_eq!(lt.flavour(), Flavour::Libtorrent);
     ack_with_rtt(&mut lt, SECOND, BASE);
@@ -202,17 +234,38 @@ fn target_and_flavour_come_from_params() {
     // 30 ms > 25 ms: slow start ends; off_target −0.2: −1500·0.2·1200/4800 = −75 → 4725.
     ack_with_rtt(&mut lt, SECOND + 2 * MS, BASE + 30 * MS);
     assert_eq!(lt.window(), 4_725);
-    assert!(Ledbat::from_params(&Params::new(), MSS, 0).unwrap().flavour() == Flavour::Libutp);
+    assert!(
+        Ledbat::from_params(&Params::new(), MSS, 0)
+            .unwrap()
+            .flavour()
+            == Flavour::Libutp
+    );
 }
 
 #[test]
 fn app_limited_acks_do_not_grow_but_delay_still_shrinks() {
     let mut utp = Ledbat::new(Flavour::Libutp, MSS, TARGET, 0);
-    utp.on_ack(&app_limited_ack(SECOND, SECOND - BASE, Rtt { latest: BASE, min: BASE, smoothed: BASE }));
+    utp.on_ack(&app_limited_ack(
+        SECOND,
+        SECOND - BASE,
+        Rtt {
+            latest: BASE,
+            min: BASE,
+            smoothed: BASE,
+        },
+    ));
     assert_eq!(utp.window(), 2_400);
     let (mut utp, now) = grown(Flavour::Libutp);
     let w = utp.window();
     ack_with_rtt(&mut utp, now + MS, 200 * MS); // leaves slow start (queueing 150 > 90)
-    utp.on_ack(&app_limited_ack(now + 2 * MS, now - 300 * MS, Rtt { latest: 300 * MS, min: BASE, smoothed: BASE }));
+    utp.on_ack(&app_limited_ack(
+        now + 2 * MS,
+        now - 300 * MS,
+        Rtt {
+            latest: 300 * MS,
+            min: BASE,
+            smoothed: BASE,
+        },
+    ));
     assert!(utp.window() < w);
 }

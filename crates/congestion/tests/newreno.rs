@@ -67,7 +67,11 @@ fn loss_halves_once_per_recovery_period() {
     reno.on_loss(&loss(now + 10 * MS, now - RTT / 4));
     assert_eq!(reno.window(), 48_000);
     reno.on_loss(&loss(now + 20 * MS, now));
-    assert_eq!(reno.window(), 48_000, "sent at the recovery start itself: still the same event");
+    assert_eq!(
+        reno.window(),
+        48_000,
+        "sent at the recovery start itself: still the same event"
+    );
     reno.on_ack(&ack(now + RTT + MS, now + MS, steady_rtt(RTT)));
     assert_eq!(reno.window(), 48_000);
     reno.on_loss(&loss(now + RTT + 2 * MS, now + MS));

@@ -26,7 +26,11 @@ fn round(vegas: &mut Vegas, start: Nanos, rtt: Nanos) -> Nanos {
 
 /// An RTT sample on a path whose minimum is `min`.
 fn sample(latest: Nanos, min: Nanos) -> congestion::Rtt {
-    congestion::Rtt { latest, min, smoothed: latest }
+    congestion::Rtt {
+        latest,
+        min,
+        smoothed: latest,
+    }
 }
 
 /// Slow start then exit at γ, as in `slow_start_exits_when_diff_exceeds_gamma`:
@@ -69,7 +73,11 @@ fn decreases_when_diff_exceeds_beta() {
         now = round(&mut vegas, now, 125 * MS);
         assert_eq!(vegas.packets(), expected);
     }
-    assert_eq!(vegas.ssthresh(), Some(62 * MSS), "ssthresh follows so slow start does not restart");
+    assert_eq!(
+        vegas.ssthresh(),
+        Some(62 * MSS),
+        "ssthresh follows so slow start does not restart"
+    );
 }
 
 #[test]
@@ -98,7 +106,10 @@ fn holds_while_diff_between_alpha_and_beta() {
 #[test]
 fn thresholds_come_from_params() {
     // α = 4, β = 6: the 3.05-packet Diff of the hold test is now below α → grow.
-    let params = [("alpha", "4"), ("beta", "6")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params = [("alpha", "4"), ("beta", "6")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let mut vegas = Vegas::from_params(&params, MSS, 0).unwrap();
     let mut now = SECOND;
     for rtt in [BASE, BASE, 125 * MS, 125 * MS] {
@@ -115,13 +126,29 @@ fn thresholds_come_from_params() {
 /// (`--cc vegas --cc-param beta=1` aborted the agent); now the given key is blamed.
 #[test]
 fn beta_below_the_default_alpha_is_refused_on_beta() {
-    let params = [("beta", "1")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let params = [("beta", "1")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
-    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.beta", "1"));
-    assert!(error.problem.contains("must not be below alpha (2)"), "{}", error.problem);
-    let params = [("alpha", "3"), ("beta", "1")].into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    assert_eq!(
+        (error.field.as_str(), error.value.as_str()),
+        ("cc_params.beta", "1")
+    );
+    assert!(
+        error.problem.contains("must not be below alpha (2)"),
+        "{}",
+        error.problem
+    );
+    let params = [("alpha", "3"), ("beta", "1")]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
-    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.alpha", "3"));
+    assert_eq!(
+        (error.field.as_str(), error.value.as_str()),
+        ("cc_params.alpha", "3")
+    );
 }
 
 #[test]

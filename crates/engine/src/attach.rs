@@ -25,7 +25,11 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 /// Enters the network namespace `name` (under /run/netns) or at path `name`, for the
 /// whole process: called before any socket is opened and before other threads exist.
 pub fn enter_netns(name: &str) -> io::Result<()> {
-    let path = if name.starts_with('/') { name.to_string() } else { format!("/run/netns/{name}") };
+    let path = if name.starts_with('/') {
+        name.to_string()
+    } else {
+        format!("/run/netns/{name}")
+    };
     let c = CString::new(path).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: valid C string; the descriptor is closed below.
     let fd = check(unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
@@ -36,10 +40,15 @@ pub fn enter_netns(name: &str) -> io::Result<()> {
 
 /// Where packets for a host go.
 pub enum Egress {
-    Tun { fd: RawFd },
+    Tun {
+        fd: RawFd,
+    },
     /// A packet socket bound to the engine's veth end; `header` is the Ethernet header
     /// (host's MAC, engine's MAC, IPv4) put before every packet.
-    Packet { fd: RawFd, header: [u8; 14] },
+    Packet {
+        fd: RawFd,
+        header: [u8; 14],
+    },
 }
 
 impl Egress {
@@ -48,8 +57,14 @@ impl Egress {
             Egress::Tun { fd } => unsafe { libc::write(*fd, packet.as_ptr().cast(), packet.len()) },
             Egress::Packet { fd, header } => {
                 let iov = [
-                    libc::iovec { iov_base: header.as_ptr() as *mut _, iov_len: header.len() },
-                    libc::iovec { iov_base: packet.as_ptr() as *mut _, iov_len: packet.len() },
+                    libc::iovec {
+                        iov_base: header.as_ptr() as *mut _,
+                        iov_len: header.len(),
+                    },
+                    libc::iovec {
+                        iov_base: packet.as_ptr() as *mut _,
+                        iov_len: packet.len(),
+                    },
                 ];
                 // SAFETY: both buffers are valid for their lengths.
                 unsafe { libc::writev(*fd, iov.as_ptr(), 2) }
@@ -131,7 +146,15 @@ pub struct RxRing {
 
 fn setsockopt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
     // SAFETY: `v` is a valid value of the size passed.
-    check(unsafe { libc::setsockopt(fd, SOL_PACKET, opt, (v as *const T).cast(), std::mem::size_of::<T>() as u32) })?;
+    check(unsafe {
+        libc::setsockopt(
+            fd,
+            SOL_PACKET,
+            opt,
+            (v as *const T).cast(),
+            std::mem::size_of::<T>() as u32,
+        )
+    })?;
     Ok(())
 }
 
@@ -140,7 +163,11 @@ fn setsockopt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
 pub fn open_veth(ifname: &str, mac: [u8; 6], peer_mac: [u8; 6]) -> io::Result<(RxRing, Egress)> {
     // SAFETY: plain socket calls; every pointer passed is valid for its length.
     let fd = check(unsafe {
-        libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, ETH_P_ALL.to_be() as i32)
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            ETH_P_ALL.to_be() as i32,
+        )
     })?;
     let close_on_err = |e: io::Error| {
         unsafe { libc::close(fd) };
@@ -149,7 +176,10 @@ pub fn open_veth(ifname: &str, mac: [u8; 6], peer_mac: [u8; 6]) -> io::Result<(R
     let c = CString::new(ifname).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
     if ifindex == 0 {
-        return Err(close_on_err(io::Error::new(io::ErrorKind::NotFound, format!("no interface {ifname}"))));
+        return Err(close_on_err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {ifname}"),
+        )));
     }
     setsockopt(fd, PACKET_VERSION, &TPACKET_V2).map_err(close_on_err)?;
     // Our own transmissions are not arrivals; the engine's frames skip the qdisc.
@@ -159,22 +189,57 @@ pub fn open_veth(ifname: &str, mac: [u8; 6], peer_mac: [u8; 6]) -> io::Result<(R
     // ring then reports instead of the time the frame was copied into it.
     let one = 1i32;
     check(unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, (&one as *const i32).cast(), 4)
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&one as *const i32).cast(),
+            4,
+        )
     })
     .map_err(close_on_err)?;
     let sndbuf = 8i32 << 20;
-    unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, (&sndbuf as *const i32).cast(), 4) };
+    unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUFFORCE,
+            (&sndbuf as *const i32).cast(),
+            4,
+        )
+    };
     let frames = (BLOCK_SIZE / FRAME_SIZE * BLOCK_NR) as usize;
-    let req = TpacketReq { block_size: BLOCK_SIZE, block_nr: BLOCK_NR, frame_size: FRAME_SIZE, frame_nr: frames as u32 };
+    let req = TpacketReq {
+        block_size: BLOCK_SIZE,
+        block_nr: BLOCK_NR,
+        frame_size: FRAME_SIZE,
+        frame_nr: frames as u32,
+    };
     setsockopt(fd, PACKET_RX_RING, &req).map_err(close_on_err)?;
     let ring_len = (BLOCK_SIZE * BLOCK_NR) as usize;
     // SAFETY: maps the ring the kernel just allocated for this socket.
     let ring = unsafe {
-        libc::mmap(std::ptr::null_mut(), ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED | libc::MAP_LOCKED, fd, 0)
+        libc::mmap(
+            std::ptr::null_mut(),
+            ring_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_LOCKED,
+            fd,
+            0,
+        )
     };
     let ring = if ring == libc::MAP_FAILED {
         // MAP_LOCKED may exceed RLIMIT_MEMLOCK; the ring works unlocked too.
-        unsafe { libc::mmap(std::ptr::null_mut(), ring_len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0) }
+        unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        }
     } else {
         ring
     };
@@ -186,14 +251,28 @@ pub fn open_veth(ifname: &str, mac: [u8; 6], peer_mac: [u8; 6]) -> io::Result<(R
     sll.sll_protocol = ETH_P_ALL.to_be();
     sll.sll_ifindex = ifindex as i32;
     check(unsafe {
-        libc::bind(fd, (&sll as *const libc::sockaddr_ll).cast(), std::mem::size_of::<libc::sockaddr_ll>() as u32)
+        libc::bind(
+            fd,
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as u32,
+        )
     })
     .map_err(close_on_err)?;
     let mut header = [0u8; ETH_HLEN];
     header[..6].copy_from_slice(&peer_mac);
     header[6..12].copy_from_slice(&mac);
     header[12..].copy_from_slice(&ETH_P_IP.to_be_bytes());
-    Ok((RxRing { fd, ring: ring.cast(), ring_len, frames, next: 0, drops: 0 }, Egress::Packet { fd, header }))
+    Ok((
+        RxRing {
+            fd,
+            ring: ring.cast(),
+            ring_len,
+            frames,
+            next: 0,
+            drops: 0,
+        },
+        Egress::Packet { fd, header },
+    ))
 }
 
 impl RxRing {
@@ -204,7 +283,13 @@ impl RxRing {
 
     /// Up to `max` frames ready for the reader, in ring order, appended to `out`
     /// (`real_to_mono`: CLOCK_REALTIME − CLOCK_MONOTONIC in ns). Each must be released.
-    pub fn ready(&mut self, max: usize, real_to_mono: i64, host: usize, out: &mut Vec<(Frame, usize)>) -> usize {
+    pub fn ready(
+        &mut self,
+        max: usize,
+        real_to_mono: i64,
+        host: usize,
+        out: &mut Vec<(Frame, usize)>,
+    ) -> usize {
         let mut n = 0;
         while n < max {
             let h = self.hdr(self.next);
@@ -217,7 +302,14 @@ impl RxRing {
             std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
             let (sec, nsec) = unsafe { ((*h).sec as i64, (*h).nsec as i64) };
             let stamp = (sec * 1_000_000_000 + nsec - real_to_mono).max(0) as u64;
-            out.push((Frame { slot: self.next, stamp, from_kernel: status & TP_STATUS_TS_SOFTWARE != 0 }, host));
+            out.push((
+                Frame {
+                    slot: self.next,
+                    stamp,
+                    from_kernel: status & TP_STATUS_TS_SOFTWARE != 0,
+                },
+                host,
+            ));
             self.next = (self.next + 1) % self.frames;
             n += 1;
         }
@@ -232,7 +324,10 @@ impl RxRing {
         unsafe {
             let (mac, snap, len) = ((*h).mac as usize, (*h).snaplen as usize, (*h).len as usize);
             let snap = snap.min(FRAME_SIZE as usize - mac);
-            (std::slice::from_raw_parts(self.ring.add(slot * FRAME_SIZE as usize + mac), snap), len)
+            (
+                std::slice::from_raw_parts(self.ring.add(slot * FRAME_SIZE as usize + mac), snap),
+                len,
+            )
         }
     }
 
@@ -248,7 +343,15 @@ impl RxRing {
         let mut st = TpacketStats::default();
         let mut len = std::mem::size_of::<TpacketStats>() as u32;
         // SAFETY: valid pointers of the sizes passed.
-        let r = unsafe { libc::getsockopt(self.fd, SOL_PACKET, PACKET_STATISTICS, (&mut st as *mut TpacketStats).cast(), &mut len) };
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd,
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                (&mut st as *mut TpacketStats).cast(),
+                &mut len,
+            )
+        };
         if r == 0 {
             self.drops += st.drops as u64;
         }
@@ -284,7 +387,10 @@ pub fn ip_of_frame(frame: &[u8]) -> Option<&[u8]> {
 /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns), from the tightest of a few bracketed readings.
 pub fn real_to_mono_offset() -> i64 {
     let read = |clock| {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         unsafe { libc::clock_gettime(clock, &mut ts) };
         ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     };

@@ -126,9 +126,17 @@ impl TryFrom<HostConfigRaw> for HostConfig {
         let attach = match (r.tun_fd, r.attach) {
             (Some(fd), None) => Attach::Tun { fd },
             (None, Some(a)) => a,
-            _ => return Err(format!("host {:?}: give exactly one of `attach` and `tun_fd`", r.name)),
+            _ => {
+                return Err(format!(
+                    "host {:?}: give exactly one of `attach` and `tun_fd`",
+                    r.name
+                ))
+            }
         };
-        Ok(HostConfig { name: r.name, attach })
+        Ok(HostConfig {
+            name: r.name,
+            attach,
+        })
     }
 }
 
@@ -188,9 +196,13 @@ fn any_direction_spec<'de, D: Deserializer<'de>>(d: D) -> Result<AnyDirectionSpe
     use serde::de::Error;
     let v = serde_json::Value::deserialize(d)?;
     if v.get("legs").is_some() {
-        serde_json::from_value::<MultipathSpec>(v).map(AnyDirectionSpec::Multipath).map_err(|e| D::Error::custom(format!("multipath spec: {e}")))
+        serde_json::from_value::<MultipathSpec>(v)
+            .map(AnyDirectionSpec::Multipath)
+            .map_err(|e| D::Error::custom(format!("multipath spec: {e}")))
     } else {
-        serde_json::from_value::<DirectionSpec>(v).map(AnyDirectionSpec::Single).map_err(D::Error::custom)
+        serde_json::from_value::<DirectionSpec>(v)
+            .map(AnyDirectionSpec::Single)
+            .map_err(D::Error::custom)
     }
 }
 
@@ -248,7 +260,9 @@ impl Config {
 
     fn check(&self) -> Result<(), String> {
         if self.hosts.len() >= u16::MAX as usize || self.log_directions() >= u16::MAX as usize {
-            return Err("too many hosts or directions (legs of multipath directions included)".into());
+            return Err(
+                "too many hosts or directions (legs of multipath directions included)".into(),
+            );
         }
         for (i, d) in self.directions.iter().enumerate() {
             validate_any(&d.spec).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
@@ -273,7 +287,11 @@ impl Config {
             }
             if let Some(legs) = &r.legs {
                 if legs.len() != r.directions.len() {
-                    return Err(format!("routes[{i}].legs: {} entries for {} hops", legs.len(), r.directions.len()));
+                    return Err(format!(
+                        "routes[{i}].legs: {} entries for {} hops",
+                        legs.len(),
+                        r.directions.len()
+                    ));
                 }
                 for (&d, leg) in r.directions.iter().zip(legs) {
                     let Some(leg) = leg else { continue };
@@ -312,13 +330,24 @@ mod tests {
         assert_eq!(cfg.directions.len(), 2);
         assert_eq!(cfg.leg_indices(), vec![vec![2, 3], vec![]]);
         assert_eq!(cfg.log_directions(), 4);
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[0].spec else { panic!("multipath") };
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[0].spec else {
+            panic!("multipath")
+        };
         assert_eq!(m.legs.len(), 2);
-        assert_eq!(m.split, SplitSpec::Batch { batch: 100, ratio: Ratio::FirstLeg(0.5) });
+        assert_eq!(
+            m.split,
+            SplitSpec::Batch {
+                batch: 100,
+                ratio: Ratio::FirstLeg(0.5)
+            }
+        );
         assert!(m.merge.enabled);
         assert_eq!(m.merge.t_reordering_ns, 200_000_000);
         assert_eq!(cfg.directions[0].leg_name(1), "dc.down.secondary");
-        assert!(matches!(cfg.directions[1].spec, AnyDirectionSpec::Single(_)));
+        assert!(matches!(
+            cfg.directions[1].spec,
+            AnyDirectionSpec::Single(_)
+        ));
     }
 
     fn with_spec(spec: &str, extra: &str) -> Result<Config, String> {
@@ -335,51 +364,122 @@ mod tests {
             .unwrap();
         assert_eq!(cfg.leg_indices(), vec![vec![], vec![2, 3, 4]]);
         assert_eq!(cfg.directions[1].leg_name(2), "m.leg3");
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else {
+            panic!()
+        };
         assert_eq!(m.merge, linkem::spec::MergeSpec::default());
-        let cfg = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"enabled": false}}"#, "").unwrap();
-        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else { panic!() };
-        assert_eq!((m.split.clone(), m.merge.enabled, m.merge.t_reordering_ns), (SplitSpec::Duplicate, false, 200_000_000));
+        let cfg = with_spec(
+            r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"enabled": false}}"#,
+            "",
+        )
+        .unwrap();
+        let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else {
+            panic!()
+        };
+        assert_eq!(
+            (m.split.clone(), m.merge.enabled, m.merge.t_reordering_ns),
+            (SplitSpec::Duplicate, false, 200_000_000)
+        );
     }
 
     #[test]
     fn multipath_errors_name_the_problem() {
         let cases = [
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratoi": 0.5}}"#, "", "ratoi"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#, "", "spray"),
-            (r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#, "", "dealy"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.5, 0.6]}}"#, "", "sum to 1"),
-            (r#"{"legs": [{}], "split": {"mode": "duplicate"}}"#, "", "at least 2 legs"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 0, "ratio": 0.5}}"#, "", "at least 1"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}}"#, r#", "leg_names": ["a"]"#, "1 names for 2 legs"),
-            (r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"t_reordering": 5}}"#, "", "t_reordering"),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratoi": 0.5}}"#,
+                "",
+                "ratoi",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#,
+                "",
+                "spray",
+            ),
+            (
+                r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#,
+                "",
+                "dealy",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.5, 0.6]}}"#,
+                "",
+                "sum to 1",
+            ),
+            (
+                r#"{"legs": [{}], "split": {"mode": "duplicate"}}"#,
+                "",
+                "at least 2 legs",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 0, "ratio": 0.5}}"#,
+                "",
+                "at least 1",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}}"#,
+                r#", "leg_names": ["a"]"#,
+                "1 names for 2 legs",
+            ),
+            (
+                r#"{"legs": [{}, {}], "split": {"mode": "duplicate"}, "merge": {"t_reordering": 5}}"#,
+                "",
+                "t_reordering",
+            ),
         ];
         for (spec, extra, want) in cases {
             let e = with_spec(spec, extra).unwrap_err();
             assert!(e.contains(want), "{spec}: {e:?} should mention {want:?}");
         }
-        let e = with_spec(r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#, "").map(|_| ());
+        let e = with_spec(
+            r#"{"legs": [{}, {}], "split": {"mode": "batch", "batch": 10, "ratio": 0.5}}"#,
+            "",
+        )
+        .map(|_| ());
         assert_eq!(e, Ok(()));
     }
 
     #[test]
     fn hosts_attach_by_tun_or_veth() {
         let hosts = |h: &str| {
-            Config::parse(&format!(r#"{{"log_path": "l", "stats_path": "s", "hosts": [{h}], "directions": [], "routes": []}}"#))
+            Config::parse(&format!(
+                r#"{{"log_path": "l", "stats_path": "s", "hosts": [{h}], "directions": [], "routes": []}}"#
+            ))
         };
-        assert_eq!(hosts(r#"{"name": "a", "tun_fd": 3}"#).unwrap().hosts[0].attach, Attach::Tun { fd: 3 });
-        assert_eq!(hosts(r#"{"name": "a", "attach": {"kind": "tun", "fd": 4}}"#).unwrap().hosts[0].attach, Attach::Tun { fd: 4 });
+        assert_eq!(
+            hosts(r#"{"name": "a", "tun_fd": 3}"#).unwrap().hosts[0].attach,
+            Attach::Tun { fd: 3 }
+        );
+        assert_eq!(
+            hosts(r#"{"name": "a", "attach": {"kind": "tun", "fd": 4}}"#)
+                .unwrap()
+                .hosts[0]
+                .attach,
+            Attach::Tun { fd: 4 }
+        );
         let v = hosts(r#"{"name": "a", "attach": {"kind": "veth", "ifname": "tlabx0", "mac": "02:00:00:00:00:01", "peer_mac": "02:00:00:00:00:0a"}}"#)
             .unwrap();
         assert_eq!(
             v.hosts[0].attach,
-            Attach::Veth { ifname: "tlabx0".into(), mac: [2, 0, 0, 0, 0, 1], peer_mac: [2, 0, 0, 0, 0, 10] }
+            Attach::Veth {
+                ifname: "tlabx0".into(),
+                mac: [2, 0, 0, 0, 0, 1],
+                peer_mac: [2, 0, 0, 0, 0, 10]
+            }
         );
         for (h, want) in [
             (r#"{"name": "a"}"#, "exactly one"),
-            (r#"{"name": "a", "tun_fd": 3, "attach": {"kind": "tun", "fd": 3}}"#, "exactly one"),
-            (r#"{"name": "a", "attach": {"kind": "veth", "ifname": "x", "mac": "02:00", "peer_mac": "02:00:00:00:00:0a"}}"#, "MAC"),
-            (r#"{"name": "a", "attach": {"kind": "tap", "fd": 3}}"#, "tap"),
+            (
+                r#"{"name": "a", "tun_fd": 3, "attach": {"kind": "tun", "fd": 3}}"#,
+                "exactly one",
+            ),
+            (
+                r#"{"name": "a", "attach": {"kind": "veth", "ifname": "x", "mac": "02:00", "peer_mac": "02:00:00:00:00:0a"}}"#,
+                "MAC",
+            ),
+            (
+                r#"{"name": "a", "attach": {"kind": "tap", "fd": 3}}"#,
+                "tap",
+            ),
         ] {
             let e = hosts(h).unwrap_err();
             assert!(e.contains(want), "{h}: {e:?} should mention {want:?}");
@@ -397,7 +497,10 @@ mod tests {
             ))
         };
         assert_eq!(cfg("").unwrap().routes[0].legs, None);
-        assert_eq!(cfg(r#", "legs": [null, 1]"#).unwrap().routes[0].legs, Some(vec![None, Some(1)]));
+        assert_eq!(
+            cfg(r#", "legs": [null, 1]"#).unwrap().routes[0].legs,
+            Some(vec![None, Some(1)])
+        );
         for (legs, want) in [
             (r#", "legs": [null, 2]"#, "has no leg 2 (it has 2 legs)"),
             (r#", "legs": [0, null]"#, "not a multipath direction"),

@@ -67,7 +67,8 @@ impl Forwarder {
     pub fn new(cfg: &Config, egress: Vec<Egress>, log: PacketLog) -> Result<Forwarder, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
-            let m = linkem::build_direction(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
+            let m = linkem::build_direction(&d.spec, d.seed)
+                .map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
             models.push(m);
         }
         let leg_index = cfg.leg_indices();
@@ -83,7 +84,11 @@ impl Forwarder {
             .collect();
         for (i, d) in cfg.directions.iter().enumerate() {
             for k in 0..d.legs() {
-                directions.push(DirectionStats { name: d.leg_name(k), leg_of: Some(i), ..Default::default() });
+                directions.push(DirectionStats {
+                    name: d.leg_name(k),
+                    leg_of: Some(i),
+                    ..Default::default()
+                });
             }
         }
         let mut routes = Vec::new();
@@ -92,7 +97,12 @@ impl Forwarder {
             route_of.insert((r.ingress, r.dst), routes.len() as u32);
             routes.push(Route {
                 directions: r.directions.iter().map(|&d| d as u16).collect(),
-                pinned: r.legs.iter().flatten().map(|l| l.map(|l| l as u16)).collect(),
+                pinned: r
+                    .legs
+                    .iter()
+                    .flatten()
+                    .map(|l| l.map(|l| l as u16))
+                    .collect(),
                 egress: r.egress,
             });
         }
@@ -102,7 +112,10 @@ impl Forwarder {
             mtu: cfg.mtu,
             clock: crate::clock::now_ns,
             models,
-            leg_index: leg_index.into_iter().map(|l| l.into_iter().map(|i| i as u16).collect()).collect(),
+            leg_index: leg_index
+                .into_iter()
+                .map(|l| l.into_iter().map(|i| i as u16).collect())
+                .collect(),
             routes,
             route_of,
             next_id: 0,
@@ -132,20 +145,55 @@ impl Forwarder {
         let size = bytes.len() as u32;
         let Ok(key) = flow_key(bytes) else {
             self.unintended.not_ipv4 += 1;
-            self.log.record(now, stamp, id, &FlowKey::default(), size, NO_DIRECTION, Event::Drop, reason::NOT_IPV4, false);
+            self.log.record(
+                now,
+                stamp,
+                id,
+                &FlowKey::default(),
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::NOT_IPV4,
+                false,
+            );
             return;
         };
         let Some(&route) = self.route_of.get(&(ingress, Ipv4Addr::from(key.dst))) else {
             self.unintended.no_route += 1;
-            self.log.record(now, stamp, id, &key, size, NO_DIRECTION, Event::Drop, reason::NO_ROUTE, false);
+            self.log.record(
+                now,
+                stamp,
+                id,
+                &key,
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::NO_ROUTE,
+                false,
+            );
             return;
         };
         if size > self.mtu {
             self.unintended.oversize += 1;
-            self.log.record(now, stamp, id, &key, size, NO_DIRECTION, Event::Drop, reason::OVERSIZE, false);
+            self.log.record(
+                now,
+                stamp,
+                id,
+                &key,
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::OVERSIZE,
+                false,
+            );
             return;
         }
-        let carried = Carried { bytes: bytes.into(), key, route, hop: 0 };
+        let carried = Carried {
+            bytes: bytes.into(),
+            key,
+            route,
+            hop: 0,
+        };
         self.enter_hop(Packet::new(id, size, carried), now, stamp);
         self.run_due(now);
     }
@@ -163,7 +211,17 @@ impl Forwarder {
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
-        self.log.record(at, actual, packet.id, &packet.payload.key, packet.size, dir, Event::Arrival, 0, packet.copy);
+        self.log.record(
+            at,
+            actual,
+            packet.id,
+            &packet.payload.key,
+            packet.size,
+            dir,
+            Event::Arrival,
+            0,
+            packet.copy,
+        );
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
         match pinned {
@@ -183,21 +241,45 @@ impl Forwarder {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
-                    let (key, id, size, copy) = (packet.payload.key, packet.id, packet.size, packet.copy);
+                    let (key, id, size, copy) =
+                        (packet.payload.key, packet.id, packet.size, packet.copy);
                     let handed = self.deliver(egress, packet, at);
-                    self.log.record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
+                    self.log
+                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
                 } else {
                     let now = (self.clock)();
-                    self.log.record(at, now, packet.id, &packet.payload.key, packet.size, dir, Event::Departure, 0, packet.copy);
+                    self.log.record(
+                        at,
+                        now,
+                        packet.id,
+                        &packet.payload.key,
+                        packet.size,
+                        dir,
+                        Event::Departure,
+                        0,
+                        packet.copy,
+                    );
                     self.enter_hop(packet, at, now);
                 }
             }
-            DirectionEvent::Dropped { packet, at, reason, .. } => self.drop(dir, &packet, at, reason),
+            DirectionEvent::Dropped {
+                packet, at, reason, ..
+            } => self.drop(dir, &packet, at, reason),
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
                 let now = (self.clock)();
-                self.log.record(at, now, info.id, &info.summary, info.size, leg, Event::Arrival, 0, info.copy);
+                self.log.record(
+                    at,
+                    now,
+                    info.id,
+                    &info.summary,
+                    info.size,
+                    leg,
+                    Event::Arrival,
+                    0,
+                    info.copy,
+                );
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
@@ -205,14 +287,32 @@ impl Forwarder {
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
                 let now = (self.clock)();
-                self.log.record(at, now, info.id, &info.summary, info.size, leg, Event::Departure, 0, info.copy);
+                self.log.record(
+                    at,
+                    now,
+                    info.id,
+                    &info.summary,
+                    info.size,
+                    leg,
+                    Event::Departure,
+                    0,
+                    info.copy,
+                );
             }
-            DirectionEvent::LegDropped { leg, packet, at, reason, .. } => {
+            DirectionEvent::LegDropped {
+                leg,
+                packet,
+                at,
+                reason,
+                ..
+            } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.drop(leg, &packet, at, reason);
             }
             // Logged on the multipath direction itself: the packet came off its leg.
-            DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
+            DirectionEvent::MergeDiscarded { packet, at, .. } => {
+                self.drop(dir, &packet, at, DropReason::MergeDiscard)
+            }
             // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
             DirectionEvent::GapSkipped { .. } => {}
         }
@@ -227,7 +327,17 @@ impl Forwarder {
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
         }
         let now = (self.clock)();
-        self.log.record(at, now, packet.id, &packet.payload.key, packet.size, dir, Event::Drop, reason as u8, packet.copy);
+        self.log.record(
+            at,
+            now,
+            packet.id,
+            &packet.payload.key,
+            packet.size,
+            dir,
+            Event::Drop,
+            reason as u8,
+            packet.copy,
+        );
     }
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
@@ -244,7 +354,17 @@ impl Forwarder {
             Err(_) => {
                 self.unintended.tun_write_failed += 1;
                 let key = packet.payload.key;
-                self.log.record(due, now, packet.id, &key, packet.size, NO_DIRECTION, Event::Drop, reason::TUN_WRITE_FAILED, packet.copy);
+                self.log.record(
+                    due,
+                    now,
+                    packet.id,
+                    &key,
+                    packet.size,
+                    NO_DIRECTION,
+                    Event::Drop,
+                    reason::TUN_WRITE_FAILED,
+                    packet.copy,
+                );
             }
         }
         now
@@ -321,7 +441,13 @@ mod tests {
             .chunks(RECORD_SIZE)
             .map(|r| {
                 let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap());
-                (u64_at(0), u64_at(8), u16::from_le_bytes([r[30], r[31]]), r[33], r[34])
+                (
+                    u64_at(0),
+                    u64_at(8),
+                    u16::from_le_bytes([r[30], r[31]]),
+                    r[33],
+                    r[34],
+                )
             })
             .collect()
     }
@@ -330,7 +456,11 @@ mod tests {
     /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
     /// in virtual time. `route_extra` is appended to the route. Returns the log records,
     /// the direction statistics and the bytes host b received.
-    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+    fn run_multipath(
+        test: &str,
+        n: u64,
+        route_extra: &str,
+    ) -> (Vec<Record>, Vec<DirectionStats>, usize) {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
@@ -380,7 +510,11 @@ mod tests {
     const T0: u64 = 1_000 * MS;
 
     fn records_of(log: &[Record], id: u64) -> Vec<(u64, u16, u8, u8)> {
-        let mut got: Vec<_> = log.iter().filter(|r| r.1 == id).map(|&(t, _, d, e, r)| (t, d, e, r)).collect();
+        let mut got: Vec<_> = log
+            .iter()
+            .filter(|r| r.1 == id)
+            .map(|&(t, _, d, e, r)| (t, d, e, r))
+            .collect();
         got.sort();
         got
     }
@@ -406,16 +540,32 @@ mod tests {
             want.sort();
             assert_eq!(records_of(&log, id), want, "packet {id}");
         }
-        assert_eq!(received, n as usize * udp_packet().len(), "every packet delivered once");
+        assert_eq!(
+            received,
+            n as usize * udp_packet().len(),
+            "every packet delivered once"
+        );
 
         assert_eq!(stats.len(), 3);
         let (d, l1, l2) = (&stats[0], &stats[1], &stats[2]);
         assert_eq!((d.arrivals, d.departures, d.drops_merge_discard), (n, n, n));
         assert_eq!(d.legs, Some(vec![1, 2]));
         let m = d.merge.unwrap();
-        assert_eq!((m.delivered, m.discarded, m.gap_skipped, m.timer_expiries, m.max_buffered), (n, n, 0, 0, 0));
+        assert_eq!(
+            (
+                m.delivered,
+                m.discarded,
+                m.gap_skipped,
+                m.timer_expiries,
+                m.max_buffered
+            ),
+            (n, n, 0, 0, 0)
+        );
         for (leg, name) in [(l1, "dc.leg1"), (l2, "dc.leg2")] {
-            assert_eq!((leg.name.as_str(), leg.leg_of, leg.arrivals, leg.departures), (name, Some(0), n, n));
+            assert_eq!(
+                (leg.name.as_str(), leg.leg_of, leg.arrivals, leg.departures),
+                (name, Some(0), n, n)
+            );
             assert!(leg.merge.is_none());
         }
         let json = serde_json::to_value(&stats).unwrap();
@@ -431,11 +581,24 @@ mod tests {
         let (log, stats, received) = run_multipath("pinned", n, r#", "legs": [1]"#);
         for id in 0..n {
             let t = T0 + id * MS;
-            let want = vec![(t, 0, 1, 0), (t, 2, 1, 0), (t + 30 * MS, 0, 2, 0), (t + 30 * MS, 2, 2, 0)];
+            let want = vec![
+                (t, 0, 1, 0),
+                (t, 2, 1, 0),
+                (t + 30 * MS, 0, 2, 0),
+                (t + 30 * MS, 2, 2, 0),
+            ];
             assert_eq!(records_of(&log, id), want, "packet {id}");
         }
         assert_eq!(received, n as usize * udp_packet().len());
-        assert_eq!((stats[0].arrivals, stats[0].departures, stats[1].arrivals, stats[2].departures), (n, n, 0, n));
+        assert_eq!(
+            (
+                stats[0].arrivals,
+                stats[0].departures,
+                stats[1].arrivals,
+                stats[2].departures
+            ),
+            (n, n, 0, n)
+        );
         assert_eq!(stats[0].merge.unwrap().delivered, 0);
     }
 }

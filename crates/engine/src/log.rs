@@ -50,13 +50,19 @@ impl PacketLog {
         // Bounded: if the disk cannot keep up for long, the engine blocks rather than
         // growing without limit; the lateness statistics would then show it.
         let (tx, rx) = sync_channel::<Vec<u8>>(256);
-        let writer = std::thread::Builder::new().name("tlab-log".into()).spawn(move || {
-            for chunk in rx {
-                out.write_all(&chunk)?;
-            }
-            out.flush()
-        })?;
-        Ok(PacketLog { batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE), tx: Some(tx), writer: Some(writer) })
+        let writer = std::thread::Builder::new()
+            .name("tlab-log".into())
+            .spawn(move || {
+                for chunk in rx {
+                    out.write_all(&chunk)?;
+                }
+                out.flush()
+            })?;
+        Ok(PacketLog {
+            batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
+            tx: Some(tx),
+            writer: Some(writer),
+        })
     }
 
     /// One record: `t_ns` is the model's time (arrival: the kernel's receive timestamp
@@ -64,7 +70,18 @@ impl PacketLog {
     /// the engine did it (departure to a host: the hand-over; otherwise when the engine
     /// processed the event).
     #[allow(clippy::too_many_arguments)]
-    pub fn record(&mut self, t_ns: u64, t_actual_ns: u64, packet_id: u64, key: &FlowKey, size: u32, direction: u16, event: Event, reason: u8, copy: bool) {
+    pub fn record(
+        &mut self,
+        t_ns: u64,
+        t_actual_ns: u64,
+        packet_id: u64,
+        key: &FlowKey,
+        size: u32,
+        direction: u16,
+        event: Event,
+        reason: u8,
+        copy: bool,
+    ) {
         let b = &mut self.batch;
         b.extend_from_slice(&t_ns.to_le_bytes());
         b.extend_from_slice(&packet_id.to_le_bytes());
@@ -89,7 +106,10 @@ impl PacketLog {
         if self.batch.is_empty() {
             return;
         }
-        let chunk = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE));
+        let chunk = std::mem::replace(
+            &mut self.batch,
+            Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
+        );
         if let Some(tx) = &self.tx {
             // The writer only goes away on an I/O error, reported by `close`.
             let _ = tx.send(chunk);
@@ -129,7 +149,10 @@ mod tests {
             .filter(|r| r["origin"] == "engine")
             .map(|r| {
                 assert_eq!(r["unintended"], true, "{r}");
-                (r["code"].as_u64().unwrap(), r["name"].as_str().unwrap().to_string())
+                (
+                    r["code"].as_u64().unwrap(),
+                    r["name"].as_str().unwrap().to_string(),
+                )
             })
             .collect();
         let ours = [
@@ -138,7 +161,12 @@ mod tests {
             (reason::NOT_IPV4, "not_ipv4"),
             (reason::OVERSIZE, "oversize"),
         ];
-        assert_eq!(engine, ours.iter().map(|&(c, n)| (c as u64, n.to_string())).collect::<Vec<_>>());
+        assert_eq!(
+            engine,
+            ours.iter()
+                .map(|&(c, n)| (c as u64, n.to_string()))
+                .collect::<Vec<_>>()
+        );
     }
 
     /// Writes the sample log Python reads back (tests/test_contracts.py): three records
@@ -149,17 +177,61 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("packets.tlog");
         let mut log = PacketLog::create(&path).unwrap();
-        let key = FlowKey { src: 0x0a00_0001, dst: 0x0a00_0002, sport: 40000, dport: 5001, proto: 6, tcp_seq: 123_456_789 };
-        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, false);
-        log.record(1_025_000_000, 1_025_000_850, 7, &key, 1500, 0, Event::Departure, 0, false);
-        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, true);
+        let key = FlowKey {
+            src: 0x0a00_0001,
+            dst: 0x0a00_0002,
+            sport: 40000,
+            dport: 5001,
+            proto: 6,
+            tcp_seq: 123_456_789,
+        };
+        log.record(
+            1_000_000_000,
+            1_000_000_000,
+            7,
+            &key,
+            1500,
+            0,
+            Event::Arrival,
+            0,
+            false,
+        );
+        log.record(
+            1_025_000_000,
+            1_025_000_850,
+            7,
+            &key,
+            1500,
+            0,
+            Event::Departure,
+            0,
+            false,
+        );
+        log.record(
+            1_030_000_000,
+            1_030_000_100,
+            8,
+            &key,
+            52,
+            1,
+            Event::Drop,
+            1,
+            true,
+        );
         log.close().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);
-        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/packets_v2.tlog");
+        let data = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/data/packets_v2.tlog"
+        );
         if std::env::var("TLAB_BLESS").as_deref() == Ok("1") {
             std::fs::write(data, &bytes).unwrap();
         }
-        assert_eq!(std::fs::read(data).unwrap(), bytes, "{data} differs: TLAB_BLESS=1 to rewrite");
+        assert_eq!(
+            std::fs::read(data).unwrap(),
+            bytes,
+            "{data} differs: TLAB_BLESS=1 to rewrite"
+        );
     }
 }

@@ -15,11 +15,11 @@ mod sys;
 use std::io::Write;
 use std::path::PathBuf;
 
+use attach::{Egress, RxRing};
+use config::Attach;
 use config::Config;
 use forwarder::Forwarder;
 use stats::{Calibration, Lateness, RunStats};
-use attach::{Egress, RxRing};
-use config::Attach;
 
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -61,18 +61,25 @@ fn run(cfg: Config) -> Result<(), String> {
     for (i, h) in cfg.hosts.iter().enumerate() {
         match &h.attach {
             Attach::Tun { fd } => {
-                sys::set_nonblocking(*fd).map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", h.name))?;
+                sys::set_nonblocking(*fd)
+                    .map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", h.name))?;
                 rings.push(None);
                 egress.push(Egress::Tun { fd: *fd });
             }
-            Attach::Veth { ifname, mac, peer_mac } => {
-                let (ring, eg) = attach::open_veth(ifname, *mac, *peer_mac).map_err(|e| format!("hosts[{i}] ({}): {ifname}: {e}", h.name))?;
+            Attach::Veth {
+                ifname,
+                mac,
+                peer_mac,
+            } => {
+                let (ring, eg) = attach::open_veth(ifname, *mac, *peer_mac)
+                    .map_err(|e| format!("hosts[{i}] ({}): {ifname}: {e}", h.name))?;
                 rings.push(Some(ring));
                 egress.push(eg);
             }
         }
     }
-    let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
+    let log = log::PacketLog::create(&cfg.log_path)
+        .map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
     let mut fwd = Forwarder::new(&cfg, egress, log)?;
     // After the log thread exists, so only the forwarding thread runs real-time.
     if let Some(prio) = cfg.realtime_priority {
@@ -86,15 +93,25 @@ fn run(cfg: Config) -> Result<(), String> {
             (Attach::Tun { fd }, None) => *fd,
             _ => unreachable!(),
         };
-        epoll.add(fd, i as u64).map_err(|e| format!("hosts[{i}]: epoll: {e}"))?;
+        epoll
+            .add(fd, i as u64)
+            .map_err(|e| format!("hosts[{i}]: epoll: {e}"))?;
     }
     let timer = sys::Timer::new().map_err(|e| format!("timerfd: {e}"))?;
-    epoll.add(timer.fd, TOKEN_TIMER).map_err(|e| format!("epoll: {e}"))?;
+    epoll
+        .add(timer.fd, TOKEN_TIMER)
+        .map_err(|e| format!("epoll: {e}"))?;
 
     // The engine's own timer lateness, measured the way the loop below sleeps.
-    let calibration = if cfg.calibrate_spin { Some(calibrate(&epoll, &timer, cfg.spin_ns)?) } else { None };
+    let calibration = if cfg.calibrate_spin {
+        Some(calibrate(&epoll, &timer, cfg.spin_ns)?)
+    } else {
+        None
+    };
     let spin_ns = calibration.as_ref().map_or(cfg.spin_ns, |c| c.spin_ns);
-    epoll.add(sigfd, TOKEN_SIGNAL).map_err(|e| format!("epoll: {e}"))?;
+    epoll
+        .add(sigfd, TOKEN_SIGNAL)
+        .map_err(|e| format!("epoll: {e}"))?;
 
     println!("READY");
     let _ = std::io::stdout().flush();
@@ -107,10 +124,11 @@ fn run(cfg: Config) -> Result<(), String> {
     let mut offset = attach::real_to_mono_offset();
     let mut offset_at = clock::now_ns();
     let mut read_delay = Lateness::default();
-    let mut stamps_not_from_kernel = 0u64;
+    let mut stamps_at_ring_write = 0u64;
     // Spinning is capped at half of each second, so a real-time engine never runs into
     // the kernel's RT throttling (docs/architecture.md, "What this machine kind does").
-    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) = (0u64, 0u64, clock::now_ns(), 0u64);
+    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) =
+        (0u64, 0u64, clock::now_ns(), 0u64);
     let mut spinning_since: Option<u64> = None;
     'main: loop {
         let now = clock::now_ns();
@@ -133,7 +151,7 @@ fn run(cfg: Config) -> Result<(), String> {
             let read_at = clock::now_ns();
             let stamp = f.stamp.min(read_at);
             read_delay.add(read_at - stamp);
-            stamps_not_from_kernel += u64::from(!f.from_kernel);
+            stamps_at_ring_write += u64::from(!f.from_kernel);
             match attach::ip_of_frame(frame) {
                 Some(ip) => fwd.ingress(*host, ip, stamp),
                 // Not IPv4 (the forwarder logs it as such).
@@ -163,7 +181,12 @@ fn run(cfg: Config) -> Result<(), String> {
                             *host_readable = false;
                             break;
                         }
-                        Err(e) => return Err(format!("hosts[{host}] ({}): read: {e}", cfg.hosts[host].name)),
+                        Err(e) => {
+                            return Err(format!(
+                                "hosts[{host}] ({}): read: {e}",
+                                cfg.hosts[host].name
+                            ))
+                        }
                     }
                 }
             }
@@ -192,7 +215,9 @@ fn run(cfg: Config) -> Result<(), String> {
                 if !budget_left && due - now <= spin_ns {
                     exhausted += 1;
                 }
-                timer.arm_at(due - spin).map_err(|e| format!("timerfd: {e}"))?;
+                timer
+                    .arm_at(due - spin)
+                    .map_err(|e| format!("timerfd: {e}"))?;
                 -1
             }
             None => {
@@ -200,7 +225,9 @@ fn run(cfg: Config) -> Result<(), String> {
                 -1
             }
         };
-        let n = epoll.wait(&mut events, timeout_ms).map_err(|e| format!("epoll_wait: {e}"))?;
+        let n = epoll
+            .wait(&mut events, timeout_ms)
+            .map_err(|e| format!("epoll_wait: {e}"))?;
         for ev in &events[..n] {
             match ev.u64 {
                 TOKEN_TIMER => timer.clear(),
@@ -213,11 +240,18 @@ fn run(cfg: Config) -> Result<(), String> {
     for r in rings.iter_mut().flatten() {
         r.update_drops();
     }
-    fwd.unintended.ring_full = rings.iter().map(|r| r.as_ref().map_or(0, |r| r.drops)).collect();
+    fwd.unintended.ring_full = rings
+        .iter()
+        .map(|r| r.as_ref().map_or(0, |r| r.drops))
+        .collect();
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
-    let (directions, unintended, packets_in, packets_out) =
-        (fwd.take_direction_stats(), std::mem::take(&mut fwd.unintended), fwd.packets_in, fwd.packets_out);
+    let (directions, unintended, packets_in, packets_out) = (
+        fwd.take_direction_stats(),
+        std::mem::take(&mut fwd.unintended),
+        fwd.packets_in,
+        fwd.packets_out,
+    );
     let log_error = fwd.close_log().err().map(|e| e.to_string());
     let stats = RunStats {
         directions,
@@ -228,8 +262,12 @@ fn run(cfg: Config) -> Result<(), String> {
         handover_lateness: lateness,
         timer_calibration: calibration,
         read_delay: read_delay.summary(),
-        attach: cfg.hosts.iter().map(|h| h.attach.kind().to_string()).collect(),
-        stamps_not_from_kernel,
+        attach: cfg
+            .hosts
+            .iter()
+            .map(|h| h.attach.kind().to_string())
+            .collect(),
+        stamps_at_ring_write,
         spin_s: spin_total as f64 * 1e-9,
         spin_budget_exhausted: exhausted,
         wall_s: (clock::now_ns() - started) as f64 * 1e-9,
@@ -237,7 +275,8 @@ fn run(cfg: Config) -> Result<(), String> {
         log_error: log_error.clone(),
     };
     let json = serde_json::to_string_pretty(&stats).expect("stats serialise");
-    std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
+    std::fs::write(&cfg.stats_path, json)
+        .map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
     match log_error {
         Some(e) => Err(format!("{}: {e}", cfg.log_path.display())),
         None => Ok(()),
@@ -247,14 +286,20 @@ fn run(cfg: Config) -> Result<(), String> {
 /// Sleeps to 300 absolute deadlines 200 µs apart through the timerfd and epoll, as the
 /// forwarding loop does, and returns the lateness percentiles and the spin chosen:
 /// max(`configured`, p99 + 5 µs).
-fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<Calibration, String> {
+fn calibrate(
+    epoll: &sys::Epoll,
+    timer: &sys::Timer,
+    configured: u64,
+) -> Result<Calibration, String> {
     let mut l = Lateness::default();
     let mut events = Vec::with_capacity(4);
     for _ in 0..300 {
         let due = clock::now_ns() + 200_000;
         timer.arm_at(due).map_err(|e| format!("timerfd: {e}"))?;
         loop {
-            let n = epoll.wait(&mut events, -1).map_err(|e| format!("epoll_wait: {e}"))?;
+            let n = epoll
+                .wait(&mut events, -1)
+                .map_err(|e| format!("epoll_wait: {e}"))?;
             if events[..n].iter().any(|e| e.u64 == TOKEN_TIMER) {
                 break;
             }
@@ -264,5 +309,11 @@ fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<
     }
     let s = l.summary();
     let p99_ns = (s.p99_us * 1000.0) as u64;
-    Ok(Calibration { samples: s.count, p50_us: s.p50_us, p99_us: s.p99_us, max_us: s.max_us, spin_ns: configured.max(p99_ns + 5_000) })
+    Ok(Calibration {
+        samples: s.count,
+        p50_us: s.p50_us,
+        p99_us: s.p99_us,
+        max_us: s.max_us,
+        spin_ns: configured.max(p99_ns + 5_000),
+    })
 }

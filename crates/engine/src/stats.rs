@@ -42,7 +42,11 @@ pub struct UnintendedDrops {
 
 impl UnintendedDrops {
     pub fn total(&self) -> u64 {
-        self.no_route + self.not_ipv4 + self.tun_write_failed + self.oversize + self.ring_full.iter().sum::<u64>()
+        self.no_route
+            + self.not_ipv4
+            + self.tun_write_failed
+            + self.oversize
+            + self.ring_full.iter().sum::<u64>()
     }
 }
 
@@ -60,7 +64,12 @@ const BUCKETS: usize = 10_000;
 
 impl Default for Lateness {
     fn default() -> Self {
-        Lateness { buckets: vec![0; BUCKETS + 1], count: 0, sum_ns: 0, max_ns: 0 }
+        Lateness {
+            buckets: vec![0; BUCKETS + 1],
+            count: 0,
+            sum_ns: 0,
+            max_ns: 0,
+        }
     }
 }
 
@@ -90,7 +99,11 @@ impl Lateness {
     pub fn summary(&self) -> LatenessSummary {
         LatenessSummary {
             count: self.count,
-            mean_us: if self.count == 0 { 0.0 } else { self.sum_ns as f64 / self.count as f64 / 1000.0 },
+            mean_us: if self.count == 0 {
+                0.0
+            } else {
+                self.sum_ns as f64 / self.count as f64 / 1000.0
+            },
             p50_us: self.percentile_us(0.5),
             p99_us: self.percentile_us(0.99),
             max_us: self.max_ns as f64 / 1000.0,
@@ -133,8 +146,10 @@ pub struct RunStats {
     pub read_delay: LatenessSummary,
     /// How each host is attached ("tun" or "veth").
     pub attach: Vec<String>,
-    /// Frames whose receive timestamp was not the kernel's (taken at ring time instead).
-    pub stamps_not_from_kernel: u64,
+    /// Frames stamped by the kernel when it wrote them into the ring rather than at
+    /// netif_rx (a TCP packet keeps its sender's departure time in the skb, which the
+    /// packet socket does not report): still the kernel's, in the sender's softirq.
+    pub stamps_at_ring_write: u64,
     /// Time the forwarding thread spent spinning before due times (s), and how often the
     /// spin budget (half of each second) ran out.
     pub spin_s: f64,

@@ -104,7 +104,14 @@ impl<P> Delay<P> {
     /// A delay of `fixed` ns plus optional jitter drawn from the stream `seed`.
     pub fn new(fixed: Nanos, jitter: Option<Jitter>, seed: u64) -> Self {
         let jitter = jitter.filter(|j| j.amount > 0);
-        Delay { fixed, jitter, rng: stage_rng(seed), heap: BinaryHeap::new(), seq: 0, last_due: 0 }
+        Delay {
+            fixed,
+            jitter,
+            rng: stage_rng(seed),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            last_due: 0,
+        }
     }
 
     /// The delay the next packet gets, before order preservation: fixed + sample, rounded
@@ -132,7 +139,11 @@ impl<P> Stage<P> for Delay<P> {
             due = due.max(self.last_due);
         }
         self.last_due = self.last_due.max(due);
-        self.heap.push(Held { due, seq: self.seq, packet });
+        self.heap.push(Held {
+            due,
+            seq: self.seq,
+            packet,
+        });
         self.seq += 1;
         Ok(())
     }

@@ -31,7 +31,12 @@ pub struct PacketInfo<S> {
 
 impl<S> PacketInfo<S> {
     pub fn of<P: Summarize<Summary = S>>(p: &Packet<P>) -> Self {
-        PacketInfo { id: p.id, size: p.size, copy: p.copy, summary: p.payload.summarize() }
+        PacketInfo {
+            id: p.id,
+            size: p.size,
+            copy: p.copy,
+            summary: p.payload.summarize(),
+        }
     }
 }
 
@@ -41,16 +46,39 @@ pub enum DirectionEvent<P: Summarize> {
     /// The packet left the direction (for a multipath direction: delivered by the merge).
     Departed { packet: Packet<P>, at: Nanos },
     /// A stage of a plain direction refused the packet.
-    Dropped { packet: Packet<P>, at: Nanos, reason: DropReason, stage: usize },
+    Dropped {
+        packet: Packet<P>,
+        at: Nanos,
+        reason: DropReason,
+        stage: usize,
+    },
     /// The split put the packet (or, in duplication mode, one copy of it) on `leg`.
-    LegArrived { leg: usize, info: PacketInfo<P::Summary>, at: Nanos },
+    LegArrived {
+        leg: usize,
+        info: PacketInfo<P::Summary>,
+        at: Nanos,
+    },
     /// The packet left `leg` and reached the merge.
-    LegDeparted { leg: usize, info: PacketInfo<P::Summary>, at: Nanos },
+    LegDeparted {
+        leg: usize,
+        info: PacketInfo<P::Summary>,
+        at: Nanos,
+    },
     /// A stage of `leg` refused the packet.
-    LegDropped { leg: usize, packet: Packet<P>, at: Nanos, reason: DropReason, stage: usize },
+    LegDropped {
+        leg: usize,
+        packet: Packet<P>,
+        at: Nanos,
+        reason: DropReason,
+        stage: usize,
+    },
     /// The merge dropped a packet that came off `leg`: a duplicate, or too late (its COUNT
     /// had been given up). Reason [`DropReason::MergeDiscard`].
-    MergeDiscarded { leg: usize, packet: Packet<P>, at: Nanos },
+    MergeDiscarded {
+        leg: usize,
+        packet: Packet<P>,
+        at: Nanos,
+    },
     /// At a reordering-timer expiry the merge gave up `count` missing packets as lost.
     GapSkipped { count: u64, at: Nanos },
 }
@@ -73,7 +101,17 @@ impl<P: Summarize> From<PipelineEvent<P>> for DirectionEvent<P> {
     fn from(ev: PipelineEvent<P>) -> Self {
         match ev {
             PipelineEvent::Departed { packet, at } => DirectionEvent::Departed { packet, at },
-            PipelineEvent::Dropped { packet, at, reason, stage } => DirectionEvent::Dropped { packet, at, reason, stage },
+            PipelineEvent::Dropped {
+                packet,
+                at,
+                reason,
+                stage,
+            } => DirectionEvent::Dropped {
+                packet,
+                at,
+                reason,
+                stage,
+            },
         }
     }
 }
@@ -92,7 +130,10 @@ pub struct Single<P: Summarize> {
 
 impl<P: Summarize> From<Pipeline<P>> for Direction<P> {
     fn from(pipeline: Pipeline<P>) -> Self {
-        Direction::Single(Single { pipeline, pending: VecDeque::new() })
+        Direction::Single(Single {
+            pipeline,
+            pending: VecDeque::new(),
+        })
     }
 }
 
@@ -132,10 +173,12 @@ impl<P: Summarize + Clone> Direction<P> {
     /// When the next event is due.
     pub fn next_due(&self) -> Option<Nanos> {
         match self {
-            Direction::Single(s) => match (s.pending.front().map(|e| e.at()), s.pipeline.next_due()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            },
+            Direction::Single(s) => {
+                match (s.pending.front().map(|e| e.at()), s.pipeline.next_due()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                }
+            }
             Direction::Multipath(m) => m.next_due(),
         }
     }

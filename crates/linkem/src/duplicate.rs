@@ -18,14 +18,21 @@ pub struct Duplicate<P> {
 impl<P> Duplicate<P> {
     /// A duplication stage with probability `probability`, drawing from `seed`.
     pub fn new(probability: f64, seed: u64) -> Self {
-        Duplicate { probability, rng: stage_rng(seed), out: Passing::new() }
+        Duplicate {
+            probability,
+            rng: stage_rng(seed),
+            out: Passing::new(),
+        }
     }
 }
 
 impl<P: Clone> Stage<P> for Duplicate<P> {
     fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
         let copy = if bernoulli(&mut self.rng, self.probability) {
-            Some(Packet { copy: true, ..packet.clone() })
+            Some(Packet {
+                copy: true,
+                ..packet.clone()
+            })
         } else {
             None
         };

@@ -27,9 +27,9 @@ pub mod rng;
 pub mod spec;
 pub mod split;
 
-pub use pipeline::{Pipeline, PipelineEvent};
 pub use direction::{Direction, DirectionEvent, PacketInfo, Summarize};
 pub use multipath::Multipath;
+pub use pipeline::{Pipeline, PipelineEvent};
 pub use spec::{build_direction, build_multipath, build_pipeline};
 
 /// Nanoseconds since an arbitrary origin chosen by the driver.
@@ -51,7 +51,12 @@ pub struct Packet<P> {
 
 impl<P> Packet<P> {
     pub fn new(id: u64, size: u32, payload: P) -> Self {
-        Packet { id, size, payload, copy: false }
+        Packet {
+            id,
+            size,
+            payload,
+            copy: false,
+        }
     }
 }
 
@@ -71,7 +76,11 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 3] = [DropReason::QueueFull, DropReason::RandomLoss, DropReason::MergeDiscard];
+    pub const ALL: [DropReason; 3] = [
+        DropReason::QueueFull,
+        DropReason::RandomLoss,
+        DropReason::MergeDiscard,
+    ];
 
     /// The code a packet log records (`reason` field).
     pub fn code(self) -> u8 {

@@ -43,7 +43,12 @@ pub struct Loss<P> {
 impl<P> Loss<P> {
     /// A loss stage drawing from the stream `seed` (see [`crate::rng`]).
     pub fn new(model: LossModel, seed: u64) -> Self {
-        Loss { model, state: GeState::Good, rng: stage_rng(seed), out: Passing::new() }
+        Loss {
+            model,
+            state: GeState::Good,
+            rng: stage_rng(seed),
+            out: Passing::new(),
+        }
     }
 
     /// The current Gilbert–Elliott state (always `Good` for Bernoulli).
@@ -73,7 +78,10 @@ impl<P> Loss<P> {
 impl<P> Stage<P> for Loss<P> {
     fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
         if self.decide() {
-            return Err(Dropped { packet, reason: DropReason::RandomLoss });
+            return Err(Dropped {
+                packet,
+                reason: DropReason::RandomLoss,
+            });
         }
         self.out.push(packet, at);
         Ok(())

@@ -34,11 +34,27 @@ pub struct Numbered<P> {
 }
 
 fn numbered<P>(p: Packet<P>, sn: Option<u16>) -> Packet<Numbered<P>> {
-    Packet { id: p.id, size: p.size, copy: p.copy, payload: Numbered { sn, payload: p.payload } }
+    Packet {
+        id: p.id,
+        size: p.size,
+        copy: p.copy,
+        payload: Numbered {
+            sn,
+            payload: p.payload,
+        },
+    }
 }
 
 fn unnumbered<P>(p: Packet<Numbered<P>>) -> (Option<u16>, Packet<P>) {
-    (p.payload.sn, Packet { id: p.id, size: p.size, copy: p.copy, payload: p.payload.payload })
+    (
+        p.payload.sn,
+        Packet {
+            id: p.id,
+            size: p.size,
+            copy: p.copy,
+            payload: p.payload.payload,
+        },
+    )
 }
 
 pub struct Multipath<P: Summarize> {
@@ -57,7 +73,13 @@ impl<P: Summarize + Clone> Multipath<P> {
     /// `legs.len()` must equal `split.legs()`; `merge` `None` turns the merge off.
     pub fn new(split: Split, legs: Vec<Pipeline<Numbered<P>>>, merge: Option<Reorder<P>>) -> Self {
         assert_eq!(split.legs(), legs.len(), "the split must know every leg");
-        Multipath { split, legs, merge, pending: VecDeque::new(), passed: 0 }
+        Multipath {
+            split,
+            legs,
+            merge,
+            pending: VecDeque::new(),
+            passed: 0,
+        }
     }
 
     pub fn legs(&self) -> usize {
@@ -68,7 +90,10 @@ impl<P: Summarize + Clone> Multipath<P> {
     pub fn merge_stats(&self) -> MergeStats {
         match &self.merge {
             Some(m) => m.stats(),
-            None => MergeStats { delivered: self.passed, ..Default::default() },
+            None => MergeStats {
+                delivered: self.passed,
+                ..Default::default()
+            },
         }
     }
 
@@ -91,12 +116,20 @@ impl<P: Summarize + Clone> Multipath<P> {
     /// A packet pinned to `leg` enters the direction at `at`: it rides that leg only,
     /// unnumbered, and departs the direction as it leaves the leg (no merge).
     pub fn push_on_leg(&mut self, packet: Packet<P>, leg: usize, at: Nanos) {
-        assert!(leg < self.legs.len(), "leg {leg} of a direction with {} legs", self.legs.len());
+        assert!(
+            leg < self.legs.len(),
+            "leg {leg} of a direction with {} legs",
+            self.legs.len()
+        );
         self.push_leg(leg, packet, None, at);
     }
 
     fn push_leg(&mut self, leg: usize, packet: Packet<P>, sn: Option<u16>, at: Nanos) {
-        self.pending.push_back(DirectionEvent::LegArrived { leg, info: PacketInfo::of(&packet), at });
+        self.pending.push_back(DirectionEvent::LegArrived {
+            leg,
+            info: PacketInfo::of(&packet),
+            at,
+        });
         if let Some(ev) = self.legs[leg].push(numbered(packet, sn), at) {
             self.leg_event(leg, ev);
         }
@@ -106,15 +139,32 @@ impl<P: Summarize + Clone> Multipath<P> {
         match ev {
             PipelineEvent::Departed { packet, at } => {
                 let (sn, packet) = unnumbered(packet);
-                self.pending.push_back(DirectionEvent::LegDeparted { leg, info: PacketInfo::of(&packet), at });
+                self.pending.push_back(DirectionEvent::LegDeparted {
+                    leg,
+                    info: PacketInfo::of(&packet),
+                    at,
+                });
                 match sn {
                     Some(sn) => self.merge_receive(leg, sn, packet, at),
-                    None => self.pending.push_back(DirectionEvent::Departed { packet, at }),
+                    None => self
+                        .pending
+                        .push_back(DirectionEvent::Departed { packet, at }),
                 }
             }
-            PipelineEvent::Dropped { packet, at, reason, stage } => {
+            PipelineEvent::Dropped {
+                packet,
+                at,
+                reason,
+                stage,
+            } => {
                 let (_, packet) = unnumbered(packet);
-                self.pending.push_back(DirectionEvent::LegDropped { leg, packet, at, reason, stage });
+                self.pending.push_back(DirectionEvent::LegDropped {
+                    leg,
+                    packet,
+                    at,
+                    reason,
+                    stage,
+                });
             }
         }
     }
@@ -126,7 +176,9 @@ impl<P: Summarize + Clone> Multipath<P> {
                 self.passed += 1;
                 pending.push_back(DirectionEvent::Departed { packet, at });
             }
-            Some(m) => m.receive(sn, packet, at, &mut |o| pending.push_back(merge_event(o, leg, at))),
+            Some(m) => m.receive(sn, packet, at, &mut |o| {
+                pending.push_back(merge_event(o, leg, at))
+            }),
         }
     }
 
@@ -163,7 +215,11 @@ impl<P: Summarize + Clone> Multipath<P> {
     pub fn step(&mut self, now: Nanos) -> Option<DirectionEvent<P>> {
         loop {
             if let Some(e) = self.pending.front() {
-                return if e.at() <= now { self.pending.pop_front() } else { None };
+                return if e.at() <= now {
+                    self.pending.pop_front()
+                } else {
+                    None
+                };
             }
             let (source, t) = self.earliest()?;
             if t > now {
@@ -188,7 +244,8 @@ impl<P: Summarize + Clone> Multipath<P> {
 
     /// Packets held in the legs and the merge's buffer.
     pub fn len(&self) -> usize {
-        self.legs.iter().map(|l| l.len()).sum::<usize>() + self.merge.as_ref().map_or(0, |m| m.buffered() as usize)
+        self.legs.iter().map(|l| l.len()).sum::<usize>()
+            + self.merge.as_ref().map_or(0, |m| m.buffered() as usize)
     }
 
     /// Nothing held and nothing left to report.

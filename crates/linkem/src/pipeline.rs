@@ -8,7 +8,12 @@ pub enum PipelineEvent<P> {
     /// The packet left the last stage (the link direction) at `at`.
     Departed { packet: Packet<P>, at: Nanos },
     /// A stage refused the packet at `at`.
-    Dropped { packet: Packet<P>, at: Nanos, reason: DropReason, stage: usize },
+    Dropped {
+        packet: Packet<P>,
+        at: Nanos,
+        reason: DropReason,
+        stage: usize,
+    },
 }
 
 /// Stages in order; a packet moves from one to the next at the exact due time the
@@ -36,7 +41,12 @@ impl<P> Pipeline<P> {
     fn offer(&mut self, stage: usize, packet: Packet<P>, at: Nanos) -> Option<PipelineEvent<P>> {
         match self.stages[stage].enqueue(packet, at) {
             Ok(()) => None,
-            Err(d) => Some(PipelineEvent::Dropped { packet: d.packet, at, reason: d.reason, stage }),
+            Err(d) => Some(PipelineEvent::Dropped {
+                packet: d.packet,
+                at,
+                reason: d.reason,
+                stage,
+            }),
         }
     }
 
@@ -69,7 +79,9 @@ impl<P> Pipeline<P> {
             if t > now {
                 return None;
             }
-            let (packet, at) = self.stages[i].dequeue(t).expect("stage reported a due packet");
+            let (packet, at) = self.stages[i]
+                .dequeue(t)
+                .expect("stage reported a due packet");
             if i + 1 == self.stages.len() {
                 return Some(PipelineEvent::Departed { packet, at });
             }

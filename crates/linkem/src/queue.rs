@@ -58,7 +58,10 @@ mod tests {
 
     #[test]
     fn drop_tail_limits() {
-        let b = Backlog { packets: 2, bytes: 3000 };
+        let b = Backlog {
+            packets: 2,
+            bytes: 3000,
+        };
         assert!(DropTail::new(QueueLimit::Packets(3)).admits(&b, 1500));
         assert!(!DropTail::new(QueueLimit::Packets(2)).admits(&b, 1500));
         assert!(DropTail::new(QueueLimit::Bytes(4500)).admits(&b, 1500));

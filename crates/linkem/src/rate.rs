@@ -38,9 +38,12 @@ pub fn parse_mahimahi_trace(text: &str) -> Result<Vec<u64>, String> {
         if s.is_empty() {
             continue;
         }
-        let v: u64 = s
-            .parse()
-            .map_err(|_| format!("trace line {}: {s:?} is not a timestamp in milliseconds (a non-negative integer)", i + 1))?;
+        let v: u64 = s.parse().map_err(|_| {
+            format!(
+                "trace line {}: {s:?} is not a timestamp in milliseconds (a non-negative integer)",
+                i + 1
+            )
+        })?;
         if let Some(&prev) = out.last() {
             if v < prev {
                 return Err(format!("trace line {}: timestamp {v} is earlier than the previous one ({prev}); timestamps must not decrease", i + 1));
@@ -60,9 +63,13 @@ pub const MAX_TRACE_MS: u64 = 1 << 40;
 /// Checks a trace given as timestamps: non-empty, non-decreasing, last timestamp > 0 and
 /// at most [`MAX_TRACE_MS`].
 pub fn validate_trace(opportunities_ms: &[u64]) -> Result<(), String> {
-    let last = *opportunities_ms.last().ok_or("trace has no delivery opportunity")?;
+    let last = *opportunities_ms
+        .last()
+        .ok_or("trace has no delivery opportunity")?;
     if last == 0 {
-        return Err("trace must last a non-zero time: its last timestamp (the period) is 0 ms".into());
+        return Err(
+            "trace must last a non-zero time: its last timestamp (the period) is 0 ms".into(),
+        );
     }
     if last > MAX_TRACE_MS {
         return Err(format!("trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"));
@@ -107,7 +114,9 @@ impl TraceLink {
     /// rather than wrap around to the past.
     fn time_of(&self, g: u64) -> Nanos {
         let n = self.opportunities_ms.len() as u64;
-        let ms = (g / n).saturating_mul(self.period_ms).saturating_add(self.opportunities_ms[(g % n) as usize]);
+        let ms = (g / n)
+            .saturating_mul(self.period_ms)
+            .saturating_add(self.opportunities_ms[(g % n) as usize]);
         self.origin.saturating_add(ms.saturating_mul(NS_PER_MS))
     }
 
@@ -121,7 +130,9 @@ impl TraceLink {
         let mut k = (rel / period_ns).saturating_sub(1);
         loop {
             let base = k.saturating_mul(period_ns);
-            let i = self.opportunities_ms.partition_point(|&ms| base.saturating_add(ms * NS_PER_MS) < rel);
+            let i = self
+                .opportunities_ms
+                .partition_point(|&ms| base.saturating_add(ms * NS_PER_MS) < rel);
             if i < self.opportunities_ms.len() {
                 return k.saturating_mul(n).saturating_add(i as u64);
             }
@@ -132,7 +143,10 @@ impl TraceLink {
     fn schedule(&mut self, size: u32, at: Nanos) -> Nanos {
         let (mut g, mut avail) = match self.cursor {
             Some(c) if self.left > 0 && self.time_of(c) >= at => (c, self.left),
-            Some(c) => (c.saturating_add(1).max(self.first_at_or_after(at)), OPPORTUNITY_BYTES),
+            Some(c) => (
+                c.saturating_add(1).max(self.first_at_or_after(at)),
+                OPPORTUNITY_BYTES,
+            ),
             None => (self.first_at_or_after(at), OPPORTUNITY_BYTES),
         };
         let mut remaining = size;
@@ -151,7 +165,11 @@ impl Link {
     /// Admits a packet of `size` bytes arriving at `at`; returns its finish time.
     fn schedule(&mut self, size: u32, at: Nanos) -> Nanos {
         match self {
-            Link::Constant { bits_per_sec, busy_ns, busy_rem } => {
+            Link::Constant {
+                bits_per_sec,
+                busy_ns,
+                busy_rem,
+            } => {
                 let idle = at > *busy_ns || (at == *busy_ns && *busy_rem == 0);
                 if idle {
                     *busy_ns = at;
@@ -184,7 +202,13 @@ pub struct RateQueue<P> {
 
 impl<P> RateQueue<P> {
     fn with_link(link: Link, limit: QueueLimit) -> Self {
-        RateQueue { link, discipline: DropTail::new(limit), entries: VecDeque::new(), finished: 0, backlog: Backlog::default() }
+        RateQueue {
+            link,
+            discipline: DropTail::new(limit),
+            entries: VecDeque::new(),
+            finished: 0,
+            backlog: Backlog::default(),
+        }
     }
 
     /// A constant-rate link of `bits_per_sec` (> 0) behind a drop-tail queue.
@@ -192,14 +216,27 @@ impl<P> RateQueue<P> {
         if bits_per_sec == 0 {
             return Err("rate must be > 0 bit/s".into());
         }
-        Ok(Self::with_link(Link::Constant { bits_per_sec, busy_ns: 0, busy_rem: 0 }, limit))
+        Ok(Self::with_link(
+            Link::Constant {
+                bits_per_sec,
+                busy_ns: 0,
+                busy_rem: 0,
+            },
+            limit,
+        ))
     }
 
     /// A Mahimahi trace-driven link behind a drop-tail queue (see [`validate_trace`]).
     pub fn trace(opportunities_ms: Vec<u64>, limit: QueueLimit) -> Result<Self, String> {
         validate_trace(&opportunities_ms)?;
         let period_ms = *opportunities_ms.last().unwrap();
-        let t = TraceLink { opportunities_ms, period_ms, origin: 0, cursor: None, left: 0 };
+        let t = TraceLink {
+            opportunities_ms,
+            period_ms,
+            origin: 0,
+            cursor: None,
+            left: 0,
+        };
         Ok(Self::with_link(Link::Trace(t), limit))
     }
 
@@ -234,7 +271,10 @@ impl<P> Stage<P> for RateQueue<P> {
     fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
         self.retire(at);
         if !self.discipline.admits(&self.backlog, packet.size) {
-            return Err(Dropped { packet, reason: DropReason::QueueFull });
+            return Err(Dropped {
+                packet,
+                reason: DropReason::QueueFull,
+            });
         }
         let finish = self.link.schedule(packet.size, at);
         self.backlog.add(packet.size);
@@ -272,11 +312,17 @@ mod tests {
 
     #[test]
     fn parser_reports_line_and_value() {
-        assert_eq!(parse_mahimahi_trace("1\n1\n\n 5 \n").unwrap(), vec![1, 1, 5]);
+        assert_eq!(
+            parse_mahimahi_trace("1\n1\n\n 5 \n").unwrap(),
+            vec![1, 1, 5]
+        );
         let e = parse_mahimahi_trace("1\n2\nx3\n").unwrap_err();
         assert!(e.contains("line 3") && e.contains("x3"), "{e}");
         let e = parse_mahimahi_trace("4\n2\n").unwrap_err();
-        assert!(e.contains("line 2") && e.contains('2') && e.contains('4'), "{e}");
+        assert!(
+            e.contains("line 2") && e.contains('2') && e.contains('4'),
+            "{e}"
+        );
         assert!(parse_mahimahi_trace("").is_err());
         assert!(parse_mahimahi_trace("0\n0\n").is_err());
         assert!(parse_mahimahi_trace("-1\n").unwrap_err().contains("line 1"));
@@ -284,7 +330,13 @@ mod tests {
 
     #[test]
     fn first_opportunity_search_handles_period_boundaries() {
-        let t = TraceLink { opportunities_ms: vec![0, 5, 10], period_ms: 10, origin: 0, cursor: None, left: 0 };
+        let t = TraceLink {
+            opportunities_ms: vec![0, 5, 10],
+            period_ms: 10,
+            origin: 0,
+            cursor: None,
+            left: 0,
+        };
         // Opportunities: 0,5,10 | 10,15,20 | 20,25,30 ...
         assert_eq!(t.first_at_or_after(0), 0);
         assert_eq!(t.first_at_or_after(1), 1);

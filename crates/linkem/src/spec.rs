@@ -13,8 +13,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::delay::{Delay, Jitter};
-use crate::duplicate::Duplicate;
 use crate::direction::{Direction, Summarize};
+use crate::duplicate::Duplicate;
 use crate::loss::{Loss, LossModel};
 use crate::merge::{Reorder, DEFAULT_T_REORDERING};
 use crate::multipath::Multipath;
@@ -24,7 +24,11 @@ use crate::split::{batch_counts, Split};
 use crate::{Nanos, Pipeline, Stage};
 
 #[derive(Debug, Clone, PartialEq, Default)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields, default))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(deny_unknown_fields, default)
+)]
 pub struct DirectionSpec {
     /// `None`: unlimited rate (and therefore no queueing).
     pub rate: Option<RateSpec>,
@@ -38,7 +42,11 @@ pub struct DirectionSpec {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "snake_case", deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(rename_all = "snake_case", deny_unknown_fields)
+)]
 pub enum RateSpec {
     /// Constant bit rate: a packet of L bytes occupies the link for 8L/rate.
     Constant { bits_per_sec: u64 },
@@ -48,7 +56,11 @@ pub enum RateSpec {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "snake_case", deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(rename_all = "snake_case", deny_unknown_fields)
+)]
 pub enum QueueLimit {
     /// Drop-tail limited to this many packets (including the one being serialised).
     Packets(u32),
@@ -59,7 +71,11 @@ pub enum QueueLimit {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "snake_case"))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(rename_all = "snake_case")
+)]
 pub enum Distribution {
     /// Uniform on [−jitter, +jitter] (netem's meaning).
     Uniform,
@@ -72,7 +88,11 @@ pub enum Distribution {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(deny_unknown_fields)
+)]
 pub struct JitterSpec {
     pub amount: Nanos,
     pub distribution: Distribution,
@@ -83,12 +103,23 @@ pub struct JitterSpec {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "snake_case", deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(rename_all = "snake_case", deny_unknown_fields)
+)]
 pub enum LossSpec {
-    Bernoulli { p: f64 },
+    Bernoulli {
+        p: f64,
+    },
     /// netem's gemodel: p = P(good→bad), r = P(bad→good), loss probability 1−h in the
     /// bad state and 1−k in the good state.
-    GilbertElliott { p: f64, r: f64, h: f64, k: f64 },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        h: f64,
+        k: f64,
+    },
 }
 
 /// Builds the pipeline of one link direction. `seed` is this direction's seed (derive it
@@ -99,7 +130,10 @@ pub enum LossSpec {
 /// duplicate (probability 0) → queue+rate (no rate: unlimited, and then the queue limit
 /// has no effect) → delay (no fixed delay and no jitter). A fully ideal spec gives an
 /// empty pipeline, in which a packet departs at its arrival time.
-pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64) -> Result<Pipeline<P>, String> {
+pub fn build_pipeline<P: Clone + Send + 'static>(
+    spec: &DirectionSpec,
+    seed: u64,
+) -> Result<Pipeline<P>, String> {
     validate(spec)?;
     let mut stages: Vec<Box<dyn Stage<P> + Send>> = Vec::new();
     if let Some(loss) = spec.loss {
@@ -116,21 +150,32 @@ pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64
         }
     }
     if spec.duplicate > 0.0 {
-        stages.push(Box::new(Duplicate::new(spec.duplicate, derive_seed(seed, tag::DUPLICATE))));
+        stages.push(Box::new(Duplicate::new(
+            spec.duplicate,
+            derive_seed(seed, tag::DUPLICATE),
+        )));
     }
     match &spec.rate {
         None => {}
-        Some(RateSpec::Constant { bits_per_sec }) => stages.push(Box::new(RateQueue::constant(*bits_per_sec, spec.queue)?)),
-        Some(RateSpec::Trace { opportunities_ms }) => {
-            stages.push(Box::new(RateQueue::trace(opportunities_ms.clone(), spec.queue)?))
+        Some(RateSpec::Constant { bits_per_sec }) => {
+            stages.push(Box::new(RateQueue::constant(*bits_per_sec, spec.queue)?))
         }
+        Some(RateSpec::Trace { opportunities_ms }) => stages.push(Box::new(RateQueue::trace(
+            opportunities_ms.clone(),
+            spec.queue,
+        )?)),
     }
-    let jitter = spec
-        .jitter
-        .filter(|j| j.amount > 0)
-        .map(|j| Jitter { amount: j.amount, distribution: j.distribution, reorder: j.reorder });
+    let jitter = spec.jitter.filter(|j| j.amount > 0).map(|j| Jitter {
+        amount: j.amount,
+        distribution: j.distribution,
+        reorder: j.reorder,
+    });
     if spec.delay > 0 || jitter.is_some() {
-        stages.push(Box::new(Delay::new(spec.delay, jitter, derive_seed(seed, tag::DELAY))));
+        stages.push(Box::new(Delay::new(
+            spec.delay,
+            jitter,
+            derive_seed(seed, tag::DELAY),
+        )));
     }
     Ok(Pipeline::new(stages))
 }
@@ -158,13 +203,17 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
     match &spec.rate {
         None => {}
         Some(RateSpec::Constant { bits_per_sec: 0 }) => {
-            return Err("rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into())
+            return Err(
+                "rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into(),
+            )
         }
         Some(RateSpec::Constant { .. }) => {}
         Some(RateSpec::Trace { opportunities_ms }) => validate_trace(opportunities_ms)?,
     }
     match spec.queue {
-        QueueLimit::Packets(0) => return Err("queue limit of 0 packets would drop every packet".into()),
+        QueueLimit::Packets(0) => {
+            return Err("queue limit of 0 packets would drop every packet".into())
+        }
         QueueLimit::Bytes(0) => return Err("queue limit of 0 bytes would drop every packet".into()),
         _ => {}
     }
@@ -177,7 +226,10 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
 #[cfg_attr(
     feature = "serde",
     derive(Serialize, Deserialize),
-    serde(untagged, expecting = "a direction spec: a plain one, or a multipath one with `legs`, `split` and `merge`")
+    serde(
+        untagged,
+        expecting = "a direction spec: a plain one, or a multipath one with `legs`, `split` and `merge`"
+    )
 )]
 pub enum AnyDirectionSpec {
     Multipath(MultipathSpec),
@@ -204,7 +256,11 @@ impl From<MultipathSpec> for AnyDirectionSpec {
 
 /// A multipath direction (dual connectivity): split → legs → merge.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(deny_unknown_fields)
+)]
 pub struct MultipathSpec {
     /// At least 2. Leg k (0-based) is a full link direction seeded with
     /// [`leg_seed`]`(seed, k)`.
@@ -235,7 +291,10 @@ pub enum SplitSpec {
 #[cfg_attr(
     feature = "serde",
     derive(Serialize, Deserialize),
-    serde(untagged, expecting = "a ratio: leg 1's share as a number in [0, 1] (two legs), or a list of one share per leg")
+    serde(
+        untagged,
+        expecting = "a ratio: leg 1's share as a number in [0, 1] (two legs), or a list of one share per leg"
+    )
 )]
 pub enum Ratio {
     /// Two legs only: the share of leg 1 (the first); leg 2 gets 1 − this. 0 or 1 is a
@@ -261,7 +320,11 @@ impl Ratio {
 
 /// The merge (PDCP reordering) of a multipath direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields, default))]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(deny_unknown_fields, default)
+)]
 pub struct MergeSpec {
     /// `false`: packets leave in the order they come off the legs (reordered), duplicates
     /// included.
@@ -272,7 +335,10 @@ pub struct MergeSpec {
 
 impl Default for MergeSpec {
     fn default() -> Self {
-        MergeSpec { enabled: true, t_reordering_ns: DEFAULT_T_REORDERING }
+        MergeSpec {
+            enabled: true,
+            t_reordering_ns: DEFAULT_T_REORDERING,
+        }
     }
 }
 
@@ -288,7 +354,10 @@ pub fn leg_seed(seed: u64, leg: usize) -> u64 {
 /// each in [0, 1], summing to 1.
 pub fn validate_multipath(spec: &MultipathSpec) -> Result<(), String> {
     if spec.legs.len() < 2 {
-        return Err(format!("a multipath direction needs at least 2 legs, got {}", spec.legs.len()));
+        return Err(format!(
+            "a multipath direction needs at least 2 legs, got {}",
+            spec.legs.len()
+        ));
     }
     for (k, leg) in spec.legs.iter().enumerate() {
         validate(leg).map_err(|e| format!("legs[{k}]: {e}"))?;
@@ -298,12 +367,20 @@ pub fn validate_multipath(spec: &MultipathSpec) -> Result<(), String> {
             return Err("split batch must be at least 1 packet".into());
         }
         let shares = ratio.shares(spec.legs.len())?;
-        if let Some((k, v)) = shares.iter().enumerate().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
-            return Err(format!("split share of legs[{k}] must be in [0, 1], got {v}"));
+        if let Some((k, v)) = shares
+            .iter()
+            .enumerate()
+            .find(|(_, v)| !(0.0..=1.0).contains(*v))
+        {
+            return Err(format!(
+                "split share of legs[{k}] must be in [0, 1], got {v}"
+            ));
         }
         let sum: f64 = shares.iter().sum();
         if (sum - 1.0).abs() > SHARES_SUM_TOLERANCE {
-            return Err(format!("split shares must sum to 1, got {sum} ({shares:?})"));
+            return Err(format!(
+                "split shares must sum to 1, got {sum} ({shares:?})"
+            ));
         }
     }
     Ok(())
@@ -319,24 +396,37 @@ pub fn validate_any(spec: &AnyDirectionSpec) -> Result<(), String> {
 
 /// Builds a multipath direction; `seed` is the direction's seed, from which each leg's
 /// is derived ([`leg_seed`]). The split itself draws nothing.
-pub fn build_multipath<P: Clone + Send + Summarize + 'static>(spec: &MultipathSpec, seed: u64) -> Result<Multipath<P>, String> {
+pub fn build_multipath<P: Clone + Send + Summarize + 'static>(
+    spec: &MultipathSpec,
+    seed: u64,
+) -> Result<Multipath<P>, String> {
     validate_multipath(spec)?;
     let split = match &spec.split {
-        SplitSpec::Batch { batch, ratio } => Split::batch(&batch_counts(&ratio.shares(spec.legs.len())?, *batch)),
+        SplitSpec::Batch { batch, ratio } => {
+            Split::batch(&batch_counts(&ratio.shares(spec.legs.len())?, *batch))
+        }
         SplitSpec::Duplicate => Split::duplicate(spec.legs.len()),
     };
     let legs = spec
         .legs
         .iter()
         .enumerate()
-        .map(|(k, leg)| build_pipeline(leg, leg_seed(seed, k)).map_err(|e| format!("legs[{k}]: {e}")))
+        .map(|(k, leg)| {
+            build_pipeline(leg, leg_seed(seed, k)).map_err(|e| format!("legs[{k}]: {e}"))
+        })
         .collect::<Result<Vec<_>, _>>()?;
-    let merge = spec.merge.enabled.then(|| Reorder::new(spec.merge.t_reordering_ns));
+    let merge = spec
+        .merge
+        .enabled
+        .then(|| Reorder::new(spec.merge.t_reordering_ns));
     Ok(Multipath::new(split, legs, merge))
 }
 
 /// Builds a direction of either kind.
-pub fn build_direction<P: Clone + Send + Summarize + 'static>(spec: &AnyDirectionSpec, seed: u64) -> Result<Direction<P>, String> {
+pub fn build_direction<P: Clone + Send + Summarize + 'static>(
+    spec: &AnyDirectionSpec,
+    seed: u64,
+) -> Result<Direction<P>, String> {
     Ok(match spec {
         AnyDirectionSpec::Single(s) => build_pipeline(s, seed)?.into(),
         AnyDirectionSpec::Multipath(m) => build_multipath(m, seed)?.into(),

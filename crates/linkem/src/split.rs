@@ -20,7 +20,11 @@ pub enum Route {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Mode {
     /// `ends[k]` = position in the batch where leg k's run ends (cumulative counts).
-    Batch { ends: Vec<u32>, pos: u32, leg: usize },
+    Batch {
+        ends: Vec<u32>,
+        pos: u32,
+        leg: usize,
+    },
     Duplicate,
 }
 
@@ -71,12 +75,24 @@ impl Split {
             ends.push(end);
         }
         assert!(end >= 1, "a batch holds at least one packet");
-        Split { legs: counts.len(), next_sn: 0, mode: Mode::Batch { ends, pos: 0, leg: 0 } }
+        Split {
+            legs: counts.len(),
+            next_sn: 0,
+            mode: Mode::Batch {
+                ends,
+                pos: 0,
+                leg: 0,
+            },
+        }
     }
 
     /// Duplication mode over `legs` legs.
     pub fn duplicate(legs: usize) -> Split {
-        Split { legs, next_sn: 0, mode: Mode::Duplicate }
+        Split {
+            legs,
+            next_sn: 0,
+            mode: Mode::Duplicate,
+        }
     }
 
     pub fn legs(&self) -> usize {
@@ -118,7 +134,10 @@ mod tests {
         assert_eq!(batch_counts(&[0.15, 0.85], 10), vec![2, 8]);
         assert_eq!(batch_counts(&[0.0, 1.0], 100), vec![0, 100]);
         assert_eq!(batch_counts(&[1.0, 0.0], 100), vec![100, 0]);
-        assert_eq!(batch_counts(&[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0], 10), vec![3, 4, 3]);
+        assert_eq!(
+            batch_counts(&[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0], 10),
+            vec![3, 4, 3]
+        );
         assert_eq!(batch_counts(&[0.5, 0.5], 1), vec![1, 0]);
     }
 

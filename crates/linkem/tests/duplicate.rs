@@ -21,7 +21,11 @@ fn duplicate_rate_and_copies_follow_originals() {
             if copy {
                 copies += 1;
                 let (prev_id, prev_copy, prev_due) = out[j - 1];
-                assert_eq!((prev_id, prev_copy, prev_due), (id, false, due), "copy right after its original");
+                assert_eq!(
+                    (prev_id, prev_copy, prev_due),
+                    (id, false, due),
+                    "copy right after its original"
+                );
             } else {
                 assert_eq!(id, next_original);
                 next_original += 1;
@@ -30,7 +34,10 @@ fn duplicate_rate_and_copies_follow_originals() {
         assert_eq!(next_original, n);
         // Independent Bernoulli(d) per packet: 99 % interval n·d ± 2.576·sqrt(n·d·(1−d)).
         let hw = binomial_halfwidth(n, d);
-        assert!((copies as f64 - n as f64 * d).abs() <= hw, "d={d}: {copies} copies");
+        assert!(
+            (copies as f64 - n as f64 * d).abs() <= hw,
+            "d={d}: {copies} copies"
+        );
     }
 }
 
@@ -39,7 +46,9 @@ fn copy_queues_behind_its_original_at_the_rate_stage() {
     // Every packet duplicated; 10 Mbit/s: the copy leaves one transmission time later.
     let spec = DirectionSpec {
         duplicate: 1.0,
-        rate: Some(RateSpec::Constant { bits_per_sec: 10_000_000 }),
+        rate: Some(RateSpec::Constant {
+            bits_per_sec: 10_000_000,
+        }),
         queue: QueueLimit::Packets(1000),
         delay: 3_000_000,
         ..Default::default()

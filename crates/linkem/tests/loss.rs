@@ -39,7 +39,10 @@ fn bernoulli_rate_is_within_the_99_percent_binomial_interval() {
         // Independent trials: count ~ Binomial(n, p); 99 % interval n·p ± 2.576·sqrt(n·p·(1−p)).
         let expect = n as f64 * p;
         let hw = binomial_halfwidth(n, p);
-        assert!((lost as f64 - expect).abs() <= hw, "p={p}: {lost} lost, expected {expect} ± {hw}");
+        assert!(
+            (lost as f64 - expect).abs() <= hw,
+            "p={p}: {lost} lost, expected {expect} ± {hw}"
+        );
     }
 }
 
@@ -53,17 +56,30 @@ fn bernoulli_interval_is_calibrated_across_seeds() {
     let hw = binomial_halfwidth(n, p);
     let misses = (0..1000u64)
         .filter(|&seed| {
-            let (lost, _) = count_losses(LossModel::Bernoulli { p }, linkem::rng::derive_seed(seed, 99), n);
+            let (lost, _) = count_losses(
+                LossModel::Bernoulli { p },
+                linkem::rng::derive_seed(seed, 99),
+                n,
+            );
             (lost as f64 - n as f64 * p).abs() > hw
         })
         .count();
-    assert!(misses <= 20, "{misses} of 1000 seeds outside the 99 % interval");
+    assert!(
+        misses <= 20,
+        "{misses} of 1000 seeds outside the 99 % interval"
+    );
 }
 
 #[test]
 fn bernoulli_extremes() {
-    assert_eq!(count_losses(LossModel::Bernoulli { p: 0.0 }, 1, 10_000).0, 0);
-    assert_eq!(count_losses(LossModel::Bernoulli { p: 1.0 }, 1, 10_000).0, 10_000);
+    assert_eq!(
+        count_losses(LossModel::Bernoulli { p: 0.0 }, 1, 10_000).0,
+        0
+    );
+    assert_eq!(
+        count_losses(LossModel::Bernoulli { p: 1.0 }, 1, 10_000).0,
+        10_000
+    );
 }
 
 /// Gilbert–Elliott with states X ∈ {G, B}, λ = 1 − p − r (second eigenvalue),
@@ -103,7 +119,11 @@ fn gilbert_elliott_long_run_rate_matches_the_closed_form() {
     for (i, &(p, r, h, k)) in cases.iter().enumerate() {
         let (lost, _) = count_losses(LossModel::GilbertElliott { p, r, h, k }, 77 + i as u64, n);
         let (expect, hw) = ge_expectation(p, r, h, k, n);
-        assert!((lost as f64 - expect).abs() <= hw, "GE {:?}: {lost} lost, expected {expect:.1} ± {hw:.1}", (p, r, h, k));
+        assert!(
+            (lost as f64 - expect).abs() <= hw,
+            "GE {:?}: {lost} lost, expected {expect:.1} ± {hw:.1}",
+            (p, r, h, k)
+        );
     }
 }
 
@@ -113,7 +133,16 @@ fn gilbert_elliott_long_run_rate_matches_the_closed_form() {
 #[test]
 fn gilbert_loss_bursts_have_mean_length_1_over_r() {
     let (p, r) = (0.02, 0.25);
-    let (_, lost) = count_losses(LossModel::GilbertElliott { p, r, h: 0.0, k: 1.0 }, 5, 1_000_000);
+    let (_, lost) = count_losses(
+        LossModel::GilbertElliott {
+            p,
+            r,
+            h: 0.0,
+            k: 1.0,
+        },
+        5,
+        1_000_000,
+    );
     let mut runs = Vec::new();
     let mut cur = 0u64;
     for &l in &lost {
@@ -128,15 +157,38 @@ fn gilbert_loss_bursts_have_mean_length_1_over_r() {
     // the mean of R bursts: 1/r ± 2.576·sqrt((1−r)/r²/R).
     let (mean, _) = mean_sd(&runs);
     let hw = Z99 * ((1.0 - r) / (r * r) / runs.len() as f64).sqrt();
-    assert!((mean - 1.0 / r).abs() <= hw, "mean burst {mean}, expected {} ± {hw}", 1.0 / r);
+    assert!(
+        (mean - 1.0 / r).abs() <= hw,
+        "mean burst {mean}, expected {} ± {hw}",
+        1.0 / r
+    );
     // And the first packet is decided in the initial good state, so it is never lost.
-    let first_lost = (0..200).filter(|&s| count_losses(LossModel::GilbertElliott { p: 1.0, r, h: 0.0, k: 1.0 }, s, 1).0 == 1).count();
+    let first_lost = (0..200)
+        .filter(|&s| {
+            count_losses(
+                LossModel::GilbertElliott {
+                    p: 1.0,
+                    r,
+                    h: 0.0,
+                    k: 1.0,
+                },
+                s,
+                1,
+            )
+            .0 == 1
+        })
+        .count();
     assert_eq!(first_lost, 0);
 }
 
 #[test]
 fn same_seed_same_losses_different_seed_different() {
-    let m = LossModel::GilbertElliott { p: 0.05, r: 0.3, h: 0.3, k: 0.99 };
+    let m = LossModel::GilbertElliott {
+        p: 0.05,
+        r: 0.3,
+        h: 0.3,
+        k: 0.99,
+    };
     let a = count_losses(m, 9, 50_000).1;
     let b = count_losses(m, 9, 50_000).1;
     let c = count_losses(m, 10, 50_000).1;

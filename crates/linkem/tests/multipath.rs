@@ -7,15 +7,19 @@ use std::collections::HashSet;
 
 use linkem::merge::{MergeOutput, Reorder};
 use linkem::spec::{
-    build_direction, build_multipath, leg_seed, validate_multipath, AnyDirectionSpec, DirectionSpec, Distribution,
-    JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit, Ratio, RateSpec, SplitSpec,
+    build_direction, build_multipath, leg_seed, validate_multipath, AnyDirectionSpec,
+    DirectionSpec, Distribution, JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit,
+    RateSpec, Ratio, SplitSpec,
 };
 use linkem::{build_pipeline, Direction, DirectionEvent, DropReason, Nanos, Packet};
 
 const MS: u64 = 1_000_000;
 
 fn delay(d: Nanos) -> DirectionSpec {
-    DirectionSpec { delay: d, ..Default::default() }
+    DirectionSpec {
+        delay: d,
+        ..Default::default()
+    }
 }
 
 fn direction(spec: MultipathSpec, seed: u64) -> Direction<()> {
@@ -23,7 +27,11 @@ fn direction(spec: MultipathSpec, seed: u64) -> Direction<()> {
 }
 
 fn batch(legs: Vec<DirectionSpec>, batch: u32, ratio: Ratio, merge: MergeSpec) -> MultipathSpec {
-    MultipathSpec { legs, split: SplitSpec::Batch { batch, ratio }, merge }
+    MultipathSpec {
+        legs,
+        split: SplitSpec::Batch { batch, ratio },
+        merge,
+    }
 }
 
 /// Arrivals: `n` packets of 1200 B, one every `gap` ns from 0.
@@ -87,15 +95,25 @@ fn gaps(ev: &[DirectionEvent<()>]) -> Vec<(u64, Nanos)> {
 
 fn assert_strictly_increasing(ids: &[u64]) {
     if let Some(w) = ids.windows(2).find(|w| w[1] <= w[0]) {
-        panic!("delivery out of order or duplicated: {} then {}", w[0], w[1]);
+        panic!(
+            "delivery out of order or duplicated: {} then {}",
+            w[0], w[1]
+        );
     }
 }
 
 #[test]
 fn batch_10_ratio_0_3_is_3_then_7_repeated() {
-    let spec = batch(vec![delay(MS), delay(2 * MS)], 10, Ratio::FirstLeg(0.3), MergeSpec::default());
+    let spec = batch(
+        vec![delay(MS), delay(2 * MS)],
+        10,
+        Ratio::FirstLeg(0.3),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 1), &evenly(95, 100_000));
-    let want: Vec<_> = (0..95).map(|i| (i, if i % 10 < 3 { 0 } else { 1 })).collect();
+    let want: Vec<_> = (0..95)
+        .map(|i| (i, if i % 10 < 3 { 0 } else { 1 }))
+        .collect();
     assert_eq!(leg_arrivals(&ev), want);
     assert_eq!(delivered(&ev).len(), 95);
 }
@@ -103,16 +121,34 @@ fn batch_10_ratio_0_3_is_3_then_7_repeated() {
 #[test]
 fn batch_shares_over_three_legs_and_single_path_ratios() {
     let legs = || vec![delay(MS), delay(2 * MS), delay(3 * MS)];
-    let spec = batch(legs(), 10, Ratio::Shares(vec![0.2, 0.5, 0.3]), MergeSpec::default());
+    let spec = batch(
+        legs(),
+        10,
+        Ratio::Shares(vec![0.2, 0.5, 0.3]),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 1), &evenly(40, 100_000));
     let pattern = [0, 0, 1, 1, 1, 1, 1, 2, 2, 2];
-    assert_eq!(leg_arrivals(&ev), (0..40).map(|i| (i, pattern[i as usize % 10])).collect::<Vec<_>>());
+    assert_eq!(
+        leg_arrivals(&ev),
+        (0..40)
+            .map(|i| (i, pattern[i as usize % 10]))
+            .collect::<Vec<_>>()
+    );
     assert_strictly_increasing(&delivered(&ev).iter().map(|d| d.0).collect::<Vec<_>>());
 
     for (ratio, leg) in [(1.0, 0), (0.0, 1)] {
-        let spec = batch(vec![delay(MS), delay(2 * MS)], 7, Ratio::FirstLeg(ratio), MergeSpec::default());
+        let spec = batch(
+            vec![delay(MS), delay(2 * MS)],
+            7,
+            Ratio::FirstLeg(ratio),
+            MergeSpec::default(),
+        );
         let ev = run_direction(&mut direction(spec, 1), &evenly(30, 100_000));
-        assert!(leg_arrivals(&ev).iter().all(|&(_, l)| l == leg), "ratio {ratio}: single path on leg {leg}");
+        assert!(
+            leg_arrivals(&ev).iter().all(|&(_, l)| l == leg),
+            "ratio {ratio}: single path on leg {leg}"
+        );
         assert_eq!(delivered(&ev).len(), 30);
     }
 }
@@ -121,10 +157,18 @@ fn batch_shares_over_three_legs_and_single_path_ratios() {
 /// and everything before it have come off the legs (running maximum of leg departures).
 #[test]
 fn merge_restores_order_after_legs_that_reorder() {
-    let spec = batch(vec![delay(10 * MS), delay(30 * MS)], 10, Ratio::FirstLeg(0.5), MergeSpec::default());
+    let spec = batch(
+        vec![delay(10 * MS), delay(30 * MS)],
+        10,
+        Ratio::FirstLeg(0.5),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     let mut arrived = leg_departures(&ev);
-    assert!(arrived.windows(2).any(|w| w[1].0 < w[0].0), "the legs do reorder");
+    assert!(
+        arrived.windows(2).any(|w| w[1].0 < w[0].0),
+        "the legs do reorder"
+    );
     arrived.sort();
     let mut latest = 0;
     let want: Vec<_> = arrived
@@ -142,7 +186,11 @@ fn merge_restores_order_after_legs_that_reorder() {
 fn duplication_delivers_exactly_one_copy_in_order() {
     let leg = |d, seed_loss| DirectionSpec {
         delay: d,
-        jitter: Some(JitterSpec { amount: 3 * MS, distribution: Distribution::Normal, reorder: true }),
+        jitter: Some(JitterSpec {
+            amount: 3 * MS,
+            distribution: Distribution::Normal,
+            reorder: true,
+        }),
         loss: Some(LossSpec::Bernoulli { p: seed_loss }),
         ..Default::default()
     };
@@ -155,7 +203,10 @@ fn duplication_delivers_exactly_one_copy_in_order() {
     let ev = run_direction(&mut direction(spec, 7), &evenly(n, 100_000));
     // Every packet on both legs, in split order.
     let arr = leg_arrivals(&ev);
-    assert_eq!(arr, (0..n).flat_map(|i| [(i, 0), (i, 1)]).collect::<Vec<_>>());
+    assert_eq!(
+        arr,
+        (0..n).flat_map(|i| [(i, 0), (i, 1)]).collect::<Vec<_>>()
+    );
     let out: Vec<u64> = delivered(&ev).iter().map(|d| d.0).collect();
     assert_strictly_increasing(&out);
     // Delivered = arrived on at least one leg; discarded = the second copy of those that
@@ -169,11 +220,18 @@ fn duplication_delivers_exactly_one_copy_in_order() {
     assert_eq!(out, want);
     let mut disc = discarded(&ev);
     disc.sort();
-    let mut twice: Vec<u64> = came_off.iter().filter(|(_, &c)| c == 2).map(|(&id, _)| id).collect();
+    let mut twice: Vec<u64> = came_off
+        .iter()
+        .filter(|(_, &c)| c == 2)
+        .map(|(&id, _)| id)
+        .collect();
     twice.sort();
     assert_eq!(disc, twice);
     let lost_both = n as usize - out.len();
-    assert!(lost_both > 0 && lost_both < 200, "about 0.25 % lost on both legs: {lost_both}");
+    assert!(
+        lost_both > 0 && lost_both < 200,
+        "about 0.25 % lost on both legs: {lost_both}"
+    );
 }
 
 /// Leg 2 loses everything (batch 2, ratio 0.5: every odd packet). A packet every 1 ms,
@@ -184,17 +242,36 @@ fn duplication_delivers_exactly_one_copy_in_order() {
 /// packet (198) arrives at 208 ms and leaves at 262 ms, when the timer is not restarted.
 #[test]
 fn timer_expiry_releases_buffered_packets_at_exactly_t_reordering() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 1.0 }), ..delay(10 * MS) };
-    let merge = MergeSpec { enabled: true, t_reordering_ns: 50 * MS };
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 1.0 }),
+        ..delay(10 * MS)
+    };
+    let merge = MergeSpec {
+        enabled: true,
+        t_reordering_ns: 50 * MS,
+    };
     let spec = batch(vec![delay(10 * MS), lossy], 2, Ratio::FirstLeg(0.5), merge);
     let ev = run_direction(&mut direction(spec, 3), &evenly(200, MS));
     let mut want = vec![(0, 10 * MS), (2, 62 * MS)];
     for round in 0..4u64 {
         let first = 4 + 50 * round;
-        want.extend((first..(first + 50).min(200)).step_by(2).map(|id| (id, (112 + 50 * round) * MS)));
+        want.extend(
+            (first..(first + 50).min(200))
+                .step_by(2)
+                .map(|id| (id, (112 + 50 * round) * MS)),
+        );
     }
     assert_eq!(delivered(&ev), want);
-    assert_eq!(gaps(&ev), vec![(1, 62 * MS), (25, 112 * MS), (25, 162 * MS), (25, 212 * MS), (23, 262 * MS)]);
+    assert_eq!(
+        gaps(&ev),
+        vec![
+            (1, 62 * MS),
+            (25, 112 * MS),
+            (25, 162 * MS),
+            (25, 212 * MS),
+            (23, 262 * MS)
+        ]
+    );
     assert!(discarded(&ev).is_empty());
 }
 
@@ -205,12 +282,17 @@ fn reorder_timer_start_stop_restart() {
     let mut m = Reorder::<()>::new(100);
     let mut out = Vec::new();
     let rx = |m: &mut Reorder<()>, sn: u16, at: Nanos, out: &mut Vec<(String, u64)>| {
-        m.receive(sn, Packet::new(sn as u64, 100, ()), at, &mut |o| out.push(show(o)))
+        m.receive(sn, Packet::new(sn as u64, 100, ()), at, &mut |o| {
+            out.push(show(o))
+        })
     };
     rx(&mut m, 0, 0, &mut out);
     assert_eq!((m.rx_deliv(), m.rx_next(), m.timer()), (1, 1, None));
     rx(&mut m, 2, 10, &mut out); // gap at 1: timer to 110, RX_REORD 3
-    assert_eq!((m.rx_deliv(), m.rx_next(), m.rx_reord(), m.timer()), (1, 3, 3, Some(110)));
+    assert_eq!(
+        (m.rx_deliv(), m.rx_next(), m.rx_reord(), m.timer()),
+        (1, 3, 3, Some(110))
+    );
     rx(&mut m, 1, 20, &mut out); // filled: 1, 2 delivered, timer stopped
     assert_eq!((m.rx_deliv(), m.rx_next(), m.timer()), (3, 3, None));
     rx(&mut m, 4, 30, &mut out); // gap at 3: timer to 130, RX_REORD 5
@@ -221,13 +303,28 @@ fn reorder_timer_start_stop_restart() {
     rx(&mut m, 2, 150, &mut out); // too late: discarded
     rx(&mut m, 6, 160, &mut out); // duplicate of a buffered packet: discarded
     m.expire(230, &mut |o| out.push(show(o)));
-    assert_eq!((m.rx_deliv(), m.rx_next(), m.timer(), m.buffered()), (7, 7, None, 0));
+    assert_eq!(
+        (m.rx_deliv(), m.rx_next(), m.timer(), m.buffered()),
+        (7, 7, None, 0)
+    );
     let d = |id| ("delivered".to_string(), id);
     let g = |n| ("gap".to_string(), n);
     let x = |id| ("discarded".to_string(), id);
-    assert_eq!(out, vec![d(0), d(1), d(2), g(1), d(4), x(2), x(6), g(1), d(6)]);
+    assert_eq!(
+        out,
+        vec![d(0), d(1), d(2), g(1), d(4), x(2), x(6), g(1), d(6)]
+    );
     let s = m.stats();
-    assert_eq!((s.delivered, s.discarded, s.gap_skipped, s.timer_expiries, s.max_buffered), (5, 2, 2, 2, 2));
+    assert_eq!(
+        (
+            s.delivered,
+            s.discarded,
+            s.gap_skipped,
+            s.timer_expiries,
+            s.max_buffered
+        ),
+        (5, 2, 2, 2, 2)
+    );
 }
 
 fn show(o: MergeOutput<()>) -> (String, u64) {
@@ -252,7 +349,11 @@ fn count_inference_window() {
     assert_eq!(m.rx_deliv(), 70_000);
     assert_eq!(m.count_of(4_464), Some(70_000));
     assert_eq!(m.count_of(4_464 + 32_767), Some(70_000 + 32_767));
-    assert_eq!(m.count_of(4_464 + 32_768), Some(70_000 + 32_768 - 65_536), "an old SN of HFN 0");
+    assert_eq!(
+        m.count_of(4_464 + 32_768),
+        Some(70_000 + 32_768 - 65_536),
+        "an old SN of HFN 0"
+    );
     assert_eq!(m.count_of(4_463), Some(69_999));
 }
 
@@ -266,11 +367,24 @@ fn sequence_numbers_wrap_without_loss_of_order() {
         rate: Some(RateSpec::Constant { bits_per_sec: rate }),
         queue: QueueLimit::Packets(200),
         delay: d,
-        jitter: Some(JitterSpec { amount: 2 * MS, distribution: Distribution::Normal, reorder: true }),
+        jitter: Some(JitterSpec {
+            amount: 2 * MS,
+            distribution: Distribution::Normal,
+            reorder: true,
+        }),
         loss: Some(LossSpec::Bernoulli { p: 0.002 }),
         ..Default::default()
     };
-    for (split, seed) in [(SplitSpec::Batch { batch: 100, ratio: Ratio::FirstLeg(0.5) }, 11), (SplitSpec::Duplicate, 12)] {
+    for (split, seed) in [
+        (
+            SplitSpec::Batch {
+                batch: 100,
+                ratio: Ratio::FirstLeg(0.5),
+            },
+            11,
+        ),
+        (SplitSpec::Duplicate, 12),
+    ] {
         let spec = MultipathSpec {
             legs: vec![leg(10 * MS, 600_000_000), leg(25 * MS, 500_000_000)],
             split,
@@ -285,14 +399,21 @@ fn sequence_numbers_wrap_without_loss_of_order() {
         let came_off: HashSet<u64> = leg_departures(&ev).iter().map(|d| d.0).collect();
         let mut want: Vec<u64> = came_off.into_iter().collect();
         want.sort();
-        assert_eq!(out, want, "{:?}: every packet that came off a leg is delivered", spec.split);
+        assert_eq!(
+            out, want,
+            "{:?}: every packet that came off a leg is delivered",
+            spec.split
+        );
         let dropped = leg_drops(&ev);
         assert!(!dropped.is_empty());
         assert!(out.len() as u64 > n * 99 / 100);
         if spec.split == SplitSpec::Duplicate {
             assert_eq!(discarded(&ev).len(), leg_departures(&ev).len() - out.len());
         } else {
-            assert!(discarded(&ev).is_empty(), "nothing late: t-Reordering ≫ the legs' delay difference");
+            assert!(
+                discarded(&ev).is_empty(),
+                "nothing late: t-Reordering ≫ the legs' delay difference"
+            );
             assert_eq!(dropped.len() + out.len(), n as usize);
         }
     }
@@ -301,13 +422,25 @@ fn sequence_numbers_wrap_without_loss_of_order() {
 /// Merge off: packets leave in the order and at the times they come off the legs.
 #[test]
 fn merge_off_delivers_reordered() {
-    let off = MergeSpec { enabled: false, ..Default::default() };
-    let spec = batch(vec![delay(10 * MS), delay(30 * MS)], 10, Ratio::FirstLeg(0.5), off);
+    let off = MergeSpec {
+        enabled: false,
+        ..Default::default()
+    };
+    let spec = batch(
+        vec![delay(10 * MS), delay(30 * MS)],
+        10,
+        Ratio::FirstLeg(0.5),
+        off,
+    );
     let d = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     assert_eq!(delivered(&d), leg_departures(&d));
     assert!(delivered(&d).windows(2).any(|w| w[1].0 < w[0].0));
     // Duplication with the merge off: both copies go through.
-    let spec = MultipathSpec { legs: vec![delay(MS), delay(2 * MS)], split: SplitSpec::Duplicate, merge: off };
+    let spec = MultipathSpec {
+        legs: vec![delay(MS), delay(2 * MS)],
+        split: SplitSpec::Duplicate,
+        merge: off,
+    };
     let d = run_direction(&mut direction(spec, 1), &evenly(10, 100_000));
     assert_eq!(delivered(&d).len(), 20);
 }
@@ -316,12 +449,19 @@ fn merge_off_delivers_reordered() {
 #[test]
 fn leg_events_account_for_every_packet() {
     let leg = |d| DirectionSpec {
-        rate: Some(RateSpec::Constant { bits_per_sec: 10_000_000 }),
+        rate: Some(RateSpec::Constant {
+            bits_per_sec: 10_000_000,
+        }),
         queue: QueueLimit::Packets(5),
         loss: Some(LossSpec::Bernoulli { p: 0.1 }),
         ..delay(d)
     };
-    let spec = batch(vec![leg(MS), leg(5 * MS)], 4, Ratio::FirstLeg(0.25), MergeSpec::default());
+    let spec = batch(
+        vec![leg(MS), leg(5 * MS)],
+        4,
+        Ratio::FirstLeg(0.25),
+        MergeSpec::default(),
+    );
     let ev = run_direction(&mut direction(spec, 5), &evenly(2_000, 500_000));
     let arrivals = leg_arrivals(&ev);
     let mut ends: Vec<(u64, usize)> = leg_drops(&ev);
@@ -333,9 +473,17 @@ fn leg_events_account_for_every_packet() {
                 assert!(seen.contains(&(info.id, *leg)));
                 ends.push((info.id, *leg));
             }
-            DirectionEvent::LegDropped { packet, leg, reason, .. } => {
+            DirectionEvent::LegDropped {
+                packet,
+                leg,
+                reason,
+                ..
+            } => {
                 assert!(seen.contains(&(packet.id, *leg)));
-                assert!(matches!(reason, DropReason::QueueFull | DropReason::RandomLoss));
+                assert!(matches!(
+                    reason,
+                    DropReason::QueueFull | DropReason::RandomLoss
+                ));
             }
             _ => {}
         }
@@ -344,21 +492,40 @@ fn leg_events_account_for_every_packet() {
     let mut a = arrivals.clone();
     a.sort();
     assert_eq!(a, ends);
-    assert!(leg_drops(&ev).iter().any(|&(_, l)| l == 1), "leg 2 (3 of 4 packets at the same rate) overflows");
+    assert!(
+        leg_drops(&ev).iter().any(|&(_, l)| l == 1),
+        "leg 2 (3 of 4 packets at the same rate) overflows"
+    );
 }
 
 /// Legs draw from their own streams: identical lossy legs lose different packets, and
 /// leg k of a direction is the pipeline built with `leg_seed(seed, k)`.
 #[test]
 fn legs_have_their_own_seeds() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 0.3 }), ..Default::default() };
-    let spec = MultipathSpec { legs: vec![lossy.clone(), lossy.clone()], split: SplitSpec::Duplicate, merge: MergeSpec::default() };
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 0.3 }),
+        ..Default::default()
+    };
+    let spec = MultipathSpec {
+        legs: vec![lossy.clone(), lossy.clone()],
+        split: SplitSpec::Duplicate,
+        merge: MergeSpec::default(),
+    };
     let ev = run_direction(&mut direction(spec, 9), &evenly(1_000, 1_000));
-    let lost = |leg| leg_drops(&ev).iter().filter(|d| d.1 == leg).map(|d| d.0).collect::<Vec<_>>();
+    let lost = |leg| {
+        leg_drops(&ev)
+            .iter()
+            .filter(|d| d.1 == leg)
+            .map(|d| d.0)
+            .collect::<Vec<_>>()
+    };
     assert_ne!(lost(0), lost(1));
     for leg in 0..2 {
         let mut p = build_pipeline::<()>(&lossy, leg_seed(9, leg)).unwrap();
-        let alone: Vec<u64> = pipeline_drops(&run_pipeline(&mut p, &evenly(1_000, 1_000))).iter().map(|d| d.0).collect();
+        let alone: Vec<u64> = pipeline_drops(&run_pipeline(&mut p, &evenly(1_000, 1_000)))
+            .iter()
+            .map(|d| d.0)
+            .collect();
         assert_eq!(lost(leg), alone);
     }
 }
@@ -367,7 +534,9 @@ fn legs_have_their_own_seeds() {
 #[test]
 fn plain_direction_matches_its_pipeline() {
     let spec = DirectionSpec {
-        rate: Some(RateSpec::Constant { bits_per_sec: 5_000_000 }),
+        rate: Some(RateSpec::Constant {
+            bits_per_sec: 5_000_000,
+        }),
         queue: QueueLimit::Packets(4),
         delay: 3 * MS,
         ..Default::default()
@@ -377,12 +546,20 @@ fn plain_direction_matches_its_pipeline() {
     let want = run_pipeline(&mut p, &arrivals);
     let mut d = build_direction::<()>(&AnyDirectionSpec::Single(spec), 2).unwrap();
     let got = run_direction(&mut d, &arrivals);
-    assert_eq!(got, want.into_iter().map(DirectionEvent::from).collect::<Vec<_>>());
+    assert_eq!(
+        got,
+        want.into_iter()
+            .map(DirectionEvent::from)
+            .collect::<Vec<_>>()
+    );
     // An ideal plain direction: the departure is reported by step, at the arrival time.
     let mut d = build_direction::<()>(&AnyDirectionSpec::default(), 0).unwrap();
     d.push(Packet::new(1, 10, ()), 5);
     assert_eq!(d.next_due(), Some(5));
-    assert!(matches!(d.step(5), Some(DirectionEvent::Departed { at: 5, .. })));
+    assert!(matches!(
+        d.step(5),
+        Some(DirectionEvent::Departed { at: 5, .. })
+    ));
 }
 
 #[test]
@@ -390,19 +567,71 @@ fn invalid_multipath_specs_are_refused_with_a_reason() {
     let two = || vec![delay(MS), delay(MS)];
     let b = |batch, ratio| SplitSpec::Batch { batch, ratio };
     let cases: Vec<(MultipathSpec, &str)> = vec![
-        (MultipathSpec { legs: vec![delay(MS)], split: SplitSpec::Duplicate, merge: MergeSpec::default() }, "at least 2 legs"),
-        (MultipathSpec { legs: two(), split: b(0, Ratio::FirstLeg(0.5)), merge: MergeSpec::default() }, "batch"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::FirstLeg(1.2)), merge: MergeSpec::default() }, "[0, 1]"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::FirstLeg(f64::NAN)), merge: MergeSpec::default() }, "[0, 1]"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::Shares(vec![0.5, 0.6])), merge: MergeSpec::default() }, "sum to 1"),
-        (MultipathSpec { legs: two(), split: b(10, Ratio::Shares(vec![1.0])), merge: MergeSpec::default() }, "one share per leg"),
         (
-            MultipathSpec { legs: vec![delay(MS), delay(MS), delay(MS)], split: b(10, Ratio::FirstLeg(0.5)), merge: MergeSpec::default() },
+            MultipathSpec {
+                legs: vec![delay(MS)],
+                split: SplitSpec::Duplicate,
+                merge: MergeSpec::default(),
+            },
+            "at least 2 legs",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(0, Ratio::FirstLeg(0.5)),
+                merge: MergeSpec::default(),
+            },
+            "batch",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::FirstLeg(1.2)),
+                merge: MergeSpec::default(),
+            },
+            "[0, 1]",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::FirstLeg(f64::NAN)),
+                merge: MergeSpec::default(),
+            },
+            "[0, 1]",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::Shares(vec![0.5, 0.6])),
+                merge: MergeSpec::default(),
+            },
+            "sum to 1",
+        ),
+        (
+            MultipathSpec {
+                legs: two(),
+                split: b(10, Ratio::Shares(vec![1.0])),
+                merge: MergeSpec::default(),
+            },
+            "one share per leg",
+        ),
+        (
+            MultipathSpec {
+                legs: vec![delay(MS), delay(MS), delay(MS)],
+                split: b(10, Ratio::FirstLeg(0.5)),
+                merge: MergeSpec::default(),
+            },
             "only works for 2 legs",
         ),
         (
             MultipathSpec {
-                legs: vec![delay(MS), DirectionSpec { duplicate: 2.0, ..Default::default() }],
+                legs: vec![
+                    delay(MS),
+                    DirectionSpec {
+                        duplicate: 2.0,
+                        ..Default::default()
+                    },
+                ],
                 split: SplitSpec::Duplicate,
                 merge: MergeSpec::default(),
             },
@@ -421,8 +650,16 @@ fn invalid_multipath_specs_are_refused_with_a_reason() {
 /// even while the merge holds packets back for a gap.
 #[test]
 fn pinned_packets_bypass_split_and_merge() {
-    let lossy = DirectionSpec { loss: Some(LossSpec::Bernoulli { p: 1.0 }), ..delay(10 * MS) };
-    let spec = batch(vec![delay(10 * MS), lossy], 2, Ratio::FirstLeg(0.5), MergeSpec::default());
+    let lossy = DirectionSpec {
+        loss: Some(LossSpec::Bernoulli { p: 1.0 }),
+        ..delay(10 * MS)
+    };
+    let spec = batch(
+        vec![delay(10 * MS), lossy],
+        2,
+        Ratio::FirstLeg(0.5),
+        MergeSpec::default(),
+    );
     let mut d = direction(spec, 1);
     let mut ev = Vec::new();
     let drain = |d: &mut Direction<()>, now, ev: &mut Vec<DirectionEvent<()>>| {
@@ -441,8 +678,20 @@ fn pinned_packets_bypass_split_and_merge() {
         }
     }
     drain(&mut d, Nanos::MAX, &mut ev);
-    assert_eq!(leg_arrivals(&ev), vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]);
-    assert_eq!(delivered(&ev), vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]);
-    let Direction::Multipath(m) = &d else { panic!() };
-    assert_eq!(m.merge_stats().delivered, 2, "pinned packets do not pass the merge");
+    assert_eq!(
+        leg_arrivals(&ev),
+        vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]
+    );
+    assert_eq!(
+        delivered(&ev),
+        vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]
+    );
+    let Direction::Multipath(m) = &d else {
+        panic!()
+    };
+    assert_eq!(
+        m.merge_stats().delivered,
+        2,
+        "pinned packets do not pass the merge"
+    );
 }

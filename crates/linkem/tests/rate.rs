@@ -35,7 +35,10 @@ fn back_to_back_departures_are_exact_without_drift() {
 #[test]
 fn ten_mbit_is_exactly_1_2_ms_per_1500_bytes() {
     let mut q = RateQueue::constant(10_000_000, QueueLimit::Unlimited).unwrap();
-    let (out, _) = run_stage(&mut q, &(0..100_000).map(|i| (i, 1500, 0)).collect::<Vec<_>>());
+    let (out, _) = run_stage(
+        &mut q,
+        &(0..100_000).map(|i| (i, 1500, 0)).collect::<Vec<_>>(),
+    );
     for w in out.windows(2) {
         assert_eq!(w[1].2 - w[0].2, 1_200_000);
     }
@@ -49,13 +52,13 @@ fn transmission_starts_at_max_of_arrival_and_previous_finish() {
     // 7 Mbit/s, 7 bytes: 56 bits → 8 000 ns exactly; 1 byte → 1142.857… ns.
     let mut q = RateQueue::constant(7_000_000, QueueLimit::Unlimited).unwrap();
     let arrivals = [
-        (0, 1, 0),          // 0 → 1142.857 (due 1142)
-        (1, 1, 0),          // → 2285.714 (due 2285)
-        (2, 7, 2285),       // busy until 2285.714: starts there → 10285.714 (due 10285)
-        (3, 7, 20_000),     // idle: 20 000 → 28 000
-        (4, 1, 28_000),     // idle exactly at the finish → 29142.857
-        (5, 1, 28_000),     // → 30285.714
-        (6, 1, 30_285),     // still busy by 0.714 ns → 31428.571
+        (0, 1, 0),      // 0 → 1142.857 (due 1142)
+        (1, 1, 0),      // → 2285.714 (due 2285)
+        (2, 7, 2285),   // busy until 2285.714: starts there → 10285.714 (due 10285)
+        (3, 7, 20_000), // idle: 20 000 → 28 000
+        (4, 1, 28_000), // idle exactly at the finish → 29142.857
+        (5, 1, 28_000), // → 30285.714
+        (6, 1, 30_285), // still busy by 0.714 ns → 31428.571
     ];
     let (out, _) = run_stage(&mut q, &arrivals);
     let due: Vec<u64> = out.iter().map(|o| o.2).collect();
@@ -67,7 +70,9 @@ fn transmission_starts_at_max_of_arrival_and_previous_finish() {
 fn paced_arrivals_keep_their_spacing() {
     let mut q = RateQueue::constant(100_000_000, QueueLimit::Packets(1)).unwrap();
     // 1500 B at 100 Mbit/s = 120 µs; a 1-packet queue suffices when pacing is exact.
-    let arrivals: Vec<_> = (0..100_000u64).map(|i| (i, 1500, 5 + i * 120_000)).collect();
+    let arrivals: Vec<_> = (0..100_000u64)
+        .map(|i| (i, 1500, 5 + i * 120_000))
+        .collect();
     let (out, drops) = run_stage(&mut q, &arrivals);
     assert!(drops.is_empty());
     for (i, o) in out.iter().enumerate() {
@@ -83,13 +88,18 @@ fn queue_of_50_accepts_exactly_50_of_a_burst_at_any_rate() {
         let arrivals: Vec<_> = (0..500).map(|i| (i, 1500, 1_000)).collect();
         let (out, drops) = run_stage(&mut q, &arrivals);
         assert_eq!(out.len(), 50, "{mbit} Mbit/s");
-        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), (0..50).collect::<Vec<_>>());
+        assert_eq!(
+            out.iter().map(|o| o.0).collect::<Vec<_>>(),
+            (0..50).collect::<Vec<_>>()
+        );
         assert_eq!(drops.len(), 450);
         assert!(drops.iter().all(|d| d.1 == DropReason::QueueFull));
 
         // The same through a pipeline with a large delay stage after the queue.
         let spec = DirectionSpec {
-            rate: Some(RateSpec::Constant { bits_per_sec: mbit * 1_000_000 }),
+            rate: Some(RateSpec::Constant {
+                bits_per_sec: mbit * 1_000_000,
+            }),
             queue: QueueLimit::Packets(50),
             delay: 500 * MS,
             ..Default::default()
@@ -99,14 +109,21 @@ fn queue_of_50_accepts_exactly_50_of_a_burst_at_any_rate() {
         assert_eq!(departures(&ev).len(), 50, "{mbit} Mbit/s with delay");
         let d = pipeline_drops(&ev);
         assert_eq!(d.len(), 450);
-        assert!(d.iter().all(|&(_, r, stage)| r == DropReason::QueueFull && stage == 0));
+        assert!(d
+            .iter()
+            .all(|&(_, r, stage)| r == DropReason::QueueFull && stage == 0));
     }
 }
 
 #[test]
 fn byte_limited_queue_accepts_exactly_what_fits() {
     for &mbit in &[1u64, 10, 100] {
-        for &(limit, size, expect) in &[(75_000u64, 1500u32, 50usize), (75_000, 1000, 75), (74_999, 1500, 49), (1000, 1500, 0)] {
+        for &(limit, size, expect) in &[
+            (75_000u64, 1500u32, 50usize),
+            (75_000, 1000, 75),
+            (74_999, 1500, 49),
+            (1000, 1500, 0),
+        ] {
             let mut q = RateQueue::constant(mbit * 1_000_000, QueueLimit::Bytes(limit)).unwrap();
             let arrivals: Vec<_> = (0..500).map(|i| (i, size, 0)).collect();
             let (out, drops) = run_stage(&mut q, &arrivals);
@@ -116,7 +133,9 @@ fn byte_limited_queue_accepts_exactly_what_fits() {
         // Mixed sizes: 20 × (1500 + 500) = 40 000 bytes; with a 40 001-byte limit a further
         // 1500 B packet does not fit, a 1 B one does, and a second 1 B one does not.
         let mut q = RateQueue::constant(mbit * 1_000_000, QueueLimit::Bytes(40_001)).unwrap();
-        let mut arrivals: Vec<_> = (0..40).map(|i| (i, if i % 2 == 0 { 1500 } else { 500 }, 0)).collect();
+        let mut arrivals: Vec<_> = (0..40)
+            .map(|i| (i, if i % 2 == 0 { 1500 } else { 500 }, 0))
+            .collect();
         arrivals.push((40, 1500, 0)); // 41 500 > 40 001: dropped
         arrivals.push((41, 1, 0)); // 40 001: fits
         arrivals.push((42, 1, 0)); // 40 002: dropped
@@ -139,11 +158,15 @@ fn queue_frees_slots_exactly_at_finish_times() {
     assert_eq!(q.backlog().packets, 50);
     // 1 ns before the third finish: two slots free.
     let at = t0 + 3 * 1_200_000 - 1;
-    let accepted = (1000..1010).filter(|&i| q.enqueue(linkem::Packet::new(i, 1500, ()), at).is_ok()).count();
+    let accepted = (1000..1010)
+        .filter(|&i| q.enqueue(linkem::Packet::new(i, 1500, ()), at).is_ok())
+        .count();
     assert_eq!(accepted, 2);
     // At the third finish exactly: one more.
     let at = t0 + 3 * 1_200_000;
-    let accepted = (2000..2010).filter(|&i| q.enqueue(linkem::Packet::new(i, 1500, ()), at).is_ok()).count();
+    let accepted = (2000..2010)
+        .filter(|&i| q.enqueue(linkem::Packet::new(i, 1500, ()), at).is_ok())
+        .count();
     assert_eq!(accepted, 1);
     assert_eq!(q.backlog().packets, 50);
     // Nothing was dequeued: the stage still holds all 53 (3 finished, 50 in the queue).

@@ -13,7 +13,6 @@ import time
 from transportlab.network import netns
 from transportlab.network.registry import ProcessRecord, all_records, is_alive, process_start_time
 
-
 # Both ends of a run's veth pairs (network/live.py: tlab<run id>h<i>, tlab<run id>e<i>).
 VETH_NAME = re.compile(r"tlab[0-9a-f]{6}[he][0-9]+")
 
@@ -74,7 +73,9 @@ def clean() -> list[str]:
         done.append(f"removed namespace {ns}")
     # veth ends of ours left in the root namespace that no live run owns (a run killed
     # between creating a pair and moving its ends).
-    live_devices = {d for _, r in all_records() if r is not None and is_alive(r.owner) for d in r.veth_devices + r.tun_devices}
+    live_devices = {
+        d for _, r in all_records() if r is not None and is_alive(r.owner) for d in r.veth_devices + r.tun_devices
+    }
     for ifname in netns.root_links("tlab"):
         if VETH_NAME.fullmatch(ifname) and ifname not in live_devices and netns.remove_root_link(ifname):
             done.append(f"removed device {ifname}")

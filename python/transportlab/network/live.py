@@ -95,8 +95,10 @@ class Network:
         self.spin_us = spin_us
         self.realtime_priority = realtime_priority
         self.attach = attach or DEFAULT_ATTACH
-        if self.attach not in ("veth", "tun"):
-            raise NetworkError(f"attach must be 'veth' or 'tun', not {self.attach!r}")
+        if self.attach not in ("veth", "tun", "floor"):
+            raise NetworkError(f"attach must be 'veth', 'tun' or 'floor', not {self.attach!r}")
+        if self.attach == "floor" and len(topology.hosts) != 2:
+            raise NetworkError("the floor (a plain veth pair, no engine) joins exactly two hosts")
         self._attach_config: dict[str, dict] = {}
         self.record: RunRecord = new_record(self.run_id)
         self._tun_fds: dict[str, int] = {}
@@ -111,7 +113,7 @@ class Network:
 
     def tun_name(self, host: str) -> str:
         """The host's interface: its TUN device, or its end of the veth pair."""
-        if self.attach == "veth":
+        if self.attach in ("veth", "floor"):
             return f"tlab{self.run_id}h{self.topology.hosts.index(host)}"
         return f"tlab{self.run_id}{self.topology.hosts.index(host)}"
 
@@ -172,11 +174,17 @@ class Network:
             netns.create(self.engine_namespace)
             netns.set_sysctls(
                 self.engine_namespace,
-                {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1", "net.ipv4.ip_forward": "0"},
+                {
+                    "net.ipv6.conf.all.disable_ipv6": "1",
+                    "net.ipv6.conf.default.disable_ipv6": "1",
+                    "net.ipv4.ip_forward": "0",
+                },
                 "engine",
             )
         for host in self.topology.hosts:
             self._create_host(host)
+        if self.attach == "floor":
+            return self._create_floor()
         attach = self._attach_config if self.attach == "veth" else self._tun_fds
         config = self.topology.engine_config(attach, self.seed, str(self.log_path), str(self.stats_path))
         if self.attach == "veth":
@@ -215,6 +223,8 @@ class Network:
         ifname = self.tun_name(host)
         if self.attach == "veth":
             return self._create_veth(host, ns, ifname)
+        if self.attach == "floor":
+            return
         self.record.tun_devices.append(ifname)
         self.record.save()
         self._tun_fds[host] = open_tun(ifname)
@@ -233,6 +243,21 @@ class Network:
         veth.configure_host(ns, host_if, self.address(host), engine_mac)
         veth.configure_engine_end(self.engine_namespace, engine_if)
         self._attach_config[host] = {"kind": "veth", "ifname": engine_if, "mac": engine_mac, "peer_mac": host_mac}
+
+    def _create_floor(self) -> None:
+        """The no-emulator floor: the two hosts joined by a plain veth pair (offloads
+        off as on the engine's links), against which the engine's added delay is measured."""
+        a, b = self.topology.hosts
+        ifs = [self.tun_name(a), self.tun_name(b)]
+        macs = [veth.mac("host", 0), veth.mac("host", 1)]
+        self.record.veth_devices += ifs
+        self.record.save()
+        veth.create_pair(ifs[0], ifs[1], macs[0], macs[1], TUN_MTU)
+        for i, host in enumerate((a, b)):
+            netns.move_link(ifs[i], self.namespace(host))
+        for i, host in enumerate((a, b)):
+            ns, peer = self.namespace(host), (b, a)[i]
+            veth.configure_host(ns, ifs[i], self.address(host), macs[1 - i], gateway=self.address(peer))
 
     @staticmethod
     def _wait_ready(proc: subprocess.Popen, what: str, timeout: float, stderr_path: Path | None = None) -> str:

@@ -74,14 +74,14 @@ def _ip(*args: str) -> None:
         raise VethError(f"ip {' '.join(args)}: {res.stderr.strip()}")
 
 
-def configure_host(ns: str, ifname: str, address: str, engine_mac: str) -> None:
+def configure_host(ns: str, ifname: str, address: str, engine_mac: str, gateway: str = GATEWAY) -> None:
     """lo and the veth up, the host's /32, NOARP, a permanent neighbour for the engine's
     MAC behind GATEWAY, and the default route through it."""
     _ip("-n", ns, "link", "set", "lo", "up")
     _ip("-n", ns, "link", "set", ifname, "arp", "off", "up")
     _ip("-n", ns, "addr", "add", f"{address}/32", "dev", ifname)
-    _ip("-n", ns, "neigh", "replace", GATEWAY, "lladdr", engine_mac, "dev", ifname, "nud", "permanent")
-    _ip("-n", ns, "route", "add", "default", "via", GATEWAY, "dev", ifname, "onlink")
+    _ip("-n", ns, "neigh", "replace", gateway, "lladdr", engine_mac, "dev", ifname, "nud", "permanent")
+    _ip("-n", ns, "route", "add", "default", "via", gateway, "dev", ifname, "onlink")
 
 
 def configure_engine_end(ns: str, ifname: str) -> None:

@@ -20,7 +20,11 @@ pub const QUINN_NAMES: &[&str] = &["bbr", "quinn-cubic", "quinn-newreno"];
 
 /// Every name `--cc` accepts.
 pub fn all_names() -> Vec<&'static str> {
-    congestion::NAMES.iter().chain(QUINN_NAMES).copied().collect()
+    congestion::NAMES
+        .iter()
+        .chain(QUINN_NAMES)
+        .copied()
+        .collect()
 }
 
 /// A validated `--cc` choice with its `--cc-param`s.
@@ -185,7 +189,8 @@ impl Instrumented {
         let p = &self.probe;
         p.window.store(window, Ordering::Relaxed);
         p.bytes_in_flight.store(self.in_flight, Ordering::Relaxed);
-        p.ssthresh.store(ssthresh.unwrap_or(u64::MAX), Ordering::Relaxed);
+        p.ssthresh
+            .store(ssthresh.unwrap_or(u64::MAX), Ordering::Relaxed);
         p.pacing_rate.store(pacing.unwrap_or(0), Ordering::Relaxed);
     }
 }
@@ -354,7 +359,10 @@ mod tests {
     #[test]
     fn unknown_name_names_the_flag() {
         let e = CcChoice::parse("nope", &[]).unwrap_err();
-        assert!(e.starts_with("--cc nope: unknown congestion controller"), "{e}");
+        assert!(
+            e.starts_with("--cc nope: unknown congestion controller"),
+            "{e}"
+        );
         assert!(e.contains("bbr"), "{e}");
     }
 
@@ -368,7 +376,10 @@ mod tests {
     #[test]
     fn quinn_bbr_is_instrumented() {
         let probe = Arc::new(Probe::default());
-        let f = Arc::new(Factory::new(CcChoice::parse("bbr", &[]).unwrap(), probe.clone()));
+        let f = Arc::new(Factory::new(
+            CcChoice::parse("bbr", &[]).unwrap(),
+            probe.clone(),
+        ));
         let now = Instant::now();
         let mut c = f.build(now, 1200);
         assert!(c.window() > 0);

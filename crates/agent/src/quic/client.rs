@@ -171,7 +171,8 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         .context("cannot create the QUIC endpoint")?;
     let probe = Arc::new(Probe::default());
     let mut cfg = quinn::ClientConfig::new(Arc::new(
-        QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
+        QuicClientConfig::try_from(tls::client_config()?)
+            .context("TLS config unusable for QUIC")?,
     ));
     cfg.transport_config(Arc::new(opts.transport(probe.clone())));
 
@@ -194,7 +195,12 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let connected_ns = sys::now_ns();
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
-        Sources { conn_index: 0, connection: conn.clone(), probe: probe.clone(), transfer: t.clone() },
+        Sources {
+            conn_index: 0,
+            connection: conn.clone(),
+            probe: probe.clone(),
+            transfer: t.clone(),
+        },
         c.sample_interval,
     );
     let mut stopped_by_signal = false;
@@ -211,14 +217,20 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         }
         Err(e) => (Outcome::default(), Some(format!("transfer failed: {e:#}"))),
     };
-    let close_code = if outcome.end_ns.is_some() { code::DONE } else { code::STOPPED };
+    let close_code = if outcome.end_ns.is_some() {
+        code::DONE
+    } else {
+        code::STOPPED
+    };
     conn.close(VarInt::from_u32(close_code), b"");
     let _ = tokio::time::timeout(super::CLOSE_WAIT, endpoint.wait_idle()).await;
     let closed_ns = sys::now_ns();
 
     let sender_is_client = req.client_sends();
     let bytes = if sender_is_client {
-        outcome.server_received.unwrap_or(t.bytes_sent.load(Relaxed))
+        outcome
+            .server_received
+            .unwrap_or(t.bytes_sent.load(Relaxed))
     } else {
         t.bytes_received.load(Relaxed)
     };
@@ -250,7 +262,15 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         objs.sort_by_key(|o| o.index);
         ObjectsSummary::new(
             objs.iter()
-                .map(|o| ObjectSummary::new(o.index, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
+                .map(|o| {
+                    ObjectSummary::new(
+                        o.index,
+                        o.size,
+                        o.request_ns,
+                        o.first_byte_ns,
+                        o.complete_ns,
+                    )
+                })
                 .collect(),
         )
     });
@@ -286,12 +306,22 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         // Last, so the CPU time includes closing and building the summary.
         cpu: Cpu::now(),
     };
-    let summary = output::envelope("quic-client", params, start_ns, sys::now_ns(), stopped_by, results);
+    let summary = output::envelope(
+        "quic-client",
+        params,
+        start_ns,
+        sys::now_ns(),
+        stopped_by,
+        results,
+    );
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
     }
     if let Some(p) = &c.message_series {
-        let rows: Vec<_> = std::mem::take(&mut *t.messages.lock().unwrap()).into_iter().map(|m| (0, m)).collect();
+        let rows: Vec<_> = std::mem::take(&mut *t.messages.lock().unwrap())
+            .into_iter()
+            .map(|m| (0, m))
+            .collect();
         series::write_messages(p, &rows)?;
     }
     output::write_summary(&c.summary, &summary)?;
@@ -309,15 +339,22 @@ async fn transfer_for(
     streams: Option<u64>,
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
-    let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
-    send.write_all(&req.encode(Transport::Quic)?).await.context("cannot send the request")?;
+    let (mut send, mut recv) = conn
+        .open_bi()
+        .await
+        .context("cannot open the control stream")?;
+    send.write_all(&req.encode(Transport::Quic)?)
+        .await
+        .context("cannot send the request")?;
     match req.mode {
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);
-            o.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            o.duration_over =
+                transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
             // The server replies with what it read once our stream has ended.
-            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
+            o.server_received =
+                Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Download => {
@@ -326,8 +363,16 @@ async fn transfer_for(
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages if req.client_sends_messages => {
-            transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
-            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
+            transfer::send_messages(
+                &mut send,
+                req.message_size,
+                req.message_interval_ns,
+                req.duration_ns,
+                t,
+            )
+            .await?;
+            o.server_received =
+                Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages => {
@@ -355,7 +400,13 @@ async fn transfer_for(
             while let Some(r) = workers.join_next().await {
                 r.context("object task failed")??;
             }
-            o.end_ns = t.objects.lock().unwrap().iter().map(|x| x.complete_ns).max();
+            o.end_ns = t
+                .objects
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|x| x.complete_ns)
+                .max();
         }
     }
     Ok(o)
@@ -369,4 +420,3 @@ impl QuicClientArgs {
         }
     }
 }
-

@@ -7,8 +7,8 @@
 
 mod cc;
 mod client;
-mod server;
 mod series;
+mod server;
 mod transfer;
 
 use std::net::{SocketAddr, UdpSocket};
@@ -297,6 +297,9 @@ pub struct Cpu {
 impl Cpu {
     pub fn now() -> Cpu {
         let (cpu_user_s, cpu_sys_s) = sys::cpu_times_s();
-        Cpu { cpu_user_s, cpu_sys_s }
+        Cpu {
+            cpu_user_s,
+            cpu_sys_s,
+        }
     }
 }

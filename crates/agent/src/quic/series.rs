@@ -114,13 +114,27 @@ pub fn write(path: &Path, s: &[Sample]) -> anyhow::Result<()> {
         Arc::new(UInt64Array::from_iter(s.iter().map(f)))
     }
     let mut cols: Vec<(String, ArrayRef)> = vec![
-        ("conn".into(), Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.conn)))),
-        ("t_ns".into(), Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64)))),
+        (
+            "conn".into(),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.conn))),
+        ),
+        (
+            "t_ns".into(),
+            Arc::new(Int64Array::from_iter_values(
+                s.iter().map(|x| x.t_ns as i64),
+            )),
+        ),
         ("bytes".into(), u64s(s, |x| x.bytes)),
         ("udp_bytes_sent".into(), u64s(s, |x| x.udp_bytes_sent)),
-        ("udp_bytes_received".into(), u64s(s, |x| x.udp_bytes_received)),
+        (
+            "udp_bytes_received".into(),
+            u64s(s, |x| x.udp_bytes_received),
+        ),
         ("packets_sent".into(), u64s(s, |x| x.packets_sent)),
-        ("datagrams_received".into(), u64s(s, |x| x.datagrams_received)),
+        (
+            "datagrams_received".into(),
+            u64s(s, |x| x.datagrams_received),
+        ),
         ("bytes_acked".into(), u64s(s, |x| x.bytes_acked)),
         ("cwnd_bytes".into(), u64s(s, |x| x.cwnd_bytes)),
         ("ssthresh_bytes".into(), opt_u64s(s, |x| x.ssthresh_bytes)),
@@ -131,18 +145,27 @@ pub fn write(path: &Path, s: &[Sample]) -> anyhow::Result<()> {
         ("lost_bytes".into(), u64s(s, |x| x.lost_bytes)),
         ("congestion_events".into(), u64s(s, |x| x.congestion_events)),
         ("pacing_rate_Bps".into(), opt_u64s(s, |x| x.pacing_rate_bps)),
-        ("mtu".into(), Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu)))),
+        (
+            "mtu".into(),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu))),
+        ),
     ];
     // One `cc_<name>` column per diagnostic any sample has (null where a row lacks it).
-    let names: BTreeSet<&'static str> =
-        s.iter().flat_map(|x| x.diagnostics.iter().map(|d| d.0)).collect();
+    let names: BTreeSet<&'static str> = s
+        .iter()
+        .flat_map(|x| x.diagnostics.iter().map(|d| d.0))
+        .collect();
     for name in names {
         let col = Float64Array::from_iter(
-            s.iter().map(|x| x.diagnostics.iter().find(|d| d.0 == name).map(|d| d.1)),
+            s.iter()
+                .map(|x| x.diagnostics.iter().find(|d| d.0 == name).map(|d| d.1)),
         );
         cols.push((format!("cc_{name}"), Arc::new(col)));
     }
-    output::write_series(path, cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect())
+    output::write_series(
+        path,
+        cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect(),
+    )
 }
 
 /// The per-message file (`--message-series`): one row per message received.
@@ -150,10 +173,26 @@ pub fn write_messages(path: &Path, rows: &[(u32, MessageRecord)]) -> anyhow::Res
     output::write_series(
         path,
         vec![
-            ("conn", Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.0))) as ArrayRef),
-            ("seq", Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1.seq)))),
-            ("send_ns", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1.send_ns as i64)))),
-            ("recv_ns", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1.recv_ns as i64)))),
+            (
+                "conn",
+                Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.0))) as ArrayRef,
+            ),
+            (
+                "seq",
+                Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1.seq))),
+            ),
+            (
+                "send_ns",
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|r| r.1.send_ns as i64),
+                )),
+            ),
+            (
+                "recv_ns",
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|r| r.1.recv_ns as i64),
+                )),
+            ),
             (
                 "owd_ns",
                 Arc::new(Int64Array::from_iter_values(

@@ -151,7 +151,8 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         options: opts.params(),
     };
     let crypto = Arc::new(
-        QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?,
+        QuicServerConfig::try_from(tls::server_config()?)
+            .context("TLS config unusable for QUIC")?,
     );
     let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
     let port = sock.port();
@@ -196,7 +197,16 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
                 Ok(conn) => conn,
                 Err(e) => return failed_handshake(conn_index, peer, accepted_ns, e),
             };
-            serve_connection(conn_index, peer, accepted_ns, conn, probe, interval, stop_rx).await
+            serve_connection(
+                conn_index,
+                peer,
+                accepted_ns,
+                conn,
+                probe,
+                interval,
+                stop_rx,
+            )
+            .await
         }));
         if a.once {
             break;
@@ -204,7 +214,10 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     }
     let mut outcomes = Vec::new();
     for h in handles {
-        outcomes.push(h.await.map_err(|e| anyhow!("connection task failed: {e}"))?);
+        outcomes.push(
+            h.await
+                .map_err(|e| anyhow!("connection task failed: {e}"))?,
+        );
     }
     if stopped_by.is_none() {
         // --once: the connection ended by itself unless a stop arrived meanwhile.
@@ -217,11 +230,18 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let first_error = outcomes.iter().find_map(|o| o.error.clone());
     let bytes_received = outcomes.iter().map(|o| o.summary.bytes_received()).sum();
     let bytes_sent = outcomes.iter().map(|o| o.summary.bytes_sent()).sum();
-    let samples: Vec<Sample> = outcomes.iter_mut().flat_map(|o| std::mem::take(&mut o.samples)).collect();
+    let samples: Vec<Sample> = outcomes
+        .iter_mut()
+        .flat_map(|o| std::mem::take(&mut o.samples))
+        .collect();
     let messages: Vec<(u32, MessageRecord)> = outcomes
         .iter_mut()
         .enumerate()
-        .flat_map(|(i, o)| std::mem::take(&mut o.messages).into_iter().map(move |m| (i as u32, m)))
+        .flat_map(|(i, o)| {
+            std::mem::take(&mut o.messages)
+                .into_iter()
+                .map(move |m| (i as u32, m))
+        })
         .collect();
     let results = Results {
         port,
@@ -233,7 +253,14 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         connections: outcomes.into_iter().map(|o| o.summary).collect(),
         cpu: Cpu::now(),
     };
-    let summary = output::envelope("quic-server", params, start_ns, sys::now_ns(), stopped_by, results);
+    let summary = output::envelope(
+        "quic-server",
+        params,
+        start_ns,
+        sys::now_ns(),
+        stopped_by,
+        results,
+    );
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
     }
@@ -249,7 +276,12 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {
+fn failed_handshake(
+    conn: u32,
+    peer: SocketAddr,
+    accepted_ns: u64,
+    e: ConnectionError,
+) -> ConnOutcome {
     let error = format!("connection {conn} from {peer}: handshake failed: {e}");
     ConnOutcome {
         summary: ConnSummary::HandshakeFailed(FailedConn {
@@ -291,7 +323,12 @@ async fn serve_connection(
     let connected_ns = sys::now_ns();
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
-        Sources { conn_index, connection: conn.clone(), probe: probe.clone(), transfer: t.clone() },
+        Sources {
+            conn_index,
+            connection: conn.clone(),
+            probe: probe.clone(),
+            transfer: t.clone(),
+        },
         interval_ns,
     );
     let mut served = Served::default();
@@ -313,17 +350,26 @@ async fn serve_connection(
         conn.close(VarInt::from_u32(code::STOPPED), b"");
     }
     let end_ns = sys::now_ns();
-    let error = result.err().map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
+    let error = result
+        .err()
+        .map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
 
     let req = served.request;
     let mode = req.map(|r| r.mode);
     let sender_is_server = req.is_some_and(|r| !r.client_sends());
-    let bytes = if sender_is_server { t.bytes_sent.load(Relaxed) } else { t.bytes_received.load(Relaxed) };
+    let bytes = if sender_is_server {
+        t.bytes_sent.load(Relaxed)
+    } else {
+        t.bytes_received.load(Relaxed)
+    };
     let header_ns = served.header_ns.unwrap_or(connected_ns);
     let (transfer_start, transfer_end) = if sender_is_server {
         (header_ns, end_ns)
     } else {
-        (t.first_byte().unwrap_or(header_ns), t.last_byte().unwrap_or(end_ns))
+        (
+            t.first_byte().unwrap_or(header_ns),
+            t.last_byte().unwrap_or(end_ns),
+        )
     };
     let transfer_ns = transfer_end.saturating_sub(transfer_start);
     let complete = !stopped
@@ -362,8 +408,16 @@ async fn serve_connection(
         accepted_ns,
         connected_ns,
         header_ns: served.header_ns,
-        first_byte_ns: if sender_is_server { served.header_ns } else { t.first_byte() },
-        last_byte_ns: if sender_is_server { Some(end_ns) } else { t.last_byte() },
+        first_byte_ns: if sender_is_server {
+            served.header_ns
+        } else {
+            t.first_byte()
+        },
+        last_byte_ns: if sender_is_server {
+            Some(end_ns)
+        } else {
+            t.last_byte()
+        },
         end_ns,
         duration_s: secs(transfer_ns),
         throughput_bps: bps(bytes, transfer_ns),
@@ -372,7 +426,12 @@ async fn serve_connection(
         messages: (mode == Some(Mode::Messages)).then(|| t.messages_summary()),
     };
     let messages = std::mem::take(&mut *t.messages.lock().unwrap());
-    ConnOutcome { summary: ConnSummary::Served(Box::new(summary)), samples, messages, error }
+    ConnOutcome {
+        summary: ConnSummary::Served(Box::new(summary)),
+        samples,
+        messages,
+        error,
+    }
 }
 
 /// Reads the request from the control stream and does the work; returns when the client
@@ -385,11 +444,16 @@ async fn serve_request(
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
     let mut hdr = [0u8; request::QUIC_LEN];
-    recv.read_exact(&mut hdr).await.context("cannot read the request")?;
+    recv.read_exact(&mut hdr)
+        .await
+        .context("cannot read the request")?;
     let req = match Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r)) {
         Ok(r) => r,
         Err(e) => {
-            conn.close(VarInt::from_u32(code::BAD_REQUEST), e.to_string().as_bytes());
+            conn.close(
+                VarInt::from_u32(code::BAD_REQUEST),
+                e.to_string().as_bytes(),
+            );
             bail!("bad request: {e}");
         }
     };
@@ -398,8 +462,11 @@ async fn serve_request(
     served.header_ns = Some(header_ns);
     match req.mode {
         Mode::Upload => {
-            served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
-            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            served.duration_over =
+                transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
+            let reply = UploadReply {
+                bytes_read: t.bytes_received.load(Relaxed),
+            };
             transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;
@@ -407,18 +474,28 @@ async fn serve_request(
         Mode::Download => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| header_ns + req.duration_ns);
-            served.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            served.duration_over =
+                transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
             served.transfer_done = true;
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::recv_messages(&mut recv, req.message_size, t).await?;
-            let reply = UploadReply { bytes_read: t.bytes_received.load(Relaxed) };
+            let reply = UploadReply {
+                bytes_read: t.bytes_received.load(Relaxed),
+            };
             transfer::send_word(&mut send, reply.encode(), t).await?;
             let _ = send.finish();
             served.transfer_done = true;
         }
         Mode::Messages => {
-            transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
+            transfer::send_messages(
+                &mut send,
+                req.message_size,
+                req.message_interval_ns,
+                req.duration_ns,
+                t,
+            )
+            .await?;
             served.transfer_done = true;
         }
         Mode::Objects => {
@@ -457,7 +534,9 @@ async fn serve_request(
 /// A connection closed by the client with code DONE is the normal end.
 fn closed_ok(e: ConnectionError) -> anyhow::Result<()> {
     match &e {
-        ConnectionError::ApplicationClosed(c) if c.error_code == VarInt::from_u32(code::DONE) => Ok(()),
+        ConnectionError::ApplicationClosed(c) if c.error_code == VarInt::from_u32(code::DONE) => {
+            Ok(())
+        }
         _ => Err(anyhow!("connection ended: {e}")),
     }
 }

@@ -9,11 +9,11 @@ use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
 use serde::Serialize;
 
+use crate::stats::{self, Scaled};
+use crate::sys;
 use agent::wire::code;
 use agent::wire::object::{self, ObjectRequest};
 use agent::wire::stamp::Stamp;
-use crate::stats::{self, Scaled};
-use crate::sys;
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
 const CHUNK: usize = 128 * 1024;
@@ -70,7 +70,9 @@ impl Transfer {
         let now = sys::now_ns();
         self.bytes_received.fetch_add(n as u64, Relaxed);
         self.payload.fetch_add(n as u64, Relaxed);
-        let _ = self.first_byte_ns.compare_exchange(0, now, Relaxed, Relaxed);
+        let _ = self
+            .first_byte_ns
+            .compare_exchange(0, now, Relaxed, Relaxed);
         self.last_byte_ns.store(now, Relaxed);
     }
 
@@ -84,9 +86,18 @@ impl Transfer {
     /// Summary fields of messages mode: the sender's lateness, the receiver's one-way
     /// delays (each end fills the half it saw).
     pub fn messages_summary(&self) -> MessagesSummary {
-        let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
+        let lateness: Vec<f64> = self
+            .lateness_ns
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|&v| v as f64)
+            .collect();
         let msgs = self.messages.lock().unwrap();
-        let owd: Vec<f64> = msgs.iter().map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64).collect();
+        let owd: Vec<f64> = msgs
+            .iter()
+            .map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64)
+            .collect();
         MessagesSummary {
             messages_sent: self.messages_sent.load(Relaxed),
             messages_received: msgs.len(),
@@ -181,7 +192,11 @@ pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvE
 }
 
 /// Sends one of the 8-byte messages (object request, upload reply) and counts it as sent.
-pub async fn send_word(s: &mut SendStream, word: [u8; object::LEN], t: &Transfer) -> Result<(), WriteError> {
+pub async fn send_word(
+    s: &mut SendStream,
+    word: [u8; object::LEN],
+    t: &Transfer,
+) -> Result<(), WriteError> {
     s.write_all(&word).await?;
     t.sent(word.len(), false);
     Ok(())
@@ -230,7 +245,10 @@ pub async fn send_messages(
         s.write_all(&buf).await?;
         t.sent(buf.len(), true);
         t.messages_sent.fetch_add(1, Relaxed);
-        t.lateness_ns.lock().unwrap().push(now.saturating_sub(deadline));
+        t.lateness_ns
+            .lock()
+            .unwrap()
+            .push(now.saturating_sub(deadline));
     }
     let _ = s.finish();
     Ok(())
@@ -245,7 +263,11 @@ pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyho
                 t.received(buf.len());
                 let recv_ns = t.last_byte_ns.load(Relaxed);
                 let Stamp { seq, send_ns } = Stamp::decode(&buf)?;
-                t.messages.lock().unwrap().push(MessageRecord { seq, send_ns, recv_ns });
+                t.messages.lock().unwrap().push(MessageRecord {
+                    seq,
+                    send_ns,
+                    recv_ns,
+                });
             }
             Err(ReadExactError::FinishedEarly(0)) => return Ok(()),
             Err(ReadExactError::FinishedEarly(n)) => {

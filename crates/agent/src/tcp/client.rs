@@ -174,7 +174,15 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     let objects = (header.mode == Mode::Objects).then(|| {
         ObjectsSummary::new(
             (t.objects.iter().enumerate())
-                .map(|(i, o)| ObjectSummary::new(i as u64, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
+                .map(|(i, o)| {
+                    ObjectSummary::new(
+                        i as u64,
+                        o.size,
+                        o.request_ns,
+                        o.first_byte_ns,
+                        o.complete_ns,
+                    )
+                })
                 .collect(),
         )
     });
@@ -199,7 +207,9 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         completion_s: complete.then(|| secs(completion_ns)),
         throughput_bps: bps(bytes, transfer_ns),
         goodput_bps: bps(bytes, completion_ns),
-        retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
+        retransmits: final_info
+            .filter(|_| sender_is_client)
+            .map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
         objects,
@@ -309,7 +319,10 @@ fn run_client_transfer(
             },
             Mode::Objects => {
                 for i in 0..h.object_count {
-                    let req = ObjectRequest { size: h.object_size }.encode();
+                    let req = ObjectRequest {
+                        size: h.object_size,
+                    }
+                    .encode();
                     let request_ns = sys::now_ns();
                     if !write_all(s, &req)? {
                         t.stopped = true;

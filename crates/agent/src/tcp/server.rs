@@ -308,11 +308,17 @@ fn serve_connection(
         end_ns,
         duration_s: secs(transfer_ns),
         throughput_bps: bps(bytes, transfer_ns),
-        retransmits: final_info.filter(|_| sender_is_server).map(|i| i.raw.total_retrans),
+        retransmits: final_info
+            .filter(|_| sender_is_server)
+            .map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
     };
-    ConnOutcome { summary, samples, error }
+    ConnOutcome {
+        summary,
+        samples,
+        error,
+    }
 }
 
 fn serve_transfer(
@@ -332,7 +338,8 @@ fn serve_transfer(
             request::TCP_LEN
         ),
     }
-    let h = Request::decode(Transport::Tcp, &hdr).map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
+    let h = Request::decode(Transport::Tcp, &hdr)
+        .map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
     t.header = Some(h);
     t.header_ns = sys::now_ns();
     h.validate()?;

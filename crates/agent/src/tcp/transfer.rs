@@ -101,7 +101,6 @@ pub fn prepare(stream: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
-
 /// Sends bulk data until `limit` bytes or the `deadline`. Returns bytes sent and whether
 /// it was interrupted by a stop request.
 /// `total` is increased as bytes go out, so it is right even when an error is returned.

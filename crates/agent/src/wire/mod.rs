@@ -27,15 +27,27 @@ pub type Field = Range<usize>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Error {
     /// Fewer bytes than the message's fixed length.
-    Truncated { needed: usize, got: usize },
+    Truncated {
+        needed: usize,
+        got: usize,
+    },
     /// The first four bytes are not the magic of the expected request.
-    BadMagic { found: [u8; 4], expected: request::Transport },
-    UnsupportedVersion { found: u8, expected: u8 },
+    BadMagic {
+        found: [u8; 4],
+        expected: request::Transport,
+    },
+    UnsupportedVersion {
+        found: u8,
+        expected: u8,
+    },
     /// A mode number this transport does not serve.
     UnknownMode(u8),
     /// A byte with a fixed set of values (a reserved byte, the messages sender) holds
     /// another: decoding is strict so that every accepted message has one encoding.
-    BadByte { field: &'static str, value: u8 },
+    BadByte {
+        field: &'static str,
+        value: u8,
+    },
     /// Well-formed, but not a request a server can serve.
     Invalid(&'static str),
 }
@@ -45,10 +57,17 @@ impl fmt::Display for Error {
         match self {
             Error::Truncated { needed, got } => write!(f, "truncated: {got} of {needed} bytes"),
             Error::BadMagic { found, expected } => {
-                write!(f, "bad magic {found:02x?} (not a transportlab {} client)", expected.client_name())
+                write!(
+                    f,
+                    "bad magic {found:02x?} (not a transportlab {} client)",
+                    expected.client_name()
+                )
             }
             Error::UnsupportedVersion { found, expected } => {
-                write!(f, "unsupported request version {found} (expected {expected})")
+                write!(
+                    f,
+                    "unsupported request version {found} (expected {expected})"
+                )
             }
             Error::UnknownMode(m) => write!(f, "unknown mode {m}"),
             Error::BadByte { field, value } => write!(f, "bad {field} byte {value}"),
@@ -62,7 +81,10 @@ impl std::error::Error for Error {}
 /// Fails with [`Error::Truncated`] unless `buf` holds at least `needed` bytes.
 fn check_len(buf: &[u8], needed: usize) -> Result<(), Error> {
     if buf.len() < needed {
-        return Err(Error::Truncated { needed, got: buf.len() });
+        return Err(Error::Truncated {
+            needed,
+            got: buf.len(),
+        });
     }
     Ok(())
 }
@@ -98,7 +120,19 @@ mod tests {
         put_u64(&mut buf, 8..16, 0xdead_beef_0000_0001).unwrap();
         assert_eq!(get_u64(&buf, 8..16), Ok(0xdead_beef_0000_0001));
         assert_eq!(buf[8], 0xde);
-        assert_eq!(get_u64(&buf, 20..28), Err(Error::Truncated { needed: 28, got: 24 }));
-        assert_eq!(put_u64(&mut buf, 17..25, 1), Err(Error::Truncated { needed: 25, got: 24 }));
+        assert_eq!(
+            get_u64(&buf, 20..28),
+            Err(Error::Truncated {
+                needed: 28,
+                got: 24
+            })
+        );
+        assert_eq!(
+            put_u64(&mut buf, 17..25, 1),
+            Err(Error::Truncated {
+                needed: 25,
+                got: 24
+            })
+        );
     }
 }

@@ -22,7 +22,9 @@ pub struct ObjectRequest {
 
 impl ObjectRequest {
     pub fn decode(buf: &[u8]) -> Result<ObjectRequest, Error> {
-        Ok(ObjectRequest { size: decode_value(buf)? })
+        Ok(ObjectRequest {
+            size: decode_value(buf)?,
+        })
     }
 
     pub fn encode(&self) -> [u8; LEN] {
@@ -39,7 +41,9 @@ pub struct UploadReply {
 
 impl UploadReply {
     pub fn decode(buf: &[u8]) -> Result<UploadReply, Error> {
-        Ok(UploadReply { bytes_read: decode_value(buf)? })
+        Ok(UploadReply {
+            bytes_read: decode_value(buf)?,
+        })
     }
 
     pub fn encode(&self) -> [u8; LEN] {
@@ -65,10 +69,24 @@ mod tests {
 
     #[test]
     fn layout_and_roundtrip() {
-        let b = ObjectRequest { size: 0x0102_0304_0506_0708 }.encode();
+        let b = ObjectRequest {
+            size: 0x0102_0304_0506_0708,
+        }
+        .encode();
         assert_eq!(b, [1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(ObjectRequest::decode(&b), Ok(ObjectRequest { size: 0x0102_0304_0506_0708 }));
-        assert_eq!(UploadReply::decode(&UploadReply { bytes_read: 7 }.encode()), Ok(UploadReply { bytes_read: 7 }));
-        assert_eq!(ObjectRequest::decode(&b[..7]), Err(Error::Truncated { needed: 8, got: 7 }));
+        assert_eq!(
+            ObjectRequest::decode(&b),
+            Ok(ObjectRequest {
+                size: 0x0102_0304_0506_0708
+            })
+        );
+        assert_eq!(
+            UploadReply::decode(&UploadReply { bytes_read: 7 }.encode()),
+            Ok(UploadReply { bytes_read: 7 })
+        );
+        assert_eq!(
+            ObjectRequest::decode(&b[..7]),
+            Err(Error::Truncated { needed: 8, got: 7 })
+        );
     }
 }

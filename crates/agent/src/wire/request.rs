@@ -61,7 +61,8 @@ impl Transport {
         }
     }
 
-    /// Length of this transport's request in bytes.
+    /// Length of this transport's request in bytes (a request is never empty).
+    #[allow(clippy::len_without_is_empty)]
     pub const fn len(self) -> usize {
         match self {
             Transport::Tcp => TCP_LEN,
@@ -159,10 +160,16 @@ impl Request {
         let mut magic = [0u8; 4];
         magic.copy_from_slice(&buf[field::MAGIC]);
         if magic != transport.magic() {
-            return Err(Error::BadMagic { found: magic, expected: transport });
+            return Err(Error::BadMagic {
+                found: magic,
+                expected: transport,
+            });
         }
         if buf[field::VERSION] != VERSION {
-            return Err(Error::UnsupportedVersion { found: buf[field::VERSION], expected: VERSION });
+            return Err(Error::UnsupportedVersion {
+                found: buf[field::VERSION],
+                expected: VERSION,
+            });
         }
         let mode = Mode::from_byte(buf[field::MODE], transport)?;
         let sender = buf[field::MESSAGE_SENDER];
@@ -170,11 +177,24 @@ impl Request {
             (Transport::Tcp, 0) => false,
             (Transport::Quic, SENDER_CLIENT) => true,
             (Transport::Quic, SENDER_SERVER) => false,
-            (Transport::Tcp, v) => return Err(Error::BadByte { field: "reserved", value: v }),
-            (Transport::Quic, v) => return Err(Error::BadByte { field: "message sender", value: v }),
+            (Transport::Tcp, v) => {
+                return Err(Error::BadByte {
+                    field: "reserved",
+                    value: v,
+                })
+            }
+            (Transport::Quic, v) => {
+                return Err(Error::BadByte {
+                    field: "message sender",
+                    value: v,
+                })
+            }
         };
         if buf[field::RESERVED] != 0 {
-            return Err(Error::BadByte { field: "reserved", value: buf[field::RESERVED] });
+            return Err(Error::BadByte {
+                field: "reserved",
+                value: buf[field::RESERVED],
+            });
         }
         let mut r = Request {
             mode,
@@ -196,15 +216,17 @@ impl Request {
     /// Whether a server can serve this request.
     pub fn validate(&self) -> Result<(), Error> {
         match self.mode {
-            Mode::Download if self.bytes == 0 && self.duration_ns == 0 => {
-                Err(Error::Invalid("download request has neither bytes nor duration"))
-            }
+            Mode::Download if self.bytes == 0 && self.duration_ns == 0 => Err(Error::Invalid(
+                "download request has neither bytes nor duration",
+            )),
             Mode::Messages
                 if self.message_size < super::stamp::LEN as u64
                     || self.message_interval_ns == 0
                     || self.duration_ns == 0 =>
             {
-                Err(Error::Invalid("messages request needs size >= 16, an interval and a duration"))
+                Err(Error::Invalid(
+                    "messages request needs size >= 16, an interval and a duration",
+                ))
             }
             _ => Ok(()),
         }
@@ -249,8 +271,20 @@ impl Request {
 mod tests {
     use super::*;
 
-    fn tcp(mode: Mode, bytes: u64, duration_ns: u64, object_size: u64, object_count: u64) -> Request {
-        Request { bytes, duration_ns, object_size, object_count, ..Request::new(mode) }
+    fn tcp(
+        mode: Mode,
+        bytes: u64,
+        duration_ns: u64,
+        object_size: u64,
+        object_count: u64,
+    ) -> Request {
+        Request {
+            bytes,
+            duration_ns,
+            object_size,
+            object_count,
+            ..Request::new(mode)
+        }
     }
 
     #[test]
@@ -269,7 +303,9 @@ mod tests {
     /// The bytes the agent's TCP client sent before this module existed.
     #[test]
     fn tcp_layout_is_fixed() {
-        let b = tcp(Mode::Download, 0x0102030405060708, 1, 2, 3).encode(Transport::Tcp).unwrap();
+        let b = tcp(Mode::Download, 0x0102030405060708, 1, 2, 3)
+            .encode(Transport::Tcp)
+            .unwrap();
         let mut expected = b"TLAB\x01\x02\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08".to_vec();
         for v in [1u64, 2, 3] {
             expected.extend_from_slice(&v.to_be_bytes());
@@ -297,20 +333,31 @@ mod tests {
         }
         assert_eq!(b, expected);
         assert_eq!(Request::decode(Transport::Quic, &b), Ok(r));
-        let download = Request { client_sends_messages: false, ..Request::new(Mode::Download) };
-        assert_eq!(download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER], 2);
+        let download = Request {
+            client_sends_messages: false,
+            ..Request::new(Mode::Download)
+        };
+        assert_eq!(
+            download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER],
+            2
+        );
     }
 
     #[test]
     fn rejects_garbage_with_the_field_named() {
-        let good = tcp(Mode::Upload, 1, 0, 0, 0).encode(Transport::Tcp).unwrap();
+        let good = tcp(Mode::Upload, 1, 0, 0, 0)
+            .encode(Transport::Tcp)
+            .unwrap();
         let bad = |i: usize, v: u8| {
             let mut b = good.clone();
             b[i] = v;
             Request::decode(Transport::Tcp, &b).unwrap_err().to_string()
         };
         assert!(bad(field::MODE, 9).contains("mode"));
-        assert!(bad(field::MODE, 4).contains("mode"), "no messages mode over TCP");
+        assert!(
+            bad(field::MODE, 4).contains("mode"),
+            "no messages mode over TCP"
+        );
         assert!(bad(field::VERSION, 7).contains("version"));
         assert!(bad(0, b'X').contains("magic"));
         assert!(bad(field::MESSAGE_SENDER, 1).contains("reserved"));
@@ -318,20 +365,42 @@ mod tests {
         let mut tcp_as_quic = good.clone();
         tcp_as_quic.resize(QUIC_LEN, 0);
         let e = Request::decode(Transport::Quic, &tcp_as_quic).unwrap_err();
-        assert!(e.to_string().contains("not a transportlab QUIC client"), "{e}");
-        assert_eq!(Request::decode(Transport::Tcp, &good[..39]), Err(Error::Truncated { needed: 40, got: 39 }));
+        assert!(
+            e.to_string().contains("not a transportlab QUIC client"),
+            "{e}"
+        );
+        assert_eq!(
+            Request::decode(Transport::Tcp, &good[..39]),
+            Err(Error::Truncated {
+                needed: 40,
+                got: 39
+            })
+        );
         let mut q = Request::new(Mode::Upload).encode(Transport::Quic).unwrap();
         q[field::MESSAGE_SENDER] = 0;
-        assert!(Request::decode(Transport::Quic, &q).unwrap_err().to_string().contains("message sender"));
+        assert!(Request::decode(Transport::Quic, &q)
+            .unwrap_err()
+            .to_string()
+            .contains("message sender"));
     }
 
     #[test]
     fn validate() {
         assert!(Request::new(Mode::Download).validate().is_err());
         assert!(tcp(Mode::Download, 0, 1, 0, 0).validate().is_ok());
-        let m = Request { message_size: 16, message_interval_ns: 1, duration_ns: 1, ..Request::new(Mode::Messages) };
+        let m = Request {
+            message_size: 16,
+            message_interval_ns: 1,
+            duration_ns: 1,
+            ..Request::new(Mode::Messages)
+        };
         assert!(m.validate().is_ok());
-        assert!(Request { message_size: 15, ..m }.validate().is_err());
+        assert!(Request {
+            message_size: 15,
+            ..m
+        }
+        .validate()
+        .is_err());
         assert!(Request::new(Mode::Messages).encode(Transport::Tcp).is_err());
     }
 }

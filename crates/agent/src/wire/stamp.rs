@@ -30,7 +30,10 @@ impl Stamp {
     /// Reads the stamp at the start of `buf` (the payload after it is not looked at).
     pub fn decode(buf: &[u8]) -> Result<Stamp, Error> {
         check_len(buf, LEN)?;
-        Ok(Stamp { seq: get_u64(buf, field::SEQ)?, send_ns: get_u64(buf, field::SEND_NS)? })
+        Ok(Stamp {
+            seq: get_u64(buf, field::SEQ)?,
+            send_ns: get_u64(buf, field::SEND_NS)?,
+        })
     }
 
     /// Writes the stamp over the first [`LEN`] bytes of `buf`, leaving the rest alone.
@@ -54,12 +57,20 @@ impl ProbeStamp {
     pub fn decode(buf: &[u8]) -> Result<ProbeStamp, Error> {
         check_len(buf, PROBE_LEN)?;
         let Stamp { seq, send_ns } = Stamp::decode(buf)?;
-        Ok(ProbeStamp { seq, send_ns, echo_ns: get_u64(buf, field::ECHO_NS)? })
+        Ok(ProbeStamp {
+            seq,
+            send_ns,
+            echo_ns: get_u64(buf, field::ECHO_NS)?,
+        })
     }
 
     pub fn emit(&self, buf: &mut [u8]) -> Result<(), Error> {
         check_len(buf, PROBE_LEN)?;
-        Stamp { seq: self.seq, send_ns: self.send_ns }.emit(buf)?;
+        Stamp {
+            seq: self.seq,
+            send_ns: self.send_ns,
+        }
+        .emit(buf)?;
         set_echo_ns(buf, self.echo_ns)
     }
 }
@@ -78,8 +89,17 @@ mod tests {
     #[test]
     fn layout() {
         let mut b = [0xffu8; 30];
-        ProbeStamp { seq: 1, send_ns: 2, echo_ns: 3 }.emit(&mut b).unwrap();
-        assert_eq!(&b[..24], &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3]);
+        ProbeStamp {
+            seq: 1,
+            send_ns: 2,
+            echo_ns: 3,
+        }
+        .emit(&mut b)
+        .unwrap();
+        assert_eq!(
+            &b[..24],
+            &[0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3]
+        );
         assert_eq!(&b[24..], &[0xff; 6], "bytes past the stamp are left alone");
         assert_eq!(Stamp::decode(&b), Ok(Stamp { seq: 1, send_ns: 2 }));
         set_echo_ns(&mut b, 9).unwrap();
@@ -89,10 +109,39 @@ mod tests {
     #[test]
     fn short_buffers_are_refused_untouched() {
         let mut b = [7u8; 23];
-        assert_eq!(set_echo_ns(&mut b, 1), Err(Error::Truncated { needed: 24, got: 23 }));
-        assert_eq!(ProbeStamp { seq: 1, send_ns: 2, echo_ns: 3 }.emit(&mut b), Err(Error::Truncated { needed: 24, got: 23 }));
+        assert_eq!(
+            set_echo_ns(&mut b, 1),
+            Err(Error::Truncated {
+                needed: 24,
+                got: 23
+            })
+        );
+        assert_eq!(
+            ProbeStamp {
+                seq: 1,
+                send_ns: 2,
+                echo_ns: 3
+            }
+            .emit(&mut b),
+            Err(Error::Truncated {
+                needed: 24,
+                got: 23
+            })
+        );
         assert_eq!(b, [7u8; 23]);
-        assert_eq!(Stamp::decode(&b[..15]), Err(Error::Truncated { needed: 16, got: 15 }));
-        assert_eq!(Stamp { seq: 0, send_ns: 0 }.emit(&mut b[..15]), Err(Error::Truncated { needed: 16, got: 15 }));
+        assert_eq!(
+            Stamp::decode(&b[..15]),
+            Err(Error::Truncated {
+                needed: 16,
+                got: 15
+            })
+        );
+        assert_eq!(
+            Stamp { seq: 0, send_ns: 0 }.emit(&mut b[..15]),
+            Err(Error::Truncated {
+                needed: 16,
+                got: 15
+            })
+        );
     }
 }

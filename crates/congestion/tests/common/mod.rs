@@ -9,27 +9,53 @@ pub const SECOND: Nanos = 1_000_000_000;
 
 /// RTT estimates where all three agree (a path without jitter).
 pub fn steady_rtt(rtt: Nanos) -> Rtt {
-    Rtt { latest: rtt, min: rtt, smoothed: rtt }
+    Rtt {
+        latest: rtt,
+        min: rtt,
+        smoothed: rtt,
+    }
 }
 
 pub fn ack(now: Nanos, sent_time: Nanos, rtt: Rtt) -> Acked {
-    Acked { now, sent_time, bytes: MSS, rtt, app_limited: false }
+    Acked {
+        now,
+        sent_time,
+        bytes: MSS,
+        rtt,
+        app_limited: false,
+    }
 }
 
 pub fn app_limited_ack(now: Nanos, sent_time: Nanos, rtt: Rtt) -> Acked {
-    Acked { app_limited: true, ..ack(now, sent_time, rtt) }
+    Acked {
+        app_limited: true,
+        ..ack(now, sent_time, rtt)
+    }
 }
 
 pub fn loss(now: Nanos, sent_time: Nanos) -> Lost {
-    Lost { now, sent_time, bytes: MSS, persistent: false }
+    Lost {
+        now,
+        sent_time,
+        bytes: MSS,
+        persistent: false,
+    }
 }
 
 pub fn persistent_loss(now: Nanos, sent_time: Nanos) -> Lost {
-    Lost { persistent: true, ..loss(now, sent_time) }
+    Lost {
+        persistent: true,
+        ..loss(now, sent_time)
+    }
 }
 
 pub fn sent(time: Nanos, packet_number: u64, bytes_in_flight: u64) -> Sent {
-    Sent { time, bytes: MSS, packet_number, bytes_in_flight }
+    Sent {
+        time,
+        bytes: MSS,
+        packet_number,
+        bytes_in_flight,
+    }
 }
 
 /// Window in whole MSS-sized packets (at least one).
@@ -63,5 +89,9 @@ pub fn ack_packets(controller: &mut dyn Controller, start: Nanos, count: u64, rt
 }
 
 pub fn diagnostic(controller: &dyn Controller, name: &str) -> Option<f64> {
-    controller.diagnostics().into_iter().find(|(key, _)| *key == name).map(|(_, value)| value)
+    controller
+        .diagnostics()
+        .into_iter()
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
 }

@@ -87,7 +87,13 @@ mod tests {
     #[test]
     fn rejects_ipv6_and_short() {
         assert_eq!(flow_key(&[0x60; 40]), Err(Error::NotIpv4 { version: 6 }));
-        assert_eq!(flow_key(&[0x45; 10]), Err(Error::Truncated { needed: 20, got: 10 }));
+        assert_eq!(
+            flow_key(&[0x45; 10]),
+            Err(Error::Truncated {
+                needed: 20,
+                got: 10
+            })
+        );
     }
 
     #[test]
@@ -97,7 +103,11 @@ mod tests {
         p[9] = 6;
         p[20..27].copy_from_slice(&[0x01, 0xbb, 0xc3, 0x50, 0xde, 0xad, 0xbe]);
         let k = flow_key(&p).unwrap();
-        assert_eq!((k.sport, k.dport, k.tcp_seq), (443, 50000, 0), "7 bytes: ports, no sequence number");
+        assert_eq!(
+            (k.sport, k.dport, k.tcp_seq),
+            (443, 50000, 0),
+            "7 bytes: ports, no sequence number"
+        );
         let k = flow_key(&p[..23]).unwrap();
         assert_eq!((k.sport, k.dport), (0, 0), "3 bytes: no ports");
         p[9] = 1; // ICMP: no ports
@@ -126,7 +136,12 @@ mod tests {
         }
         let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
         let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
-        let mut key = FlowKey { src: be32(12), dst: be32(16), proto: pkt[9], ..FlowKey::default() };
+        let mut key = FlowKey {
+            src: be32(12),
+            dst: be32(16),
+            proto: pkt[9],
+            ..FlowKey::default()
+        };
         let first_fragment = be16(6) & 0x1fff == 0;
         let l4 = &pkt[ihl..];
         if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {

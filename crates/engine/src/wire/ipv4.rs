@@ -79,7 +79,9 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         let buf = self.buffer.as_ref();
         check_len(buf, MIN_HEADER_LEN)?;
         if self.version() != 4 {
-            return Err(Error::NotIpv4 { version: self.version() });
+            return Err(Error::NotIpv4 {
+                version: self.version(),
+            });
         }
         let header_len = self.header_len();
         if header_len < MIN_HEADER_LEN {
@@ -204,31 +206,51 @@ mod tests {
     use super::*;
 
     fn hex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// UDP datagrams Linux sent over loopback with IP_TOS 0x00, 0xbb and 0x02: the
     /// kernel's checksums are the known-good values.
-    const KERNEL_TOS_00: &str = "45000028f1a4400040114b1e7f0000017f0000019c40d1050014fe277472616e73706f72746c6162";
-    const KERNEL_TOS_BB: &str = "45bb0028f1a5400040114a627f0000017f0000019cfbd1050014fe277472616e73706f72746c6162";
-    const KERNEL_TOS_02: &str = "45020028f1a6400040114b1a7f0000017f0000019c42d1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_00: &str =
+        "45000028f1a4400040114b1e7f0000017f0000019c40d1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_BB: &str =
+        "45bb0028f1a5400040114a627f0000017f0000019cfbd1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_02: &str =
+        "45020028f1a6400040114b1a7f0000017f0000019c42d1050014fe277472616e73706f72746c6162";
 
     #[test]
     fn reads_every_field() {
         let b = hex(KERNEL_TOS_BB);
         let p = Ipv4Packet::new_checked(&b[..]).unwrap();
-        assert_eq!((p.version(), p.header_len(), p.total_len(), p.ident()), (4, 20, 40, 0xf1a5));
+        assert_eq!(
+            (p.version(), p.header_len(), p.total_len(), p.ident()),
+            (4, 20, 40, 0xf1a5)
+        );
         assert_eq!((p.dscp(), p.ecn()), (46, Ecn::Ce));
         assert!(p.dont_frag() && !p.more_frags() && p.is_first_fragment());
-        assert_eq!((p.ttl(), p.protocol(), p.checksum()), (64, protocol::UDP, 0x4a62));
-        assert_eq!((p.src_addr(), p.dst_addr()), (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
+        assert_eq!(
+            (p.ttl(), p.protocol(), p.checksum()),
+            (64, protocol::UDP, 0x4a62)
+        );
+        assert_eq!(
+            (p.src_addr(), p.dst_addr()),
+            (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST)
+        );
         assert_eq!(p.payload().len(), 20);
         assert!(p.verify_checksum());
     }
 
     #[test]
     fn fill_checksum_matches_the_kernel() {
-        for h in [KERNEL_TOS_00, KERNEL_TOS_BB, KERNEL_TOS_02, "45000073000040004011b861c0a80001c0a800c7"] {
+        for h in [
+            KERNEL_TOS_00,
+            KERNEL_TOS_BB,
+            KERNEL_TOS_02,
+            "45000073000040004011b861c0a80001c0a800c7",
+        ] {
             let mut b = hex(h);
             let expected = Ipv4Packet::new_checked(&b[..]).unwrap().checksum();
             let mut p = Ipv4Packet::new_checked(&mut b[..]).unwrap();
@@ -272,17 +294,38 @@ mod tests {
     #[test]
     fn check_refuses_what_is_not_a_whole_ipv4_header() {
         let good = hex(KERNEL_TOS_00);
-        assert_eq!(Ipv4Packet::new_checked(&good[..19]).unwrap_err(), Error::Truncated { needed: 20, got: 19 });
+        assert_eq!(
+            Ipv4Packet::new_checked(&good[..19]).unwrap_err(),
+            Error::Truncated {
+                needed: 20,
+                got: 19
+            }
+        );
         let mut v6 = good.clone();
         v6[0] = 0x60;
-        assert_eq!(Ipv4Packet::new_checked(&v6[..]).unwrap_err(), Error::NotIpv4 { version: 6 });
+        assert_eq!(
+            Ipv4Packet::new_checked(&v6[..]).unwrap_err(),
+            Error::NotIpv4 { version: 6 }
+        );
         let mut short_ihl = good.clone();
         short_ihl[0] = 0x44;
-        assert_eq!(Ipv4Packet::new_checked(&short_ihl[..]).unwrap_err(), Error::BadHeaderLen { header_len: 16 });
+        assert_eq!(
+            Ipv4Packet::new_checked(&short_ihl[..]).unwrap_err(),
+            Error::BadHeaderLen { header_len: 16 }
+        );
         let mut options = good.clone();
         options[0] = 0x4f;
-        assert_eq!(Ipv4Packet::new_checked(&options[..]).unwrap_err(), Error::Truncated { needed: 60, got: 40 });
+        assert_eq!(
+            Ipv4Packet::new_checked(&options[..]).unwrap_err(),
+            Error::Truncated {
+                needed: 60,
+                got: 40
+            }
+        );
         options.resize(60, 0);
-        assert_eq!(Ipv4Packet::new_checked(&options[..]).unwrap().payload(), &[] as &[u8]);
+        assert_eq!(
+            Ipv4Packet::new_checked(&options[..]).unwrap().payload(),
+            &[] as &[u8]
+        );
     }
 }

@@ -38,7 +38,9 @@ impl fmt::Display for Error {
         match self {
             Error::Truncated { needed, got } => write!(f, "truncated: {got} of {needed} bytes"),
             Error::NotIpv4 { version } => write!(f, "IP version {version}, not 4"),
-            Error::BadHeaderLen { header_len } => write!(f, "header length {header_len} below the minimum"),
+            Error::BadHeaderLen { header_len } => {
+                write!(f, "header length {header_len} below the minimum")
+            }
         }
     }
 }
@@ -47,7 +49,10 @@ impl std::error::Error for Error {}
 
 fn check_len(buf: &[u8], needed: usize) -> Result<(), Error> {
     if buf.len() < needed {
-        return Err(Error::Truncated { needed, got: buf.len() });
+        return Err(Error::Truncated {
+            needed,
+            got: buf.len(),
+        });
     }
     Ok(())
 }
@@ -57,7 +62,12 @@ fn be16(buf: &[u8], f: Field) -> u16 {
 }
 
 fn be32(buf: &[u8], f: Field) -> u32 {
-    u32::from_be_bytes([buf[f.start], buf[f.start + 1], buf[f.start + 2], buf[f.start + 3]])
+    u32::from_be_bytes([
+        buf[f.start],
+        buf[f.start + 1],
+        buf[f.start + 2],
+        buf[f.start + 3],
+    ])
 }
 
 fn set_be16(buf: &mut [u8], f: Field, v: u16) {

@@ -92,11 +92,29 @@ mod tests {
         b[field::DATA_OFF_FLAGS.start] = 6 << 4;
         b[field::WINDOW].copy_from_slice(&1024u16.to_be_bytes());
         let t = TcpPacket::new_checked(&b[..]).unwrap();
-        assert_eq!((t.src_port(), t.dst_port(), t.seq_number(), t.ack_number()), (443, 50000, 0xdead_beef, 7));
+        assert_eq!(
+            (t.src_port(), t.dst_port(), t.seq_number(), t.ack_number()),
+            (443, 50000, 0xdead_beef, 7)
+        );
         assert_eq!((t.header_len(), t.window()), (24, 1024));
-        assert_eq!(TcpPacket::new_checked(&b[..23]).unwrap_err(), Error::Truncated { needed: 24, got: 23 });
+        assert_eq!(
+            TcpPacket::new_checked(&b[..23]).unwrap_err(),
+            Error::Truncated {
+                needed: 24,
+                got: 23
+            }
+        );
         b[field::DATA_OFF_FLAGS.start] = 4 << 4;
-        assert_eq!(TcpPacket::new_checked(&b[..]).unwrap_err(), Error::BadHeaderLen { header_len: 16 });
-        assert_eq!(TcpPacket::new_checked(&b[..19]).unwrap_err(), Error::Truncated { needed: 20, got: 19 });
+        assert_eq!(
+            TcpPacket::new_checked(&b[..]).unwrap_err(),
+            Error::BadHeaderLen { header_len: 16 }
+        );
+        assert_eq!(
+            TcpPacket::new_checked(&b[..19]).unwrap_err(),
+            Error::Truncated {
+                needed: 20,
+                got: 19
+            }
+        );
     }
 }

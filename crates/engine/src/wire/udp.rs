@@ -61,7 +61,13 @@ mod tests {
     fn fields_and_checks() {
         let b = [0x13, 0x88, 0x17, 0x70, 0, 12, 0xab, 0xcd, 1, 2, 3, 4];
         let u = UdpPacket::new_checked(&b[..]).unwrap();
-        assert_eq!((u.src_port(), u.dst_port(), u.length(), u.checksum()), (5000, 6000, 12, 0xabcd));
-        assert_eq!(UdpPacket::new_checked(&b[..7]).unwrap_err(), Error::Truncated { needed: 8, got: 7 });
+        assert_eq!(
+            (u.src_port(), u.dst_port(), u.length(), u.checksum()),
+            (5000, 6000, 12, 0xabcd)
+        );
+        assert_eq!(
+            UdpPacket::new_checked(&b[..7]).unwrap_err(),
+            Error::Truncated { needed: 8, got: 7 }
+        );
     }
 }
