@@ -20,9 +20,10 @@ from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
 
 TUN_MTU = 1500
-# How hosts attach to the engine unless a run says otherwise: "veth" (AF_PACKET ring with
+# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "tun" until the
+# veth attachment has passed the whole e2e suite, or "veth" (AF_PACKET ring with
 # kernel receive timestamps) or "tun".
-DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
+DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "tun")
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
