@@ -47,14 +47,9 @@ fuzz_target!(|data: &[u8]| {
         "parser accepted an invalid trace {trace:?}"
     );
     let written: String = trace.iter().map(|ms| format!("{ms}\n")).collect();
-    assert_eq!(
-        parse_mahimahi_trace(&written).as_ref(),
-        Ok(&trace),
-        "round trip"
-    );
+    assert_eq!(parse_mahimahi_trace(&written).as_ref(), Ok(&trace), "round trip");
 
-    let mut link = RateQueue::trace(trace.clone(), QueueLimit::Packets(64))
-        .expect("a parsed trace builds a link");
+    let mut link = RateQueue::trace(trace.clone(), QueueLimit::Packets(64)).expect("a parsed trace builds a link");
     let mut at = 0u64;
     let mut last_out: Option<(u64, u64)> = None;
     let mut check = |id: u64, due: u64, arrived: &[u64]| {

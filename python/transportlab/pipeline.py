@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def analyse(run_dir: Path) -> Path:
 
 
 def run_scenario(
-    path: Path, out: Path, overrides: list[str] = (), progress: bool = True, smoke_s: float | None = None
+    path: Path, out: Path, overrides: Sequence[str] = (), progress: bool = True, smoke_s: float | None = None
 ) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
     report when there is more than one run. `smoke_s`: see `plan`."""

@@ -99,8 +99,7 @@ pub fn echo(a: EchoArgs) -> anyhow::Result<()> {
             socket_drops: sys::udp_socket_drops(&sock),
             rcvbuf,
         };
-        let summary =
-            output::envelope("echo", params, start_ns, sys::now_ns(), stopped_by, results);
+        let summary = output::envelope("echo", params, start_ns, sys::now_ns(), stopped_by, results);
         output::write_summary(path, &summary)?;
     }
     Ok(())
@@ -231,10 +230,7 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
     // Wait for outstanding echoes: up to `timeout` after the last send, or until all came.
     let sent = send_ns.len() as u64;
     let wait_until = send_ns.last().map(|&l| l + a.timeout).unwrap_or(0);
-    while sys::now_ns() < wait_until
-        && received.load(Ordering::Acquire) < sent
-        && !sys::stop_requested()
-    {
+    while sys::now_ns() < wait_until && received.load(Ordering::Acquire) < sent && !sys::stop_requested() {
         thread::sleep(Duration::from_micros(500));
     }
     done.store(true, Ordering::Release);
@@ -297,28 +293,19 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
         output::write_series(
             path,
             vec![
-                (
-                    "seq",
-                    Arc::new(UInt64Array::from_iter_values(0..n as u64)) as ArrayRef,
-                ),
+                ("seq", Arc::new(UInt64Array::from_iter_values(0..n as u64)) as ArrayRef),
                 (
                     "send_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        send_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(send_ns.iter().map(|&x| x as i64))),
                 ),
                 (
                     "recv_ns",
-                    Arc::new(Int64Array::from_iter(
-                        recv_ns.iter().map(|x| x.map(|v| v as i64)),
-                    )),
+                    Arc::new(Int64Array::from_iter(recv_ns.iter().map(|x| x.map(|v| v as i64)))),
                 ),
                 ("rtt_ns", Arc::new(Int64Array::from(rtt))),
                 (
                     "echo_ns",
-                    Arc::new(Int64Array::from_iter(
-                        echo_ns.iter().map(|x| x.map(|v| v as i64)),
-                    )),
+                    Arc::new(Int64Array::from_iter(echo_ns.iter().map(|x| x.map(|v| v as i64)))),
                 ),
             ],
         )?;

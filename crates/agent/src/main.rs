@@ -106,9 +106,7 @@ fn message_rate(s: &str) -> Result<f64, String> {
         .parse()
         .map_err(|_| format!("'{s}': expected messages per second, e.g. 50 or 50/s"))?;
     if !(v.is_finite() && v > 0.0 && v <= 1e9) {
-        return Err(format!(
-            "'{s}': must be greater than zero (and at most 1e9)"
-        ));
+        return Err(format!("'{s}': must be greater than zero (and at most 1e9)"));
     }
     Ok(v)
 }

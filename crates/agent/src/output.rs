@@ -29,16 +29,14 @@ pub fn bps(bytes: u64, ns: u64) -> Option<f64> {
 pub fn write_summary(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
     let tmp = path.with_extension("json.tmp");
     {
-        let f = File::create(&tmp)
-            .with_context(|| format!("cannot create summary {}", tmp.display()))?;
+        let f = File::create(&tmp).with_context(|| format!("cannot create summary {}", tmp.display()))?;
         let mut w = BufWriter::new(f);
         serde_json::to_writer_pretty(&mut w, value)?;
         w.write_all(b"\n")?;
         w.flush()
             .with_context(|| format!("cannot write summary {}", tmp.display()))?;
     }
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("cannot write summary {}", path.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write summary {}", path.display()))?;
     Ok(())
 }
 
@@ -50,13 +48,9 @@ pub fn write_series(path: &Path, columns: Vec<(&str, ArrayRef)>) -> anyhow::Resu
         .map(|(name, a)| Field::new(*name, a.data_type().clone(), a.null_count() > 0))
         .collect();
     let schema = Arc::new(Schema::new(fields));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        columns.into_iter().map(|(_, a)| a).collect(),
-    )
-    .context("building series batch")?;
-    let f =
-        File::create(path).with_context(|| format!("cannot create series {}", path.display()))?;
+    let batch = RecordBatch::try_new(schema.clone(), columns.into_iter().map(|(_, a)| a).collect())
+        .context("building series batch")?;
+    let f = File::create(path).with_context(|| format!("cannot create series {}", path.display()))?;
     let mut w = arrow_ipc::writer::FileWriter::try_new(BufWriter::new(f), &schema)?;
     w.write(&batch)?;
     w.finish()
@@ -108,13 +102,7 @@ pub struct ObjectSummary {
 }
 
 impl ObjectSummary {
-    pub fn new(
-        index: u64,
-        size: u64,
-        request_ns: u64,
-        first_byte_ns: u64,
-        complete_ns: u64,
-    ) -> ObjectSummary {
+    pub fn new(index: u64, size: u64, request_ns: u64, first_byte_ns: u64, complete_ns: u64) -> ObjectSummary {
         ObjectSummary {
             index,
             size,
@@ -142,10 +130,7 @@ impl ObjectsSummary {
             .iter()
             .map(|o| (o.first_byte_ns - o.request_ns) as f64)
             .collect();
-        let completion: Vec<f64> = objects
-            .iter()
-            .map(|o| (o.complete_ns - o.request_ns) as f64)
-            .collect();
+        let completion: Vec<f64> = objects.iter().map(|o| (o.complete_ns - o.request_ns) as f64).collect();
         ObjectsSummary {
             objects_completed: objects.len(),
             ttfb: stats::scaled(&ttfb, 1e6, "ms"),
@@ -175,10 +160,7 @@ mod tests {
         write_series(
             &p,
             vec![
-                (
-                    "t_ns",
-                    Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef,
-                ),
+                ("t_ns", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
                 (
                     "x",
                     Arc::new(UInt64Array::from(vec![Some(4), None, Some(6)])) as ArrayRef,

@@ -82,11 +82,7 @@ impl Serialize for Scaled {
 
 /// Statistics of `values` for a summary (null when there were no samples).
 pub fn scaled(values: &[f64], scale: f64, unit: &'static str) -> Option<Scaled> {
-    describe(values).map(|describe| Scaled {
-        describe,
-        scale,
-        unit,
-    })
+    describe(values).map(|describe| Scaled { describe, scale, unit })
 }
 
 /// RFC 3550 §6.4.1 interarrival jitter, in the units of the inputs.
@@ -148,11 +144,7 @@ mod tests {
             ["count", "max_ms", "mean_ms", "min_ms", "p50_ms", "p95_ms", "p99_ms", "std_ms"]
         );
         assert_eq!(
-            (
-                v["count"].as_u64(),
-                v["mean_ms"].as_f64(),
-                v["max_ms"].as_f64()
-            ),
+            (v["count"].as_u64(), v["mean_ms"].as_f64(), v["max_ms"].as_f64()),
             (Some(2), Some(2.0), Some(3.0))
         );
         assert_eq!(

@@ -9,10 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// clock, so timestamps taken by different agents are directly comparable.
 #[inline]
 pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: valid pointer to a timespec; CLOCK_MONOTONIC always exists.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
@@ -36,14 +33,7 @@ pub fn sleep_until(deadline_ns: u64) {
             tv_nsec: (target % 1_000_000_000) as libc::c_long,
         };
         // SAFETY: valid timespec; remaining time is not needed with TIMER_ABSTIME.
-        unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
+        unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
     }
 }
 
@@ -86,12 +76,7 @@ pub fn request_stop() {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn setsockopt_raw(
-    fd: &impl AsRawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: &[u8],
-) -> io::Result<()> {
+fn setsockopt_raw(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, value: &[u8]) -> io::Result<()> {
     // SAFETY: value points to value.len() readable bytes.
     let rc = unsafe {
         libc::setsockopt(

@@ -223,10 +223,7 @@ mod tests {
         assert_eq!(offset_of!(RawTcpInfo, bytes_acked), 120);
         assert_eq!(offset_of!(RawTcpInfo, min_rtt), 148);
         assert_eq!(offset_of!(RawTcpInfo, delivery_rate) + 8, END_DELIVERY_RATE);
-        assert_eq!(
-            offset_of!(RawTcpInfo, sndbuf_limited) + 8,
-            END_SNDBUF_LIMITED
-        );
+        assert_eq!(offset_of!(RawTcpInfo, sndbuf_limited) + 8, END_SNDBUF_LIMITED);
         assert_eq!(offset_of!(RawTcpInfo, bytes_retrans) + 8, END_BYTES_RETRANS);
         assert_eq!(offset_of!(RawTcpInfo, snd_wnd) + 4, END_SND_WND);
         assert_eq!(std::mem::size_of::<RawTcpInfo>(), 240);

@@ -208,10 +208,7 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
     };
     let sock = UdpSocket::bind(a.bind).with_context(|| format!("cannot bind {}", a.bind))?;
     let rcvbuf = sys::set_rcvbuf(&sock, a.rcvbuf).context("cannot set SO_RCVBUF")?;
-    let poll_ns = a
-        .idle_timeout
-        .unwrap_or(u64::MAX)
-        .clamp(1_000_000, 100_000_000);
+    let poll_ns = a.idle_timeout.unwrap_or(u64::MAX).clamp(1_000_000, 100_000_000);
     sock.set_read_timeout(Some(Duration::from_nanos(poll_ns)))?;
     let port = sock.local_addr()?.port();
     let start_ns = sys::now_ns();
@@ -319,9 +316,8 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         first_recv_ns: first,
         last_recv_ns: last,
         duration_s: span as f64 / 1e9,
-        throughput_bps: (span > 0 && received > 1).then(|| {
-            bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9)
-        }),
+        throughput_bps: (span > 0 && received > 1)
+            .then(|| bytes as f64 * 8.0 * (received - 1) as f64 / received as f64 / (span as f64 / 1e9)),
         owd: stats::scaled(&owd, 1e6, "ms"),
         interarrival: stats::scaled(&interarrival, 1e6, "ms"),
         jitter_rfc3550_ms: (arrivals.len() > 1).then(|| stats::rfc3550_jitter(&arrivals) / 1e6),
@@ -338,15 +334,11 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
                 ("seq", Arc::new(UInt64Array::from(p.seq)) as ArrayRef),
                 (
                     "send_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        p.send_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(p.send_ns.iter().map(|&x| x as i64))),
                 ),
                 (
                     "recv_ns",
-                    Arc::new(Int64Array::from_iter_values(
-                        p.recv_ns.iter().map(|&x| x as i64),
-                    )),
+                    Arc::new(Int64Array::from_iter_values(p.recv_ns.iter().map(|&x| x as i64))),
                 ),
                 ("owd_ns", Arc::new(Int64Array::from(owd_col))),
                 ("size", Arc::new(UInt32Array::from(p.size))),

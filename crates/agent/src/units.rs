@@ -17,9 +17,7 @@ fn split_number(s: &str) -> Result<(f64, &str), String> {
     if num.is_empty() {
         return Err(format!("'{s}': expected a number followed by a unit"));
     }
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}': '{num}' is not a number"))?;
+    let value: f64 = num.parse().map_err(|_| format!("'{s}': '{num}' is not a number"))?;
     Ok((value, unit.trim()))
 }
 
@@ -43,11 +41,7 @@ pub fn parse_duration_ns(s: &str) -> Result<u64, String> {
         "min" => 60e9,
         "h" => 3600e9,
         "" if value == 0.0 => 0.0,
-        "" => {
-            return Err(format!(
-                "'{s}': duration needs a unit (ns, us, ms, s, min, h)"
-            ))
-        }
+        "" => return Err(format!("'{s}': duration needs a unit (ns, us, ms, s, min, h)")),
         _ => {
             return Err(format!(
                 "'{s}': unknown duration unit '{unit}' (use ns, us, ms, s, min, h)"
@@ -103,11 +97,7 @@ pub fn parse_rate_bps(s: &str) -> Result<u64, String> {
                 "'{s}': rate needs a unit (bit, kbit, Mbit, Gbit, or bytes: B, kB, MB)"
             ))
         }
-        _ => {
-            return Err(format!(
-                "'{s}': unknown rate unit '{unit}' (use bit, kbit, Mbit, Gbit)"
-            ))
-        }
+        _ => return Err(format!("'{s}': unknown rate unit '{unit}' (use bit, kbit, Mbit, Gbit)")),
     };
     let v = to_integer(value, scale, "rate", s)?;
     if v == 0 {

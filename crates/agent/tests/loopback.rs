@@ -66,14 +66,7 @@ fn tcp_upload_20mb_both_ends_agree() {
 fn tcp_download_by_bytes() {
     let d = TempDir::new("download");
     let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&[
-        "tcp-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--once",
-        "--summary",
-        &srv_sum,
-    ]);
+    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
     let to = format!("127.0.0.1:{port}");
     let rc = run(
         &[
@@ -104,14 +97,7 @@ fn tcp_download_by_bytes() {
 fn tcp_objects() {
     let d = TempDir::new("objects");
     let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&[
-        "tcp-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--once",
-        "--summary",
-        &srv_sum,
-    ]);
+    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
     let to = format!("127.0.0.1:{port}");
     let rc = run(
         &[
@@ -150,11 +136,7 @@ fn tcp_objects() {
 #[test]
 fn udp_send_recv_count() {
     let d = TempDir::new("udp");
-    let (rs, rser, ss) = (
-        d.file("recv.json"),
-        d.file("recv.arrow"),
-        d.file("send.json"),
-    );
+    let (rs, rser, ss) = (d.file("recv.json"), d.file("recv.arrow"), d.file("send.json"));
     let (recv, port) = start_server(&[
         "udp-recv",
         "--bind",
@@ -207,11 +189,7 @@ fn udp_send_recv_count() {
 #[test]
 fn probe_against_echo() {
     let d = TempDir::new("probe");
-    let (es, ps, pser) = (
-        d.file("echo.json"),
-        d.file("probe.json"),
-        d.file("probe.arrow"),
-    );
+    let (es, ps, pser) = (d.file("echo.json"), d.file("probe.json"), d.file("probe.arrow"));
     let (echo, port) = start_server(&[
         "echo",
         "--bind",
@@ -249,10 +227,7 @@ fn probe_against_echo() {
     assert_eq!(r["lost"], 0);
     let p50 = r["rtt"]["p50_ms"].as_f64().unwrap();
     let mean = r["rtt"]["mean_ms"].as_f64().unwrap();
-    assert!(
-        p50 > 0.0 && p50 < 5.0 && mean < 5.0,
-        "rtt p50 {p50} mean {mean}"
-    );
+    assert!(p50 > 0.0 && p50 < 5.0 && mean < 5.0, "rtt p50 {p50} mean {mean}");
     assert_eq!(r["owd_forward"]["count"], 200);
     let e = summary(&es);
     assert_eq!(e["stopped_by"], "signal");
@@ -278,11 +253,7 @@ fn exit_codes() {
     let d = TempDir::new("exit");
     let s = d.file("x.json");
     let quiet = |args: &[&str]| {
-        let c = Command::new(AGENT)
-            .args(args)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let c = Command::new(AGENT).args(args).stderr(Stdio::piped()).spawn().unwrap();
         let out = c.wait_with_output().unwrap();
         (
             out.status.code().unwrap(),
@@ -321,16 +292,7 @@ fn exit_codes() {
         2
     );
     assert_eq!(
-        quiet(&[
-            "probe",
-            "--to",
-            "127.0.0.1:9",
-            "--interval",
-            "1ms",
-            "--summary",
-            &s
-        ])
-        .0,
+        quiet(&["probe", "--to", "127.0.0.1:9", "--interval", "1ms", "--summary", &s]).0,
         2
     );
     // Runtime failures: 1, with a one-line message naming the problem.
@@ -367,14 +329,7 @@ fn exit_codes() {
 fn tcp_tls_upload_and_objects() {
     let d = TempDir::new("tls");
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&[
-        "tcp-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--tls",
-        "--summary",
-        &ss,
-    ]);
+    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--tls", "--summary", &ss]);
     let connect = format!("127.0.0.1:{port}");
     let c = &connect;
     assert_eq!(

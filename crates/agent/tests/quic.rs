@@ -8,11 +8,7 @@ use std::time::Duration;
 
 /// Runs a `--once` server and a client with the given extra arguments; returns both
 /// summaries after checking both exited 0.
-fn transfer(
-    name: &str,
-    server_args: &[&str],
-    client_args: &[&str],
-) -> (serde_json::Value, serde_json::Value, TempDir) {
+fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, serde_json::Value, TempDir) {
     let d = TempDir::new(name);
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
     let (ser, cser) = (d.file("srv.arrow"), d.file("cli.arrow"));
@@ -47,11 +43,7 @@ fn transfer(
 
 #[test]
 fn quic_upload_by_bytes_completes() {
-    let (s, c, _d) = transfer(
-        "quic-upload",
-        &["--cc", "bbr"],
-        &["--cc", "cubic", "--bytes", "20MB"],
-    );
+    let (s, c, _d) = transfer("quic-upload", &["--cc", "bbr"], &["--cc", "cubic", "--bytes", "20MB"]);
     let r = &c["results"];
     assert_eq!(c["subcommand"], "quic-client");
     assert_eq!(c["stopped_by"], "bytes");
@@ -95,14 +87,7 @@ fn quic_objects_on_parallel_streams_complete() {
     let (s, c, _d) = transfer(
         "quic-objects",
         &["--cc", "bbr"],
-        &[
-            "--objects",
-            "12",
-            "--object-size",
-            "100kB",
-            "--streams",
-            "4",
-        ],
+        &["--objects", "12", "--object-size", "100kB", "--streams", "4"],
     );
     let r = &c["results"];
     assert_eq!(r["complete"], true);
@@ -118,14 +103,7 @@ fn quic_messages_record_one_way_delay() {
     let (s, c, d) = transfer(
         "quic-messages",
         &["--message-series", "/dev/null"],
-        &[
-            "--message-size",
-            "200",
-            "--message-rate",
-            "100",
-            "--duration",
-            "500ms",
-        ],
+        &["--message-size", "200", "--message-rate", "100", "--duration", "500ms"],
     );
     let _ = d;
     assert_eq!(c["results"]["messages_sent"], 50);
@@ -154,11 +132,7 @@ fn quic_bad_cc_exits_2_naming_the_flag() {
     let d = TempDir::new("quic-badcc");
     let s = d.file("x.json");
     let stderr_of = |args: &[&str]| {
-        let out = Command::new(AGENT)
-            .args(args)
-            .stderr(Stdio::piped())
-            .output()
-            .unwrap();
+        let out = Command::new(AGENT).args(args).stderr(Stdio::piped()).output().unwrap();
         (
             out.status.code().unwrap(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -176,10 +150,7 @@ fn quic_bad_cc_exits_2_naming_the_flag() {
         &s,
     ]);
     assert_eq!(code, 2);
-    assert!(
-        err.contains("--cc nope: unknown congestion controller"),
-        "{err}"
-    );
+    assert!(err.contains("--cc nope: unknown congestion controller"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     let (code, err) = stderr_of(&[
         "quic-server",

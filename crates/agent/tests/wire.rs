@@ -28,7 +28,7 @@ fn check_all(buf: &[u8]) -> usize {
     let mut accepted = 0;
     for t in [Transport::Tcp, Transport::Quic] {
         if let Ok(r) = Request::decode(t, buf) {
-            assert_eq!(r.encode(t).unwrap(), &buf[..t.len()], "{t:?} request {r:?}");
+            assert_eq!(r.encode(t).unwrap(), &buf[..t.request_len()], "{t:?} request {r:?}");
             accepted += 1;
         }
     }
@@ -60,11 +60,7 @@ fn random_bytes_never_panic_and_accepted_ones_roundtrip() {
         let mut buf: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
         // Mostly valid prefixes, so the checks past the magic are reached too.
         if i % 2 == 0 && len >= 8 {
-            let t = if i % 4 == 0 {
-                Transport::Tcp
-            } else {
-                Transport::Quic
-            };
+            let t = if i % 4 == 0 { Transport::Tcp } else { Transport::Quic };
             buf[..4].copy_from_slice(&t.magic());
             buf[4] = request::VERSION;
             buf[5] = 1 + rng.byte() % 4;
@@ -91,7 +87,7 @@ fn every_prefix_of_a_valid_request_is_refused_as_truncated() {
             assert_eq!(
                 Request::decode(t, &b[..n]),
                 Err(Error::Truncated {
-                    needed: t.len(),
+                    needed: t.request_len(),
                     got: n
                 })
             );

@@ -216,9 +216,7 @@ impl Cubic {
             // §4.2; Chromium uses the min RTT there), clipped to [cwnd, 1.5·cwnd], and
             // move (target − cwnd)/cwnd segments per segment acked.
             let rtt = acked.rtt.smoothed as f64 / NANOS_PER_SECOND;
-            let target = self
-                .cubic_curve(&epoch, t + rtt)
-                .clamp(self.window, 1.5 * self.window);
+            let target = self.cubic_curve(&epoch, t + rtt).clamp(self.window, 1.5 * self.window);
             self.window += (target - self.window) * bytes / self.window;
         }
         self.epoch = Some(epoch);

@@ -73,14 +73,7 @@ pub struct DelayCorrelation {
 }
 
 impl DelayCorrelation {
-    pub fn new(
-        cubic: Cubic,
-        mss: u64,
-        window_len: usize,
-        threshold: f64,
-        dither: Dither,
-        seed: u64,
-    ) -> Self {
+    pub fn new(cubic: Cubic, mss: u64, window_len: usize, threshold: f64, dither: Dither, seed: u64) -> Self {
         DelayCorrelation {
             cubic,
             mss,
@@ -157,9 +150,7 @@ impl DelayCorrelation {
             self.clamp_active = false;
             return;
         }
-        let Some((m, b)) = self.window.line() else {
-            return;
-        };
+        let Some((m, b)) = self.window.line() else { return };
         // Where the fitted line meets the minimum RTT: y = min_rtt ⇒ x = (min_rtt − b)/m.
         // R ≥ threshold > 0 implies m > 0; a threshold of 0 could admit m ≤ 0, which
         // has no such point — then keep the previous state.
@@ -177,9 +168,7 @@ impl DelayCorrelation {
         let dither = if slot < self.window.capacity() / 2 {
             self.dither.small
         } else {
-            self.dither
-                .large_min
-                .max(estimate / self.dither.large_divisor)
+            self.dither.large_min.max(estimate / self.dither.large_divisor)
         };
         let packets = (estimate + dither).round() as u64;
         self.cubic.clamp_window(packets * self.mss);

@@ -96,22 +96,13 @@ impl Ledbat {
         Ok(ledbat)
     }
 
-    pub(crate) fn from_reader(
-        reader: &mut ParamReader<'_>,
-        mss: u64,
-        now: Nanos,
-    ) -> Result<Self, ConfigError> {
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let flavour = match reader.choice("flavour", "libutp", &["libutp", "libtorrent"])? {
             "libtorrent" => Flavour::Libtorrent,
             _ => Flavour::Libutp,
         };
         let target_ms: f64 = reader.number("target", 100.0, 0.001..=10_000.0)?;
-        Ok(Self::new(
-            flavour,
-            mss,
-            (target_ms * MS as f64).round() as Nanos,
-            now,
-        ))
+        Ok(Self::new(flavour, mss, (target_ms * MS as f64).round() as Nanos, now))
     }
 
     pub fn flavour(&self) -> Flavour {
@@ -166,11 +157,7 @@ impl Ledbat {
     /// would pass ssthresh, or a loss.
     fn libtorrent_ack(&mut self, acked: &Acked, gain: f64, off_target: f64) {
         if self.slow_start {
-            let exponential = if acked.app_limited {
-                0.0
-            } else {
-                acked.bytes as f64
-            };
+            let exponential = if acked.app_limited { 0.0 } else { acked.bytes as f64 };
             if off_target <= 0.0 {
                 self.slow_start = false;
                 // Chosen: remember where slow start ended (libtorrent only clears its flag).

@@ -148,12 +148,7 @@ pub const NAMES: &[&str] = &["newreno", "cubic", "vegas", "ledbat", "delay-corre
 /// Unknown names give a [`ConfigError`] on field `cc`; unknown keys or unparsable or
 /// out-of-range values give one on field `cc_params.<key>`; an `mtu` of zero is refused
 /// on field `mtu` (every window is a multiple of it).
-pub fn build(
-    name: &str,
-    params: &Params,
-    mtu: u64,
-    now: Nanos,
-) -> Result<Box<dyn Controller>, ConfigError> {
+pub fn build(name: &str, params: &Params, mtu: u64, now: Nanos) -> Result<Box<dyn Controller>, ConfigError> {
     if !NAMES.contains(&name) {
         return Err(ConfigError {
             field: "cc".into(),
@@ -184,26 +179,18 @@ pub fn parameters(name: &str) -> Option<Vec<Parameter>> {
     let defaults = Params::new();
     let mut reader = ParamReader::new(&defaults);
     // 1200: QUIC's minimum datagram size; the values do not depend on it.
-    read(name, &mut reader, 1200, 0)
-        .unwrap_or_else(|e| panic!("{name}'s defaults are refused: {e}"));
+    read(name, &mut reader, 1200, 0).unwrap_or_else(|e| panic!("{name}'s defaults are refused: {e}"));
     Some(reader.into_parameters())
 }
 
 /// The one dispatch from a name to its controller, shared by [`build`] and [`parameters`].
-fn read(
-    name: &str,
-    reader: &mut ParamReader<'_>,
-    mtu: u64,
-    now: Nanos,
-) -> Result<Box<dyn Controller>, ConfigError> {
+fn read(name: &str, reader: &mut ParamReader<'_>, mtu: u64, now: Nanos) -> Result<Box<dyn Controller>, ConfigError> {
     Ok(match name {
         "newreno" => Box::new(newreno::NewReno::from_reader(reader, mtu)?),
         "cubic" => Box::new(cubic::Cubic::from_reader(reader, mtu)?),
         "vegas" => Box::new(vegas::Vegas::from_reader(reader, mtu, now)?),
         "ledbat" => Box::new(ledbat::Ledbat::from_reader(reader, mtu, now)?),
-        "delay-correlation" => Box::new(delay_correlation::DelayCorrelation::from_reader(
-            reader, mtu,
-        )?),
+        "delay-correlation" => Box::new(delay_correlation::DelayCorrelation::from_reader(reader, mtu)?),
         _ => unreachable!("names are checked against NAMES first"),
     })
 }

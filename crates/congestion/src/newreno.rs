@@ -45,10 +45,7 @@ impl NewReno {
     }
 
     /// Reads nothing: the reader stays empty, and `finish` refuses every key.
-    pub(crate) fn from_reader(
-        _reader: &mut ParamReader<'_>,
-        mss: u64,
-    ) -> Result<Self, ConfigError> {
+    pub(crate) fn from_reader(_reader: &mut ParamReader<'_>, mss: u64) -> Result<Self, ConfigError> {
         Ok(Self::new(mss))
     }
 

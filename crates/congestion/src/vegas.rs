@@ -94,11 +94,7 @@ impl Vegas {
         Ok(vegas)
     }
 
-    pub(crate) fn from_reader(
-        reader: &mut ParamReader<'_>,
-        mss: u64,
-        now: Nanos,
-    ) -> Result<Self, ConfigError> {
+    pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let alpha = reader.number("alpha", 2.0, 0.0..=1000.0)?;
         let beta = reader.number("beta", 4.0, 0.0..=1000.0)?;
         let gamma = reader.number("gamma", 1.0, 0.0..=1000.0)?;
@@ -157,10 +153,7 @@ impl Vegas {
                 // Leave slow start at the window the path carries without queueing,
                 // plus one: target = cwnd·BaseRTT/RTT.
                 let target = (cwnd * base as f64 / rtt as f64) as u64;
-                let cwnd = self
-                    .ssthresh
-                    .map_or(target + 1, |s| s.min(target + 1))
-                    .max(MIN_PACKETS);
+                let cwnd = self.ssthresh.map_or(target + 1, |s| s.min(target + 1)).max(MIN_PACKETS);
                 self.cwnd = cwnd;
                 // ssthresh = the new window: no longer below it, so congestion avoidance.
                 self.ssthresh = Some(cwnd);

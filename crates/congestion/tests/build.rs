@@ -6,10 +6,7 @@ use common::*;
 use congestion::{build, Params, NAMES};
 
 fn params(pairs: &[(&str, &str)]) -> Params {
-    pairs
-        .iter()
-        .map(|&(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    pairs.iter().map(|&(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 #[test]
@@ -66,44 +63,25 @@ fn unknown_name_is_refused_on_field_cc() {
         "{}",
         error.problem
     );
-    assert_eq!(
-        error.to_string(),
-        format!("cc: {} (got \"bbr\")", error.problem)
-    );
+    assert_eq!(error.to_string(), format!("cc: {} (got \"bbr\")", error.problem));
 }
 
 #[test]
 fn bad_parameters_are_refused_on_their_key() {
     let cases: &[(&str, (&str, &str), &str)] = &[
         ("newreno", ("alpha", "2"), "unknown parameter for newreno"),
-        (
-            "cubic",
-            ("variant", "bic"),
-            "must be one of rfc9438, chromium",
-        ),
-        (
-            "cubic",
-            ("beta", "0.5"),
-            "unknown parameter for cubic (known: variant)",
-        ),
+        ("cubic", ("variant", "bic"), "must be one of rfc9438, chromium"),
+        ("cubic", ("beta", "0.5"), "unknown parameter for cubic (known: variant)"),
         ("vegas", ("alpha", "-1"), "out of range"),
         ("vegas", ("gamma", "lots"), "not a number"),
         ("vegas", ("alpha", "5"), "must not exceed beta"),
-        (
-            "ledbat",
-            ("flavour", "utorrent"),
-            "must be one of libutp, libtorrent",
-        ),
+        ("ledbat", ("flavour", "utorrent"), "must be one of libutp, libtorrent"),
         ("ledbat", ("target", "0"), "out of range"),
         ("delay-correlation", ("threshold", "1.5"), "out of range"),
         ("delay-correlation", ("window", "2"), "out of range"),
         ("delay-correlation", ("window", "3.5"), "not a number"),
         ("delay-correlation", ("seed", "-1"), "not a number"),
-        (
-            "delay-correlation",
-            ("dither_large_divisor", "0"),
-            "out of range",
-        ),
+        ("delay-correlation", ("dither_large_divisor", "0"), "out of range"),
         (
             "delay-correlation",
             ("wlen", "32"),

@@ -96,8 +96,7 @@ fn parameters_match_the_code_that_reads_them() {
         let file = c["parameters"]
             .as_array()
             .unwrap_or_else(|| panic!("{name}: parameters is a list"));
-        let code =
-            parameters(name).unwrap_or_else(|| panic!("{name} is not a controller of this crate"));
+        let code = parameters(name).unwrap_or_else(|| panic!("{name} is not a controller of this crate"));
         let file_keys: Vec<&str> = file
             .iter()
             .map(|p| p["name"].as_str().expect("parameter name"))
@@ -132,10 +131,7 @@ fn parameters_match_the_code_that_reads_them() {
                         "{what}: max {} in the file, {max} in the code",
                         f["max"]
                     );
-                    assert!(
-                        f.get("options").is_none(),
-                        "{what}: a number has no options"
-                    );
+                    assert!(f.get("options").is_none(), "{what}: a number has no options");
                 }
                 None => {
                     let options: Vec<&str> = f["options"]
@@ -172,12 +168,7 @@ fn every_value_the_file_allows_builds() {
             for k in ["min", "max"] {
                 values.extend(p.get(k));
             }
-            values.extend(
-                p.get("options")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten(),
-            );
+            values.extend(p.get("options").and_then(Value::as_array).into_iter().flatten());
             for v in values {
                 let text = as_param_text(v);
                 let params: Params = [(key.to_string(), text.clone())].into_iter().collect();

@@ -179,10 +179,7 @@ fn app_limited_time_does_not_count_in_t() {
     assert_eq!(cubic.window(), before.0);
     let resume = now + 2 * SECOND + RTT / 10;
     cubic.on_ack(&ack(resume, resume - RTT, steady_rtt(RTT)));
-    assert_eq!(
-        cubic.epoch_start().unwrap(),
-        before.1 + (resume - (now + RTT / 10))
-    );
+    assert_eq!(cubic.epoch_start().unwrap(), before.1 + (resume - (now + RTT / 10)));
 }
 
 #[test]

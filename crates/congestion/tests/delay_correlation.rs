@@ -17,14 +17,7 @@ fn layer() -> DelayCorrelation {
 /// packets in flight (itself included), acked `rtt` later on a path of minimum RTT
 /// `min_rtt`. App-limited acks keep CUBIC at its initial 10 packets, so the sampling
 /// probability min(1, 32/(2·10)) is 1 until the clamp changes the window.
-fn observe(
-    c: &mut dyn Controller,
-    at: Nanos,
-    in_flight: u64,
-    rtt: Nanos,
-    min_rtt: Nanos,
-    app_limited: bool,
-) {
+fn observe(c: &mut dyn Controller, at: Nanos, in_flight: u64, rtt: Nanos, min_rtt: Nanos, app_limited: bool) {
     c.on_sent(&sent(at, 0, in_flight * MSS));
     let now = at + rtt;
     let rtts = Rtt {
@@ -64,14 +57,7 @@ fn fires_on_perfect_correlation_and_sets_estimate_plus_dither() {
     let mut dc = layer();
     for (i, x) in (101..=132).enumerate() {
         let at = SECOND * (i as u64 + 1);
-        observe(
-            &mut dc,
-            at,
-            x,
-            ms(bloated_rtt_ms(x, 100, 1.0)),
-            50 * MS,
-            true,
-        );
+        observe(&mut dc, at, x, ms(bloated_rtt_ms(x, 100, 1.0)), 50 * MS, true);
         if i < 31 {
             assert!(!dc.clamp_active(), "window not yet full");
             assert_eq!(dc.window(), 12_000);
@@ -123,14 +109,7 @@ fn dither_trace(bdp: u64, per_packet: f64, wanted: usize) -> (DelayCorrelation, 
     let mut i = 0u64;
     while trace.len() < wanted {
         let x = bdp + 1 + i % 32;
-        observe(
-            &mut dc,
-            at,
-            x,
-            ms(bloated_rtt_ms(x, bdp, per_packet)),
-            50 * MS,
-            true,
-        );
+        observe(&mut dc, at, x, ms(bloated_rtt_ms(x, bdp, per_packet)), 50 * MS, true);
         if value(&dc, "samples_taken") > taken {
             taken = value(&dc, "samples_taken");
             if dc.clamp_active() {
@@ -224,19 +203,18 @@ fn bloated_path(c: &mut dyn Controller, seconds: u64) -> Vec<u64> {
     let mut min_rtt = Nanos::MAX;
     let mut now = SECOND;
     let mut windows = Vec::new();
-    let mut send_burst =
-        |c: &mut dyn Controller, now: Nanos, in_flight: &mut u64, acks: &mut BinaryHeap<_>| {
-            // Packets of one burst leave 1 ns apart so each has its own send time.
-            let mut at = now;
-            while *in_flight + MSS <= c.window() {
-                *in_flight += MSS;
-                c.on_sent(&sent(at, 0, *in_flight));
-                let depart = at.max(link_free_at) + SERIALISATION;
-                link_free_at = depart;
-                acks.push(Reverse((depart + PROPAGATION, at)));
-                at += 1;
-            }
-        };
+    let mut send_burst = |c: &mut dyn Controller, now: Nanos, in_flight: &mut u64, acks: &mut BinaryHeap<_>| {
+        // Packets of one burst leave 1 ns apart so each has its own send time.
+        let mut at = now;
+        while *in_flight + MSS <= c.window() {
+            *in_flight += MSS;
+            c.on_sent(&sent(at, 0, *in_flight));
+            let depart = at.max(link_free_at) + SERIALISATION;
+            link_free_at = depart;
+            acks.push(Reverse((depart + PROPAGATION, at)));
+            at += 1;
+        }
+    };
     send_burst(c, now, &mut in_flight, &mut acks);
     while now < seconds * SECOND {
         let Reverse((ack_time, sent_time)) = acks.pop().expect("window never empty");
@@ -273,10 +251,7 @@ fn estimate_approximates_bdp_on_a_bloated_path() {
     let windows = bloated_path(&mut dc, 30);
     assert!(dc.clamp_active(), "r = {:?}", dc.last_r());
     let estimate = dc.last_estimate().unwrap();
-    assert!(
-        (estimate - 41.0).abs() <= 1.0,
-        "estimate {estimate} packets vs BDP 41"
-    );
+    assert!((estimate - 41.0).abs() <= 1.0, "estimate {estimate} packets vs BDP 41");
     let late = &windows[windows.len() / 2..];
     assert!(
         late.iter().all(|&w| (42..=52).contains(&w)),
@@ -284,26 +259,18 @@ fn estimate_approximates_bdp_on_a_bloated_path() {
         late.iter().min(),
         late.iter().max()
     );
-    assert!(
-        late.contains(&43) && late.contains(&51),
-        "both dithers used"
-    );
+    assert!(late.contains(&43) && late.contains(&51), "both dithers used");
 
     let mut plain = Cubic::new(CubicShape::rfc9438(), MSS);
     let plain_windows = bloated_path(&mut plain, 30);
-    assert!(
-        *plain_windows.last().unwrap() > 1_000,
-        "CUBIC alone bloats the queue"
-    );
+    assert!(*plain_windows.last().unwrap() > 1_000, "CUBIC alone bloats the queue");
 }
 
 #[test]
 fn sampling_is_deterministic_per_seed() {
     // Same seed, same events → same state; another seed samples different acks.
     let run = |seed: &str| {
-        let params: Params = [("seed".to_string(), seed.to_string())]
-            .into_iter()
-            .collect();
+        let params: Params = [("seed".to_string(), seed.to_string())].into_iter().collect();
         let mut dc = DelayCorrelation::from_params(&params, MSS).unwrap();
         bloated_path(&mut dc, 10);
         (dc.window(), dc.last_estimate(), value(&dc, "samples_taken"))

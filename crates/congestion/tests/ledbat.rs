@@ -118,10 +118,7 @@ fn approaches_target(flavour: Flavour) {
     }
     // Converged: within 2% of the 150000-byte equilibrium, queueing within 3 ms of TARGET.
     let window = ledbat.window() as f64;
-    assert!(
-        (window - 150_000.0).abs() < 3_000.0,
-        "{flavour:?}: window {window}"
-    );
+    assert!((window - 150_000.0).abs() < 3_000.0, "{flavour:?}: window {window}");
     assert!(
         (queueing_ms(&ledbat) - 100.0).abs() < 3.0,
         "{flavour:?}: {}",
@@ -167,11 +164,7 @@ fn libutp_halves_at_most_once_per_100ms() {
     utp.on_loss(&loss(now + 51 * MS, now + 50 * MS));
     assert_eq!(utp.window(), (w / 2.0).round() as u64);
     utp.on_loss(&loss(now + 101 * MS, now + 100 * MS));
-    assert_eq!(
-        utp.window(),
-        (w / 4.0).round() as u64,
-        "exactly 100 ms later: allowed"
-    );
+    assert_eq!(utp.window(), (w / 4.0).round() as u64, "exactly 100 ms later: allowed");
 }
 
 #[test]
@@ -209,11 +202,7 @@ fn base_delay_history_forgets_old_minutes() {
         for minute in 1..=buckets {
             ack_with_rtt(&mut ledbat, minute * 60 * SECOND + SECOND, 80 * MS);
             let expected = if minute < buckets { 30.0 } else { 0.0 };
-            assert_eq!(
-                queueing_ms(&ledbat),
-                expected,
-                "{flavour:?} minute {minute}"
-            );
+            assert_eq!(queueing_ms(&ledbat), expected, "{flavour:?} minute {minute}");
         }
     }
 }
@@ -234,12 +223,7 @@ fn target_and_flavour_come_from_params() {
     // 30 ms > 25 ms: slow start ends; off_target −0.2: −1500·0.2·1200/4800 = −75 → 4725.
     ack_with_rtt(&mut lt, SECOND + 2 * MS, BASE + 30 * MS);
     assert_eq!(lt.window(), 4_725);
-    assert!(
-        Ledbat::from_params(&Params::new(), MSS, 0)
-            .unwrap()
-            .flavour()
-            == Flavour::Libutp
-    );
+    assert!(Ledbat::from_params(&Params::new(), MSS, 0).unwrap().flavour() == Flavour::Libutp);
 }
 
 #[test]

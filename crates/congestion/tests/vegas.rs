@@ -131,10 +131,7 @@ fn beta_below_the_default_alpha_is_refused_on_beta() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
-    assert_eq!(
-        (error.field.as_str(), error.value.as_str()),
-        ("cc_params.beta", "1")
-    );
+    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.beta", "1"));
     assert!(
         error.problem.contains("must not be below alpha (2)"),
         "{}",
@@ -145,10 +142,7 @@ fn beta_below_the_default_alpha_is_refused_on_beta() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let error = Vegas::from_params(&params, MSS, 0).expect_err("β < α is refused");
-    assert_eq!(
-        (error.field.as_str(), error.value.as_str()),
-        ("cc_params.alpha", "3")
-    );
+    assert_eq!((error.field.as_str(), error.value.as_str()), ("cc_params.alpha", "3"));
 }
 
 #[test]

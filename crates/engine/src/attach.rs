@@ -283,13 +283,7 @@ impl RxRing {
 
     /// Up to `max` frames ready for the reader, in ring order, appended to `out`
     /// (`real_to_mono`: CLOCK_REALTIME − CLOCK_MONOTONIC in ns). Each must be released.
-    pub fn ready(
-        &mut self,
-        max: usize,
-        real_to_mono: i64,
-        host: usize,
-        out: &mut Vec<(Frame, usize)>,
-    ) -> usize {
+    pub fn ready(&mut self, max: usize, real_to_mono: i64, host: usize, out: &mut Vec<(Frame, usize)>) -> usize {
         let mut n = 0;
         while n < max {
             let h = self.hdr(self.next);
@@ -387,10 +381,7 @@ pub fn ip_of_frame(frame: &[u8]) -> Option<&[u8]> {
 /// CLOCK_REALTIME − CLOCK_MONOTONIC (ns), from the tightest of a few bracketed readings.
 pub fn real_to_mono_offset() -> i64 {
     let read = |clock| {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
         unsafe { libc::clock_gettime(clock, &mut ts) };
         ts.tv_sec * 1_000_000_000 + ts.tv_nsec
     };

@@ -126,17 +126,9 @@ impl TryFrom<HostConfigRaw> for HostConfig {
         let attach = match (r.tun_fd, r.attach) {
             (Some(fd), None) => Attach::Tun { fd },
             (None, Some(a)) => a,
-            _ => {
-                return Err(format!(
-                    "host {:?}: give exactly one of `attach` and `tun_fd`",
-                    r.name
-                ))
-            }
+            _ => return Err(format!("host {:?}: give exactly one of `attach` and `tun_fd`", r.name)),
         };
-        Ok(HostConfig {
-            name: r.name,
-            attach,
-        })
+        Ok(HostConfig { name: r.name, attach })
     }
 }
 
@@ -260,9 +252,7 @@ impl Config {
 
     fn check(&self) -> Result<(), String> {
         if self.hosts.len() >= u16::MAX as usize || self.log_directions() >= u16::MAX as usize {
-            return Err(
-                "too many hosts or directions (legs of multipath directions included)".into(),
-            );
+            return Err("too many hosts or directions (legs of multipath directions included)".into());
         }
         for (i, d) in self.directions.iter().enumerate() {
             validate_any(&d.spec).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
@@ -344,10 +334,7 @@ mod tests {
         assert!(m.merge.enabled);
         assert_eq!(m.merge.t_reordering_ns, 200_000_000);
         assert_eq!(cfg.directions[0].leg_name(1), "dc.down.secondary");
-        assert!(matches!(
-            cfg.directions[1].spec,
-            AnyDirectionSpec::Single(_)
-        ));
+        assert!(matches!(cfg.directions[1].spec, AnyDirectionSpec::Single(_)));
     }
 
     fn with_spec(spec: &str, extra: &str) -> Result<Config, String> {
@@ -360,8 +347,11 @@ mod tests {
 
     #[test]
     fn multipath_variants_and_defaults() {
-        let cfg = with_spec(r#"{"legs": [{}, {}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.2, 0.5, 0.3]}}"#, "")
-            .unwrap();
+        let cfg = with_spec(
+            r#"{"legs": [{}, {}, {}], "split": {"mode": "batch", "batch": 10, "ratio": [0.2, 0.5, 0.3]}}"#,
+            "",
+        )
+        .unwrap();
         assert_eq!(cfg.leg_indices(), vec![vec![], vec![2, 3, 4]]);
         assert_eq!(cfg.directions[1].leg_name(2), "m.leg3");
         let AnyDirectionSpec::Multipath(m) = &cfg.directions[1].spec else {
@@ -390,11 +380,7 @@ mod tests {
                 "",
                 "ratoi",
             ),
-            (
-                r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#,
-                "",
-                "spray",
-            ),
+            (r#"{"legs": [{}, {}], "split": {"mode": "spray"}}"#, "", "spray"),
             (
                 r#"{"legs": [{}, {"dealy": 1}], "split": {"mode": "duplicate"}}"#,
                 "",
@@ -476,10 +462,7 @@ mod tests {
                 r#"{"name": "a", "attach": {"kind": "veth", "ifname": "x", "mac": "02:00", "peer_mac": "02:00:00:00:00:0a"}}"#,
                 "MAC",
             ),
-            (
-                r#"{"name": "a", "attach": {"kind": "tap", "fd": 3}}"#,
-                "tap",
-            ),
+            (r#"{"name": "a", "attach": {"kind": "tap", "fd": 3}}"#, "tap"),
         ] {
             let e = hosts(h).unwrap_err();
             assert!(e.contains(want), "{h}: {e:?} should mention {want:?}");

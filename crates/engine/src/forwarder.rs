@@ -67,8 +67,8 @@ impl Forwarder {
     pub fn new(cfg: &Config, egress: Vec<Egress>, log: PacketLog) -> Result<Forwarder, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
-            let m = linkem::build_direction(&d.spec, d.seed)
-                .map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
+            let m =
+                linkem::build_direction(&d.spec, d.seed).map_err(|e| format!("directions[{i}] ({}): {e}", d.name))?;
             models.push(m);
         }
         let leg_index = cfg.leg_indices();
@@ -97,12 +97,7 @@ impl Forwarder {
             route_of.insert((r.ingress, r.dst), routes.len() as u32);
             routes.push(Route {
                 directions: r.directions.iter().map(|&d| d as u16).collect(),
-                pinned: r
-                    .legs
-                    .iter()
-                    .flatten()
-                    .map(|l| l.map(|l| l as u16))
-                    .collect(),
+                pinned: r.legs.iter().flatten().map(|l| l.map(|l| l as u16)).collect(),
                 egress: r.egress,
             });
         }
@@ -241,8 +236,7 @@ impl Forwarder {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
-                    let (key, id, size, copy) =
-                        (packet.payload.key, packet.id, packet.size, packet.copy);
+                    let (key, id, size, copy) = (packet.payload.key, packet.id, packet.size, packet.copy);
                     let handed = self.deliver(egress, packet, at);
                     self.log
                         .record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
@@ -262,9 +256,7 @@ impl Forwarder {
                     self.enter_hop(packet, at, now);
                 }
             }
-            DirectionEvent::Dropped {
-                packet, at, reason, ..
-            } => self.drop(dir, &packet, at, reason),
+            DirectionEvent::Dropped { packet, at, reason, .. } => self.drop(dir, &packet, at, reason),
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
@@ -310,9 +302,7 @@ impl Forwarder {
                 self.drop(leg, &packet, at, reason);
             }
             // Logged on the multipath direction itself: the packet came off its leg.
-            DirectionEvent::MergeDiscarded { packet, at, .. } => {
-                self.drop(dir, &packet, at, DropReason::MergeDiscard)
-            }
+            DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
             // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
             DirectionEvent::GapSkipped { .. } => {}
         }
@@ -441,13 +431,7 @@ mod tests {
             .chunks(RECORD_SIZE)
             .map(|r| {
                 let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap());
-                (
-                    u64_at(0),
-                    u64_at(8),
-                    u16::from_le_bytes([r[30], r[31]]),
-                    r[33],
-                    r[34],
-                )
+                (u64_at(0), u64_at(8), u16::from_le_bytes([r[30], r[31]]), r[33], r[34])
             })
             .collect()
     }
@@ -456,11 +440,7 @@ mod tests {
     /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
     /// in virtual time. `route_extra` is appended to the route. Returns the log records,
     /// the direction statistics and the bytes host b received.
-    fn run_multipath(
-        test: &str,
-        n: u64,
-        route_extra: &str,
-    ) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
@@ -540,11 +520,7 @@ mod tests {
             want.sort();
             assert_eq!(records_of(&log, id), want, "packet {id}");
         }
-        assert_eq!(
-            received,
-            n as usize * udp_packet().len(),
-            "every packet delivered once"
-        );
+        assert_eq!(received, n as usize * udp_packet().len(), "every packet delivered once");
 
         assert_eq!(stats.len(), 3);
         let (d, l1, l2) = (&stats[0], &stats[1], &stats[2]);

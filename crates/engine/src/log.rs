@@ -50,14 +50,12 @@ impl PacketLog {
         // Bounded: if the disk cannot keep up for long, the engine blocks rather than
         // growing without limit; the lateness statistics would then show it.
         let (tx, rx) = sync_channel::<Vec<u8>>(256);
-        let writer = std::thread::Builder::new()
-            .name("tlab-log".into())
-            .spawn(move || {
-                for chunk in rx {
-                    out.write_all(&chunk)?;
-                }
-                out.flush()
-            })?;
+        let writer = std::thread::Builder::new().name("tlab-log".into()).spawn(move || {
+            for chunk in rx {
+                out.write_all(&chunk)?;
+            }
+            out.flush()
+        })?;
         Ok(PacketLog {
             batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
             tx: Some(tx),
@@ -106,10 +104,7 @@ impl PacketLog {
         if self.batch.is_empty() {
             return;
         }
-        let chunk = std::mem::replace(
-            &mut self.batch,
-            Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
-        );
+        let chunk = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE));
         if let Some(tx) = &self.tx {
             // The writer only goes away on an I/O error, reported by `close`.
             let _ = tx.send(chunk);
@@ -149,10 +144,7 @@ mod tests {
             .filter(|r| r["origin"] == "engine")
             .map(|r| {
                 assert_eq!(r["unintended"], true, "{r}");
-                (
-                    r["code"].as_u64().unwrap(),
-                    r["name"].as_str().unwrap().to_string(),
-                )
+                (r["code"].as_u64().unwrap(), r["name"].as_str().unwrap().to_string())
             })
             .collect();
         let ours = [
@@ -163,9 +155,7 @@ mod tests {
         ];
         assert_eq!(
             engine,
-            ours.iter()
-                .map(|&(c, n)| (c as u64, n.to_string()))
-                .collect::<Vec<_>>()
+            ours.iter().map(|&(c, n)| (c as u64, n.to_string())).collect::<Vec<_>>()
         );
     }
 
@@ -185,17 +175,7 @@ mod tests {
             proto: 6,
             tcp_seq: 123_456_789,
         };
-        log.record(
-            1_000_000_000,
-            1_000_000_000,
-            7,
-            &key,
-            1500,
-            0,
-            Event::Arrival,
-            0,
-            false,
-        );
+        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, false);
         log.record(
             1_025_000_000,
             1_025_000_850,
@@ -207,24 +187,11 @@ mod tests {
             0,
             false,
         );
-        log.record(
-            1_030_000_000,
-            1_030_000_100,
-            8,
-            &key,
-            52,
-            1,
-            Event::Drop,
-            1,
-            true,
-        );
+        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, true);
         log.close().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);
-        let data = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../tests/data/packets_v2.tlog"
-        );
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/packets_v2.tlog");
         if std::env::var("TLAB_BLESS").as_deref() == Ok("1") {
             std::fs::write(data, &bytes).unwrap();
         }

@@ -61,16 +61,11 @@ fn run(cfg: Config) -> Result<(), String> {
     for (i, h) in cfg.hosts.iter().enumerate() {
         match &h.attach {
             Attach::Tun { fd } => {
-                sys::set_nonblocking(*fd)
-                    .map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", h.name))?;
+                sys::set_nonblocking(*fd).map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", h.name))?;
                 rings.push(None);
                 egress.push(Egress::Tun { fd: *fd });
             }
-            Attach::Veth {
-                ifname,
-                mac,
-                peer_mac,
-            } => {
+            Attach::Veth { ifname, mac, peer_mac } => {
                 let (ring, eg) = attach::open_veth(ifname, *mac, *peer_mac)
                     .map_err(|e| format!("hosts[{i}] ({}): {ifname}: {e}", h.name))?;
                 rings.push(Some(ring));
@@ -78,8 +73,7 @@ fn run(cfg: Config) -> Result<(), String> {
             }
         }
     }
-    let log = log::PacketLog::create(&cfg.log_path)
-        .map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
+    let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
     let mut fwd = Forwarder::new(&cfg, egress, log)?;
     // After the log thread exists, so only the forwarding thread runs real-time.
     if let Some(prio) = cfg.realtime_priority {
@@ -93,14 +87,10 @@ fn run(cfg: Config) -> Result<(), String> {
             (Attach::Tun { fd }, None) => *fd,
             _ => unreachable!(),
         };
-        epoll
-            .add(fd, i as u64)
-            .map_err(|e| format!("hosts[{i}]: epoll: {e}"))?;
+        epoll.add(fd, i as u64).map_err(|e| format!("hosts[{i}]: epoll: {e}"))?;
     }
     let timer = sys::Timer::new().map_err(|e| format!("timerfd: {e}"))?;
-    epoll
-        .add(timer.fd, TOKEN_TIMER)
-        .map_err(|e| format!("epoll: {e}"))?;
+    epoll.add(timer.fd, TOKEN_TIMER).map_err(|e| format!("epoll: {e}"))?;
 
     // The engine's own timer lateness, measured the way the loop below sleeps.
     let calibration = if cfg.calibrate_spin {
@@ -109,9 +99,7 @@ fn run(cfg: Config) -> Result<(), String> {
         None
     };
     let spin_ns = calibration.as_ref().map_or(cfg.spin_ns, |c| c.spin_ns);
-    epoll
-        .add(sigfd, TOKEN_SIGNAL)
-        .map_err(|e| format!("epoll: {e}"))?;
+    epoll.add(sigfd, TOKEN_SIGNAL).map_err(|e| format!("epoll: {e}"))?;
 
     println!("READY");
     let _ = std::io::stdout().flush();
@@ -127,8 +115,7 @@ fn run(cfg: Config) -> Result<(), String> {
     let mut stamps_at_ring_write = 0u64;
     // Spinning is capped at half of each second, so a real-time engine never runs into
     // the kernel's RT throttling (docs/architecture.md, "What this machine kind does").
-    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) =
-        (0u64, 0u64, clock::now_ns(), 0u64);
+    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) = (0u64, 0u64, clock::now_ns(), 0u64);
     let mut spinning_since: Option<u64> = None;
     'main: loop {
         let now = clock::now_ns();
@@ -181,12 +168,7 @@ fn run(cfg: Config) -> Result<(), String> {
                             *host_readable = false;
                             break;
                         }
-                        Err(e) => {
-                            return Err(format!(
-                                "hosts[{host}] ({}): read: {e}",
-                                cfg.hosts[host].name
-                            ))
-                        }
+                        Err(e) => return Err(format!("hosts[{host}] ({}): read: {e}", cfg.hosts[host].name)),
                     }
                 }
             }
@@ -215,9 +197,7 @@ fn run(cfg: Config) -> Result<(), String> {
                 if !budget_left && due - now <= spin_ns {
                     exhausted += 1;
                 }
-                timer
-                    .arm_at(due - spin)
-                    .map_err(|e| format!("timerfd: {e}"))?;
+                timer.arm_at(due - spin).map_err(|e| format!("timerfd: {e}"))?;
                 -1
             }
             None => {
@@ -240,10 +220,7 @@ fn run(cfg: Config) -> Result<(), String> {
     for r in rings.iter_mut().flatten() {
         r.update_drops();
     }
-    fwd.unintended.ring_full = rings
-        .iter()
-        .map(|r| r.as_ref().map_or(0, |r| r.drops))
-        .collect();
+    fwd.unintended.ring_full = rings.iter().map(|r| r.as_ref().map_or(0, |r| r.drops)).collect();
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
     let (directions, unintended, packets_in, packets_out) = (
@@ -262,11 +239,7 @@ fn run(cfg: Config) -> Result<(), String> {
         handover_lateness: lateness,
         timer_calibration: calibration,
         read_delay: read_delay.summary(),
-        attach: cfg
-            .hosts
-            .iter()
-            .map(|h| h.attach.kind().to_string())
-            .collect(),
+        attach: cfg.hosts.iter().map(|h| h.attach.kind().to_string()).collect(),
         stamps_at_ring_write,
         spin_s: spin_total as f64 * 1e-9,
         spin_budget_exhausted: exhausted,
@@ -275,8 +248,7 @@ fn run(cfg: Config) -> Result<(), String> {
         log_error: log_error.clone(),
     };
     let json = serde_json::to_string_pretty(&stats).expect("stats serialise");
-    std::fs::write(&cfg.stats_path, json)
-        .map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
+    std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
     match log_error {
         Some(e) => Err(format!("{}: {e}", cfg.log_path.display())),
         None => Ok(()),
@@ -286,20 +258,14 @@ fn run(cfg: Config) -> Result<(), String> {
 /// Sleeps to 300 absolute deadlines 200 µs apart through the timerfd and epoll, as the
 /// forwarding loop does, and returns the lateness percentiles and the spin chosen:
 /// max(`configured`, p99 + 5 µs).
-fn calibrate(
-    epoll: &sys::Epoll,
-    timer: &sys::Timer,
-    configured: u64,
-) -> Result<Calibration, String> {
+fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<Calibration, String> {
     let mut l = Lateness::default();
     let mut events = Vec::with_capacity(4);
     for _ in 0..300 {
         let due = clock::now_ns() + 200_000;
         timer.arm_at(due).map_err(|e| format!("timerfd: {e}"))?;
         loop {
-            let n = epoll
-                .wait(&mut events, -1)
-                .map_err(|e| format!("epoll_wait: {e}"))?;
+            let n = epoll.wait(&mut events, -1).map_err(|e| format!("epoll_wait: {e}"))?;
             if events[..n].iter().any(|e| e.u64 == TOKEN_TIMER) {
                 break;
             }

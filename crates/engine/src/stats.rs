@@ -42,11 +42,7 @@ pub struct UnintendedDrops {
 
 impl UnintendedDrops {
     pub fn total(&self) -> u64 {
-        self.no_route
-            + self.not_ipv4
-            + self.tun_write_failed
-            + self.oversize
-            + self.ring_full.iter().sum::<u64>()
+        self.no_route + self.not_ipv4 + self.tun_write_failed + self.oversize + self.ring_full.iter().sum::<u64>()
     }
 }
 

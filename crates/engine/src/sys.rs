@@ -61,18 +61,8 @@ impl Epoll {
 
     /// Waits up to `timeout_ms` (−1: forever, 0: poll) and returns the ready tokens.
     pub fn wait(&self, events: &mut Vec<libc::epoll_event>, timeout_ms: i32) -> io::Result<usize> {
-        events.resize(
-            events.capacity().max(16),
-            libc::epoll_event { events: 0, u64: 0 },
-        );
-        let n = unsafe {
-            libc::epoll_wait(
-                self.fd,
-                events.as_mut_ptr(),
-                events.len() as i32,
-                timeout_ms,
-            )
-        };
+        events.resize(events.capacity().max(16), libc::epoll_event { events: 0, u64: 0 });
+        let n = unsafe { libc::epoll_wait(self.fd, events.as_mut_ptr(), events.len() as i32, timeout_ms) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
@@ -91,12 +81,7 @@ pub struct Timer {
 
 impl Timer {
     pub fn new() -> io::Result<Timer> {
-        let fd = check(unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        })?;
+        let fd = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
         Ok(Timer { fd })
     }
 
@@ -107,20 +92,10 @@ impl Timer {
             tv_nsec: (at_ns % 1_000_000_000) as _,
         };
         let spec = libc::itimerspec {
-            it_interval: libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            },
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
             it_value: ts,
         };
-        check(unsafe {
-            libc::timerfd_settime(
-                self.fd,
-                libc::TFD_TIMER_ABSTIME,
-                &spec,
-                std::ptr::null_mut(),
-            )
-        })?;
+        check(unsafe { libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) })?;
         Ok(())
     }
 
@@ -138,30 +113,14 @@ pub fn stop_signals() -> io::Result<RawFd> {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGTERM);
-        check(libc::pthread_sigmask(
-            libc::SIG_BLOCK,
-            &set,
-            std::ptr::null_mut(),
-        ))?;
-        check(libc::signalfd(
-            -1,
-            &set,
-            libc::SFD_NONBLOCK | libc::SFD_CLOEXEC,
-        ))
+        check(libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()))?;
+        check(libc::signalfd(-1, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))
     }
 }
 
 /// The engine must not outlive the process that set the network up.
 pub fn die_with_parent() {
-    unsafe {
-        libc::prctl(
-            libc::PR_SET_PDEATHSIG,
-            libc::SIGTERM as libc::c_ulong,
-            0,
-            0,
-            0,
-        )
-    };
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong, 0, 0, 0) };
 }
 
 /// Puts the calling thread under SCHED_FIFO at `priority`.

@@ -74,11 +74,7 @@ pub enum DirectionEvent<P: Summarize> {
     },
     /// The merge dropped a packet that came off `leg`: a duplicate, or too late (its COUNT
     /// had been given up). Reason [`DropReason::MergeDiscard`].
-    MergeDiscarded {
-        leg: usize,
-        packet: Packet<P>,
-        at: Nanos,
-    },
+    MergeDiscarded { leg: usize, packet: Packet<P>, at: Nanos },
     /// At a reordering-timer expiry the merge gave up `count` missing packets as lost.
     GapSkipped { count: u64, at: Nanos },
 }
@@ -173,12 +169,10 @@ impl<P: Summarize + Clone> Direction<P> {
     /// When the next event is due.
     pub fn next_due(&self) -> Option<Nanos> {
         match self {
-            Direction::Single(s) => {
-                match (s.pending.front().map(|e| e.at()), s.pipeline.next_due()) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                }
-            }
+            Direction::Single(s) => match (s.pending.front().map(|e| e.at()), s.pipeline.next_due()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
             Direction::Multipath(m) => m.next_due(),
         }
     }

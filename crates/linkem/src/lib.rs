@@ -76,11 +76,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in code order.
-    pub const ALL: [DropReason; 3] = [
-        DropReason::QueueFull,
-        DropReason::RandomLoss,
-        DropReason::MergeDiscard,
-    ];
+    pub const ALL: [DropReason; 3] = [DropReason::QueueFull, DropReason::RandomLoss, DropReason::MergeDiscard];
 
     /// The code a packet log records (`reason` field).
     pub fn code(self) -> u8 {

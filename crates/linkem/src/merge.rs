@@ -32,7 +32,7 @@ use crate::{Nanos, Packet};
 /// Half the 16-bit SN space: the HFN inference window (3GPP `Window_Size`).
 pub const WINDOW: u64 = 1 << 15;
 
-/// The default t-Reordering of S1 (ALGORITHMS.md): 200 ms.
+/// The default t-Reordering of S1 (docs/algorithms.md): 200 ms.
 pub const DEFAULT_T_REORDERING: Nanos = 200_000_000;
 
 /// What the merge hands back to its driver, all at the time of the call that produced it.
@@ -131,13 +131,7 @@ impl<P> Reorder<P> {
     }
 
     /// A packet with sequence number `sn` reaches the merge at `at`.
-    pub fn receive(
-        &mut self,
-        sn: u16,
-        packet: Packet<P>,
-        at: Nanos,
-        out: &mut impl FnMut(MergeOutput<P>),
-    ) {
+    pub fn receive(&mut self, sn: u16, packet: Packet<P>, at: Nanos, out: &mut impl FnMut(MergeOutput<P>)) {
         let Some(count) = self.count_of(sn).filter(|&c| c >= self.rx_deliv) else {
             return self.discard(packet, out);
         };
@@ -167,22 +161,13 @@ impl<P> Reorder<P> {
 
     /// t-Reordering expires at `at` (the driver calls this at [`Reorder::timer`]).
     pub fn expire(&mut self, at: Nanos, out: &mut impl FnMut(MergeOutput<P>)) {
-        debug_assert!(
-            self.timer.is_some_and(|t| t <= at),
-            "expire called with no timer due"
-        );
+        debug_assert!(self.timer.is_some_and(|t| t <= at), "expire called with no timer due");
         self.timer = None;
         self.stats.timer_expiries += 1;
         // Everything below RX_REORD: buffered ones are delivered, missing ones given up.
         // The gap skip is reported before the deliveries it unblocks.
         let below = (self.rx_reord - self.rx_deliv) as usize;
-        let gaps = below as u64
-            - self
-                .buffer
-                .iter()
-                .take(below)
-                .filter(|s| s.is_some())
-                .count() as u64;
+        let gaps = below as u64 - self.buffer.iter().take(below).filter(|s| s.is_some()).count() as u64;
         if gaps > 0 {
             self.stats.gap_skipped += gaps;
             out(MergeOutput::GapSkipped(gaps));
@@ -205,11 +190,7 @@ impl<P> Reorder<P> {
     /// RX_DELIV past it.
     fn deliver_run(&mut self, out: &mut impl FnMut(MergeOutput<P>)) {
         while let Some(Some(_)) = self.buffer.front() {
-            let p = self
-                .buffer
-                .pop_front()
-                .flatten()
-                .expect("front is a packet");
+            let p = self.buffer.pop_front().flatten().expect("front is a packet");
             self.rx_deliv += 1;
             self.deliver(p, out);
         }

@@ -1,4 +1,4 @@
-//! A multipath link direction: split → legs → merge (dual connectivity, ALGORITHMS.md).
+//! A multipath link direction: split → legs → merge (dual connectivity, docs/algorithms.md).
 //!
 //! The split numbers each packet and puts it on one leg (batch mode) or on all of them
 //! (duplication mode); each leg is a full [`Pipeline`] (rate, queue, delay, loss); the
@@ -38,10 +38,7 @@ fn numbered<P>(p: Packet<P>, sn: Option<u16>) -> Packet<Numbered<P>> {
         id: p.id,
         size: p.size,
         copy: p.copy,
-        payload: Numbered {
-            sn,
-            payload: p.payload,
-        },
+        payload: Numbered { sn, payload: p.payload },
     }
 }
 
@@ -146,9 +143,7 @@ impl<P: Summarize + Clone> Multipath<P> {
                 });
                 match sn {
                     Some(sn) => self.merge_receive(leg, sn, packet, at),
-                    None => self
-                        .pending
-                        .push_back(DirectionEvent::Departed { packet, at }),
+                    None => self.pending.push_back(DirectionEvent::Departed { packet, at }),
                 }
             }
             PipelineEvent::Dropped {
@@ -176,9 +171,7 @@ impl<P: Summarize + Clone> Multipath<P> {
                 self.passed += 1;
                 pending.push_back(DirectionEvent::Departed { packet, at });
             }
-            Some(m) => m.receive(sn, packet, at, &mut |o| {
-                pending.push_back(merge_event(o, leg, at))
-            }),
+            Some(m) => m.receive(sn, packet, at, &mut |o| pending.push_back(merge_event(o, leg, at))),
         }
     }
 
@@ -215,11 +208,7 @@ impl<P: Summarize + Clone> Multipath<P> {
     pub fn step(&mut self, now: Nanos) -> Option<DirectionEvent<P>> {
         loop {
             if let Some(e) = self.pending.front() {
-                return if e.at() <= now {
-                    self.pending.pop_front()
-                } else {
-                    None
-                };
+                return if e.at() <= now { self.pending.pop_front() } else { None };
             }
             let (source, t) = self.earliest()?;
             if t > now {
@@ -244,8 +233,7 @@ impl<P: Summarize + Clone> Multipath<P> {
 
     /// Packets held in the legs and the merge's buffer.
     pub fn len(&self) -> usize {
-        self.legs.iter().map(|l| l.len()).sum::<usize>()
-            + self.merge.as_ref().map_or(0, |m| m.buffered() as usize)
+        self.legs.iter().map(|l| l.len()).sum::<usize>() + self.merge.as_ref().map_or(0, |m| m.buffered() as usize)
     }
 
     /// Nothing held and nothing left to report.

@@ -79,9 +79,7 @@ impl<P> Pipeline<P> {
             if t > now {
                 return None;
             }
-            let (packet, at) = self.stages[i]
-                .dequeue(t)
-                .expect("stage reported a due packet");
+            let (packet, at) = self.stages[i].dequeue(t).expect("stage reported a due packet");
             if i + 1 == self.stages.len() {
                 return Some(PipelineEvent::Departed { packet, at });
             }

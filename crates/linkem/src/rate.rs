@@ -63,16 +63,14 @@ pub const MAX_TRACE_MS: u64 = 1 << 40;
 /// Checks a trace given as timestamps: non-empty, non-decreasing, last timestamp > 0 and
 /// at most [`MAX_TRACE_MS`].
 pub fn validate_trace(opportunities_ms: &[u64]) -> Result<(), String> {
-    let last = *opportunities_ms
-        .last()
-        .ok_or("trace has no delivery opportunity")?;
+    let last = *opportunities_ms.last().ok_or("trace has no delivery opportunity")?;
     if last == 0 {
-        return Err(
-            "trace must last a non-zero time: its last timestamp (the period) is 0 ms".into(),
-        );
+        return Err("trace must last a non-zero time: its last timestamp (the period) is 0 ms".into());
     }
     if last > MAX_TRACE_MS {
-        return Err(format!("trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"));
+        return Err(format!(
+            "trace period (its last timestamp) of {last} ms is longer than the {MAX_TRACE_MS} ms supported"
+        ));
     }
     if let Some(i) = opportunities_ms.windows(2).position(|w| w[1] < w[0]) {
         return Err(format!(
@@ -143,10 +141,7 @@ impl TraceLink {
     fn schedule(&mut self, size: u32, at: Nanos) -> Nanos {
         let (mut g, mut avail) = match self.cursor {
             Some(c) if self.left > 0 && self.time_of(c) >= at => (c, self.left),
-            Some(c) => (
-                c.saturating_add(1).max(self.first_at_or_after(at)),
-                OPPORTUNITY_BYTES,
-            ),
+            Some(c) => (c.saturating_add(1).max(self.first_at_or_after(at)), OPPORTUNITY_BYTES),
             None => (self.first_at_or_after(at), OPPORTUNITY_BYTES),
         };
         let mut remaining = size;
@@ -312,17 +307,11 @@ mod tests {
 
     #[test]
     fn parser_reports_line_and_value() {
-        assert_eq!(
-            parse_mahimahi_trace("1\n1\n\n 5 \n").unwrap(),
-            vec![1, 1, 5]
-        );
+        assert_eq!(parse_mahimahi_trace("1\n1\n\n 5 \n").unwrap(), vec![1, 1, 5]);
         let e = parse_mahimahi_trace("1\n2\nx3\n").unwrap_err();
         assert!(e.contains("line 3") && e.contains("x3"), "{e}");
         let e = parse_mahimahi_trace("4\n2\n").unwrap_err();
-        assert!(
-            e.contains("line 2") && e.contains('2') && e.contains('4'),
-            "{e}"
-        );
+        assert!(e.contains("line 2") && e.contains('2') && e.contains('4'), "{e}");
         assert!(parse_mahimahi_trace("").is_err());
         assert!(parse_mahimahi_trace("0\n0\n").is_err());
         assert!(parse_mahimahi_trace("-1\n").unwrap_err().contains("line 1"));

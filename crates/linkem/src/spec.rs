@@ -71,11 +71,7 @@ pub enum QueueLimit {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(Serialize, Deserialize),
-    serde(rename_all = "snake_case")
-)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(rename_all = "snake_case"))]
 pub enum Distribution {
     /// Uniform on [−jitter, +jitter] (netem's meaning).
     Uniform,
@@ -88,11 +84,7 @@ pub enum Distribution {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(Serialize, Deserialize),
-    serde(deny_unknown_fields)
-)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields))]
 pub struct JitterSpec {
     pub amount: Nanos,
     pub distribution: Distribution,
@@ -130,10 +122,7 @@ pub enum LossSpec {
 /// duplicate (probability 0) → queue+rate (no rate: unlimited, and then the queue limit
 /// has no effect) → delay (no fixed delay and no jitter). A fully ideal spec gives an
 /// empty pipeline, in which a packet departs at its arrival time.
-pub fn build_pipeline<P: Clone + Send + 'static>(
-    spec: &DirectionSpec,
-    seed: u64,
-) -> Result<Pipeline<P>, String> {
+pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64) -> Result<Pipeline<P>, String> {
     validate(spec)?;
     let mut stages: Vec<Box<dyn Stage<P> + Send>> = Vec::new();
     if let Some(loss) = spec.loss {
@@ -160,10 +149,9 @@ pub fn build_pipeline<P: Clone + Send + 'static>(
         Some(RateSpec::Constant { bits_per_sec }) => {
             stages.push(Box::new(RateQueue::constant(*bits_per_sec, spec.queue)?))
         }
-        Some(RateSpec::Trace { opportunities_ms }) => stages.push(Box::new(RateQueue::trace(
-            opportunities_ms.clone(),
-            spec.queue,
-        )?)),
+        Some(RateSpec::Trace { opportunities_ms }) => {
+            stages.push(Box::new(RateQueue::trace(opportunities_ms.clone(), spec.queue)?))
+        }
     }
     let jitter = spec.jitter.filter(|j| j.amount > 0).map(|j| Jitter {
         amount: j.amount,
@@ -171,11 +159,7 @@ pub fn build_pipeline<P: Clone + Send + 'static>(
         reorder: j.reorder,
     });
     if spec.delay > 0 || jitter.is_some() {
-        stages.push(Box::new(Delay::new(
-            spec.delay,
-            jitter,
-            derive_seed(seed, tag::DELAY),
-        )));
+        stages.push(Box::new(Delay::new(spec.delay, jitter, derive_seed(seed, tag::DELAY))));
     }
     Ok(Pipeline::new(stages))
 }
@@ -203,17 +187,13 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
     match &spec.rate {
         None => {}
         Some(RateSpec::Constant { bits_per_sec: 0 }) => {
-            return Err(
-                "rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into(),
-            )
+            return Err("rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into())
         }
         Some(RateSpec::Constant { .. }) => {}
         Some(RateSpec::Trace { opportunities_ms }) => validate_trace(opportunities_ms)?,
     }
     match spec.queue {
-        QueueLimit::Packets(0) => {
-            return Err("queue limit of 0 packets would drop every packet".into())
-        }
+        QueueLimit::Packets(0) => return Err("queue limit of 0 packets would drop every packet".into()),
         QueueLimit::Bytes(0) => return Err("queue limit of 0 bytes would drop every packet".into()),
         _ => {}
     }
@@ -256,11 +236,7 @@ impl From<MultipathSpec> for AnyDirectionSpec {
 
 /// A multipath direction (dual connectivity): split → legs → merge.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(
-    feature = "serde",
-    derive(Serialize, Deserialize),
-    serde(deny_unknown_fields)
-)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize), serde(deny_unknown_fields))]
 pub struct MultipathSpec {
     /// At least 2. Leg k (0-based) is a full link direction seeded with
     /// [`leg_seed`]`(seed, k)`.
@@ -313,7 +289,10 @@ impl Ratio {
                 "split ratio {r} is a single number, which only works for 2 legs; give a list of {legs} shares"
             )),
             Ratio::Shares(s) if s.len() == legs => Ok(s.clone()),
-            Ratio::Shares(s) => Err(format!("split ratio lists {} shares for {legs} legs: give one share per leg", s.len())),
+            Ratio::Shares(s) => Err(format!(
+                "split ratio lists {} shares for {legs} legs: give one share per leg",
+                s.len()
+            )),
         }
     }
 }
@@ -367,20 +346,12 @@ pub fn validate_multipath(spec: &MultipathSpec) -> Result<(), String> {
             return Err("split batch must be at least 1 packet".into());
         }
         let shares = ratio.shares(spec.legs.len())?;
-        if let Some((k, v)) = shares
-            .iter()
-            .enumerate()
-            .find(|(_, v)| !(0.0..=1.0).contains(*v))
-        {
-            return Err(format!(
-                "split share of legs[{k}] must be in [0, 1], got {v}"
-            ));
+        if let Some((k, v)) = shares.iter().enumerate().find(|(_, v)| !(0.0..=1.0).contains(*v)) {
+            return Err(format!("split share of legs[{k}] must be in [0, 1], got {v}"));
         }
         let sum: f64 = shares.iter().sum();
         if (sum - 1.0).abs() > SHARES_SUM_TOLERANCE {
-            return Err(format!(
-                "split shares must sum to 1, got {sum} ({shares:?})"
-            ));
+            return Err(format!("split shares must sum to 1, got {sum} ({shares:?})"));
         }
     }
     Ok(())
@@ -402,23 +373,16 @@ pub fn build_multipath<P: Clone + Send + Summarize + 'static>(
 ) -> Result<Multipath<P>, String> {
     validate_multipath(spec)?;
     let split = match &spec.split {
-        SplitSpec::Batch { batch, ratio } => {
-            Split::batch(&batch_counts(&ratio.shares(spec.legs.len())?, *batch))
-        }
+        SplitSpec::Batch { batch, ratio } => Split::batch(&batch_counts(&ratio.shares(spec.legs.len())?, *batch)),
         SplitSpec::Duplicate => Split::duplicate(spec.legs.len()),
     };
     let legs = spec
         .legs
         .iter()
         .enumerate()
-        .map(|(k, leg)| {
-            build_pipeline(leg, leg_seed(seed, k)).map_err(|e| format!("legs[{k}]: {e}"))
-        })
+        .map(|(k, leg)| build_pipeline(leg, leg_seed(seed, k)).map_err(|e| format!("legs[{k}]: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    let merge = spec
-        .merge
-        .enabled
-        .then(|| Reorder::new(spec.merge.t_reordering_ns));
+    let merge = spec.merge.enabled.then(|| Reorder::new(spec.merge.t_reordering_ns));
     Ok(Multipath::new(split, legs, merge))
 }
 

@@ -78,11 +78,7 @@ impl Split {
         Split {
             legs: counts.len(),
             next_sn: 0,
-            mode: Mode::Batch {
-                ends,
-                pos: 0,
-                leg: 0,
-            },
+            mode: Mode::Batch { ends, pos: 0, leg: 0 },
         }
     }
 
@@ -134,10 +130,7 @@ mod tests {
         assert_eq!(batch_counts(&[0.15, 0.85], 10), vec![2, 8]);
         assert_eq!(batch_counts(&[0.0, 1.0], 100), vec![0, 100]);
         assert_eq!(batch_counts(&[1.0, 0.0], 100), vec![100, 0]);
-        assert_eq!(
-            batch_counts(&[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0], 10),
-            vec![3, 4, 3]
-        );
+        assert_eq!(batch_counts(&[1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0], 10), vec![3, 4, 3]);
         assert_eq!(batch_counts(&[0.5, 0.5], 1), vec![1, 0]);
     }
 

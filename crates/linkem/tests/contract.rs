@@ -17,18 +17,14 @@ fn contract() -> Value {
 /// cannot silently miss one.
 fn listed(reason: DropReason) -> bool {
     match reason {
-        DropReason::QueueFull | DropReason::RandomLoss | DropReason::MergeDiscard => {
-            DropReason::ALL.contains(&reason)
-        }
+        DropReason::QueueFull | DropReason::RandomLoss | DropReason::MergeDiscard => DropReason::ALL.contains(&reason),
     }
 }
 
 #[test]
 fn drop_reasons_match_the_contract() {
     let contract = contract();
-    let entries = contract["drop_reasons"]
-        .as_array()
-        .expect("drop_reasons is a list");
+    let entries = contract["drop_reasons"].as_array().expect("drop_reasons is a list");
     let mut codes = HashSet::new();
     for e in entries {
         let code = e["code"].as_u64().unwrap_or_else(|| panic!("code of {e}"));
@@ -68,9 +64,7 @@ fn model_reasons_stay_below_the_engines() {
     }
     for e in contract()["drop_reasons"].as_array().unwrap() {
         let code = e["code"].as_u64().unwrap();
-        let origin = e["origin"]
-            .as_str()
-            .unwrap_or_else(|| panic!("origin of {e}"));
+        let origin = e["origin"].as_str().unwrap_or_else(|| panic!("origin of {e}"));
         match origin {
             "linkem" => assert!(code < 10, "{e}"),
             "engine" => assert!(code >= 10, "{e}"),

@@ -57,10 +57,7 @@ fn check_sd(name: &str, xs: &[f64], sigma: f64, kurtosis: f64) {
 /// Empirical P(X > fixed + q·J) against the closed form, within the 99 % binomial interval.
 fn check_tail(name: &str, xs: &[f64], q: f64, p: f64) {
     let n = xs.len() as u64;
-    let count = xs
-        .iter()
-        .filter(|&&x| x > FIXED as f64 + q * J as f64)
-        .count() as f64;
+    let count = xs.iter().filter(|&&x| x > FIXED as f64 + q * J as f64).count() as f64;
     let hw = binomial_halfwidth(n, p) + 1.0;
     assert!(
         (count - n as f64 * p).abs() <= hw,
@@ -75,9 +72,7 @@ fn uniform_is_uniform_on_plus_minus_jitter() {
     let sigma = J as f64 / 3f64.sqrt(); // half-width J: σ = J/√3, kurtosis 1.8
     check_mean("uniform", &xs, sigma);
     check_sd("uniform", &xs, sigma, 1.8);
-    assert!(xs
-        .iter()
-        .all(|&x| x >= (FIXED - J) as f64 && x <= (FIXED + J) as f64));
+    assert!(xs.iter().all(|&x| x >= (FIXED - J) as f64 && x <= (FIXED + J) as f64));
     for &q in &[-0.9, -0.5, 0.0, 0.5, 0.9] {
         check_tail("uniform", &xs, q, (1.0 - q) / 2.0);
     }
@@ -139,10 +134,7 @@ fn paretonormal_is_the_rescaled_mix() {
 fn no_jitter_is_a_fixed_delay() {
     let mut s = Delay::<()>::new(FIXED, None, 0);
     let (out, _) = run_stage(&mut s, &[(0, 1, 0), (1, 1, 0), (2, 1, 7)]);
-    assert_eq!(
-        out,
-        vec![(0, false, FIXED), (1, false, FIXED), (2, false, FIXED + 7)]
-    );
+    assert_eq!(out, vec![(0, false, FIXED), (1, false, FIXED), (2, false, FIXED + 7)]);
 }
 
 /// Order-preserving mode never reorders, even with packets 10 µs apart and σ = 1 ms.
@@ -193,15 +185,9 @@ fn reordering_mode_reorders_and_hands_out_in_due_order() {
     );
     let arrivals: Vec<_> = (0..N).map(|i| (i, 100, i * 10_000)).collect();
     let (out, _) = run_stage(&mut s, &arrivals);
-    assert!(
-        out.windows(2).all(|w| w[0].2 <= w[1].2),
-        "handed out in due order"
-    );
+    assert!(out.windows(2).all(|w| w[0].2 <= w[1].2), "handed out in due order");
     let inversions = out.windows(2).filter(|w| w[0].0 > w[1].0).count();
-    assert!(
-        inversions > N as usize / 10,
-        "only {inversions} reorderings"
-    );
+    assert!(inversions > N as usize / 10, "only {inversions} reorderings");
 
     // Ties: uniform jitter with amount 1 ns gives dues in {at−1, at, at+1}: packets at the
     // same instant with the same due leave in arrival order.

@@ -34,10 +34,7 @@ fn duplicate_rate_and_copies_follow_originals() {
         assert_eq!(next_original, n);
         // Independent Bernoulli(d) per packet: 99 % interval n·d ± 2.576·sqrt(n·d·(1−d)).
         let hw = binomial_halfwidth(n, d);
-        assert!(
-            (copies as f64 - n as f64 * d).abs() <= hw,
-            "d={d}: {copies} copies"
-        );
+        assert!((copies as f64 - n as f64 * d).abs() <= hw, "d={d}: {copies} copies");
     }
 }
 

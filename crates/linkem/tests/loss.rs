@@ -56,30 +56,17 @@ fn bernoulli_interval_is_calibrated_across_seeds() {
     let hw = binomial_halfwidth(n, p);
     let misses = (0..1000u64)
         .filter(|&seed| {
-            let (lost, _) = count_losses(
-                LossModel::Bernoulli { p },
-                linkem::rng::derive_seed(seed, 99),
-                n,
-            );
+            let (lost, _) = count_losses(LossModel::Bernoulli { p }, linkem::rng::derive_seed(seed, 99), n);
             (lost as f64 - n as f64 * p).abs() > hw
         })
         .count();
-    assert!(
-        misses <= 20,
-        "{misses} of 1000 seeds outside the 99 % interval"
-    );
+    assert!(misses <= 20, "{misses} of 1000 seeds outside the 99 % interval");
 }
 
 #[test]
 fn bernoulli_extremes() {
-    assert_eq!(
-        count_losses(LossModel::Bernoulli { p: 0.0 }, 1, 10_000).0,
-        0
-    );
-    assert_eq!(
-        count_losses(LossModel::Bernoulli { p: 1.0 }, 1, 10_000).0,
-        10_000
-    );
+    assert_eq!(count_losses(LossModel::Bernoulli { p: 0.0 }, 1, 10_000).0, 0);
+    assert_eq!(count_losses(LossModel::Bernoulli { p: 1.0 }, 1, 10_000).0, 10_000);
 }
 
 /// Gilbert–Elliott with states X ∈ {G, B}, λ = 1 − p − r (second eigenvalue),
@@ -133,16 +120,7 @@ fn gilbert_elliott_long_run_rate_matches_the_closed_form() {
 #[test]
 fn gilbert_loss_bursts_have_mean_length_1_over_r() {
     let (p, r) = (0.02, 0.25);
-    let (_, lost) = count_losses(
-        LossModel::GilbertElliott {
-            p,
-            r,
-            h: 0.0,
-            k: 1.0,
-        },
-        5,
-        1_000_000,
-    );
+    let (_, lost) = count_losses(LossModel::GilbertElliott { p, r, h: 0.0, k: 1.0 }, 5, 1_000_000);
     let mut runs = Vec::new();
     let mut cur = 0u64;
     for &l in &lost {

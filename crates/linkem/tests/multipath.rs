@@ -7,9 +7,8 @@ use std::collections::HashSet;
 
 use linkem::merge::{MergeOutput, Reorder};
 use linkem::spec::{
-    build_direction, build_multipath, leg_seed, validate_multipath, AnyDirectionSpec,
-    DirectionSpec, Distribution, JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit,
-    RateSpec, Ratio, SplitSpec,
+    build_direction, build_multipath, leg_seed, validate_multipath, AnyDirectionSpec, DirectionSpec, Distribution,
+    JitterSpec, LossSpec, MergeSpec, MultipathSpec, QueueLimit, RateSpec, Ratio, SplitSpec,
 };
 use linkem::{build_pipeline, Direction, DirectionEvent, DropReason, Nanos, Packet};
 
@@ -95,10 +94,7 @@ fn gaps(ev: &[DirectionEvent<()>]) -> Vec<(u64, Nanos)> {
 
 fn assert_strictly_increasing(ids: &[u64]) {
     if let Some(w) = ids.windows(2).find(|w| w[1] <= w[0]) {
-        panic!(
-            "delivery out of order or duplicated: {} then {}",
-            w[0], w[1]
-        );
+        panic!("delivery out of order or duplicated: {} then {}", w[0], w[1]);
     }
 }
 
@@ -111,9 +107,7 @@ fn batch_10_ratio_0_3_is_3_then_7_repeated() {
         MergeSpec::default(),
     );
     let ev = run_direction(&mut direction(spec, 1), &evenly(95, 100_000));
-    let want: Vec<_> = (0..95)
-        .map(|i| (i, if i % 10 < 3 { 0 } else { 1 }))
-        .collect();
+    let want: Vec<_> = (0..95).map(|i| (i, if i % 10 < 3 { 0 } else { 1 })).collect();
     assert_eq!(leg_arrivals(&ev), want);
     assert_eq!(delivered(&ev).len(), 95);
 }
@@ -121,19 +115,12 @@ fn batch_10_ratio_0_3_is_3_then_7_repeated() {
 #[test]
 fn batch_shares_over_three_legs_and_single_path_ratios() {
     let legs = || vec![delay(MS), delay(2 * MS), delay(3 * MS)];
-    let spec = batch(
-        legs(),
-        10,
-        Ratio::Shares(vec![0.2, 0.5, 0.3]),
-        MergeSpec::default(),
-    );
+    let spec = batch(legs(), 10, Ratio::Shares(vec![0.2, 0.5, 0.3]), MergeSpec::default());
     let ev = run_direction(&mut direction(spec, 1), &evenly(40, 100_000));
     let pattern = [0, 0, 1, 1, 1, 1, 1, 2, 2, 2];
     assert_eq!(
         leg_arrivals(&ev),
-        (0..40)
-            .map(|i| (i, pattern[i as usize % 10]))
-            .collect::<Vec<_>>()
+        (0..40).map(|i| (i, pattern[i as usize % 10])).collect::<Vec<_>>()
     );
     assert_strictly_increasing(&delivered(&ev).iter().map(|d| d.0).collect::<Vec<_>>());
 
@@ -165,10 +152,7 @@ fn merge_restores_order_after_legs_that_reorder() {
     );
     let ev = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     let mut arrived = leg_departures(&ev);
-    assert!(
-        arrived.windows(2).any(|w| w[1].0 < w[0].0),
-        "the legs do reorder"
-    );
+    assert!(arrived.windows(2).any(|w| w[1].0 < w[0].0), "the legs do reorder");
     arrived.sort();
     let mut latest = 0;
     let want: Vec<_> = arrived
@@ -203,10 +187,7 @@ fn duplication_delivers_exactly_one_copy_in_order() {
     let ev = run_direction(&mut direction(spec, 7), &evenly(n, 100_000));
     // Every packet on both legs, in split order.
     let arr = leg_arrivals(&ev);
-    assert_eq!(
-        arr,
-        (0..n).flat_map(|i| [(i, 0), (i, 1)]).collect::<Vec<_>>()
-    );
+    assert_eq!(arr, (0..n).flat_map(|i| [(i, 0), (i, 1)]).collect::<Vec<_>>());
     let out: Vec<u64> = delivered(&ev).iter().map(|d| d.0).collect();
     assert_strictly_increasing(&out);
     // Delivered = arrived on at least one leg; discarded = the second copy of those that
@@ -220,11 +201,7 @@ fn duplication_delivers_exactly_one_copy_in_order() {
     assert_eq!(out, want);
     let mut disc = discarded(&ev);
     disc.sort();
-    let mut twice: Vec<u64> = came_off
-        .iter()
-        .filter(|(_, &c)| c == 2)
-        .map(|(&id, _)| id)
-        .collect();
+    let mut twice: Vec<u64> = came_off.iter().filter(|(_, &c)| c == 2).map(|(&id, _)| id).collect();
     twice.sort();
     assert_eq!(disc, twice);
     let lost_both = n as usize - out.len();
@@ -282,9 +259,7 @@ fn reorder_timer_start_stop_restart() {
     let mut m = Reorder::<()>::new(100);
     let mut out = Vec::new();
     let rx = |m: &mut Reorder<()>, sn: u16, at: Nanos, out: &mut Vec<(String, u64)>| {
-        m.receive(sn, Packet::new(sn as u64, 100, ()), at, &mut |o| {
-            out.push(show(o))
-        })
+        m.receive(sn, Packet::new(sn as u64, 100, ()), at, &mut |o| out.push(show(o)))
     };
     rx(&mut m, 0, 0, &mut out);
     assert_eq!((m.rx_deliv(), m.rx_next(), m.timer()), (1, 1, None));
@@ -303,17 +278,11 @@ fn reorder_timer_start_stop_restart() {
     rx(&mut m, 2, 150, &mut out); // too late: discarded
     rx(&mut m, 6, 160, &mut out); // duplicate of a buffered packet: discarded
     m.expire(230, &mut |o| out.push(show(o)));
-    assert_eq!(
-        (m.rx_deliv(), m.rx_next(), m.timer(), m.buffered()),
-        (7, 7, None, 0)
-    );
+    assert_eq!((m.rx_deliv(), m.rx_next(), m.timer(), m.buffered()), (7, 7, None, 0));
     let d = |id| ("delivered".to_string(), id);
     let g = |n| ("gap".to_string(), n);
     let x = |id| ("discarded".to_string(), id);
-    assert_eq!(
-        out,
-        vec![d(0), d(1), d(2), g(1), d(4), x(2), x(6), g(1), d(6)]
-    );
+    assert_eq!(out, vec![d(0), d(1), d(2), g(1), d(4), x(2), x(6), g(1), d(6)]);
     let s = m.stats();
     assert_eq!(
         (
@@ -426,12 +395,7 @@ fn merge_off_delivers_reordered() {
         enabled: false,
         ..Default::default()
     };
-    let spec = batch(
-        vec![delay(10 * MS), delay(30 * MS)],
-        10,
-        Ratio::FirstLeg(0.5),
-        off,
-    );
+    let spec = batch(vec![delay(10 * MS), delay(30 * MS)], 10, Ratio::FirstLeg(0.5), off);
     let d = run_direction(&mut direction(spec, 1), &evenly(1_000, 200_000));
     assert_eq!(delivered(&d), leg_departures(&d));
     assert!(delivered(&d).windows(2).any(|w| w[1].0 < w[0].0));
@@ -474,16 +438,10 @@ fn leg_events_account_for_every_packet() {
                 ends.push((info.id, *leg));
             }
             DirectionEvent::LegDropped {
-                packet,
-                leg,
-                reason,
-                ..
+                packet, leg, reason, ..
             } => {
                 assert!(seen.contains(&(packet.id, *leg)));
-                assert!(matches!(
-                    reason,
-                    DropReason::QueueFull | DropReason::RandomLoss
-                ));
+                assert!(matches!(reason, DropReason::QueueFull | DropReason::RandomLoss));
             }
             _ => {}
         }
@@ -546,20 +504,12 @@ fn plain_direction_matches_its_pipeline() {
     let want = run_pipeline(&mut p, &arrivals);
     let mut d = build_direction::<()>(&AnyDirectionSpec::Single(spec), 2).unwrap();
     let got = run_direction(&mut d, &arrivals);
-    assert_eq!(
-        got,
-        want.into_iter()
-            .map(DirectionEvent::from)
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(got, want.into_iter().map(DirectionEvent::from).collect::<Vec<_>>());
     // An ideal plain direction: the departure is reported by step, at the arrival time.
     let mut d = build_direction::<()>(&AnyDirectionSpec::default(), 0).unwrap();
     d.push(Packet::new(1, 10, ()), 5);
     assert_eq!(d.next_due(), Some(5));
-    assert!(matches!(
-        d.step(5),
-        Some(DirectionEvent::Departed { at: 5, .. })
-    ));
+    assert!(matches!(d.step(5), Some(DirectionEvent::Departed { at: 5, .. })));
 }
 
 #[test]
@@ -678,20 +628,11 @@ fn pinned_packets_bypass_split_and_merge() {
         }
     }
     drain(&mut d, Nanos::MAX, &mut ev);
-    assert_eq!(
-        leg_arrivals(&ev),
-        vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]
-    );
+    assert_eq!(leg_arrivals(&ev), vec![(0, 0), (1, 1), (100, 0), (2, 0), (101, 0)]);
     assert_eq!(
         delivered(&ev),
         vec![(0, 10 * MS), (100, 12 * MS), (101, 14 * MS), (2, 213 * MS)]
     );
-    let Direction::Multipath(m) = &d else {
-        panic!()
-    };
-    assert_eq!(
-        m.merge_stats().delivered,
-        2,
-        "pinned packets do not pass the merge"
-    );
+    let Direction::Multipath(m) = &d else { panic!() };
+    assert_eq!(m.merge_stats().delivered, 2, "pinned packets do not pass the merge");
 }

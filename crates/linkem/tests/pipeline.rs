@@ -3,10 +3,7 @@ mod common;
 use common::*;
 
 use linkem::rng::derive_seed;
-use linkem::spec::{
-    build_pipeline, validate, DirectionSpec, Distribution, JitterSpec, LossSpec, QueueLimit,
-    RateSpec,
-};
+use linkem::spec::{build_pipeline, validate, DirectionSpec, Distribution, JitterSpec, LossSpec, QueueLimit, RateSpec};
 use linkem::{DropReason, Packet, PipelineEvent};
 
 const MS: u64 = 1_000_000;
@@ -86,10 +83,7 @@ fn trace_then_delay() {
         ..Default::default()
     };
     let mut p = build_pipeline::<()>(&spec, 5).unwrap();
-    let ev = run_pipeline(
-        &mut p,
-        &[(0, 1000, 0), (1, 1000, 0), (2, 1000, 0), (3, 100, 25 * MS)],
-    );
+    let ev = run_pipeline(&mut p, &[(0, 1000, 0), (1, 1000, 0), (2, 1000, 0), (3, 100, 25 * MS)]);
     assert_eq!(
         departures(&ev),
         vec![
@@ -121,9 +115,7 @@ fn late_stepping_does_not_change_the_timeline() {
     }
     assert_eq!(
         out,
-        (0..5)
-            .map(|i| (i, (i + 1) * 1_200_000 + 10 * MS))
-            .collect::<Vec<_>>()
+        (0..5).map(|i| (i, (i + 1) * 1_200_000 + 10 * MS)).collect::<Vec<_>>()
     );
 }
 
@@ -142,15 +134,9 @@ fn drops_name_their_stage() {
     let mut p = build_pipeline::<()>(&spec, 8).unwrap();
     let ev = run_pipeline(&mut p, &(0..200).map(|i| (i, 1500, 0)).collect::<Vec<_>>());
     let d = pipeline_drops(&ev);
-    assert!(d
-        .iter()
-        .any(|&(_, r, s)| r == DropReason::RandomLoss && s == 0));
-    assert!(d
-        .iter()
-        .any(|&(_, r, s)| r == DropReason::QueueFull && s == 1));
-    assert!(d
-        .iter()
-        .all(|&(_, r, s)| (r == DropReason::RandomLoss) == (s == 0)));
+    assert!(d.iter().any(|&(_, r, s)| r == DropReason::RandomLoss && s == 0));
+    assert!(d.iter().any(|&(_, r, s)| r == DropReason::QueueFull && s == 1));
+    assert!(d.iter().all(|&(_, r, s)| (r == DropReason::RandomLoss) == (s == 0)));
     assert_eq!(departures(&ev).len(), 5);
 }
 
@@ -189,9 +175,7 @@ fn same_seed_same_decisions_different_seed_different() {
     assert_ne!(a, run(derive_seed(2, 0)));
     // Sanity: every kind of event happened.
     assert!(departures(&a).iter().any(|d| d.1), "a copy departed");
-    assert!(pipeline_drops(&a)
-        .iter()
-        .any(|d| d.1 == DropReason::RandomLoss));
+    assert!(pipeline_drops(&a).iter().any(|d| d.1 == DropReason::RandomLoss));
 }
 
 /// Stage streams are independent: removing duplication does not change loss decisions.

@@ -21,8 +21,8 @@ use std::collections::HashMap;
 
 use linkem::rate::RateQueue;
 use linkem::spec::{
-    build_direction, AnyDirectionSpec, DirectionSpec, Distribution, JitterSpec, LossSpec,
-    MergeSpec, MultipathSpec, QueueLimit, RateSpec, Ratio, SplitSpec,
+    build_direction, AnyDirectionSpec, DirectionSpec, Distribution, JitterSpec, LossSpec, MergeSpec, MultipathSpec,
+    QueueLimit, RateSpec, Ratio, SplitSpec,
 };
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Stage};
 use proptest::prelude::*;
@@ -120,16 +120,14 @@ fn direction_spec() -> impl Strategy<Value = DirectionSpec> {
         loss(),
         prop_oneof![2 => Just(0.0), 1 => probability()],
     )
-        .prop_map(
-            |(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
-                rate,
-                queue,
-                delay,
-                jitter,
-                loss,
-                duplicate,
-            },
-        )
+        .prop_map(|(rate, queue, delay, jitter, loss, duplicate)| DirectionSpec {
+            rate,
+            queue,
+            delay,
+            jitter,
+            loss,
+            duplicate,
+        })
 }
 
 fn multipath_spec() -> impl Strategy<Value = MultipathSpec> {
@@ -141,22 +139,17 @@ fn multipath_spec() -> impl Strategy<Value = MultipathSpec> {
     (prop::collection::vec(direction_spec(), 2..=3), merge)
         .prop_flat_map(|(legs, merge)| {
             let n = legs.len();
-            let batch = (1u32..=10, prop::collection::vec(0u32..=10, n)).prop_map(
-                move |(batch, mut weights)| {
-                    if weights.iter().all(|&w| w == 0) {
-                        weights[0] = 1;
-                    }
-                    let total: u32 = weights.iter().sum();
-                    let shares = weights
-                        .iter()
-                        .map(|&w| f64::from(w) / f64::from(total))
-                        .collect();
-                    SplitSpec::Batch {
-                        batch,
-                        ratio: Ratio::Shares(shares),
-                    }
-                },
-            );
+            let batch = (1u32..=10, prop::collection::vec(0u32..=10, n)).prop_map(move |(batch, mut weights)| {
+                if weights.iter().all(|&w| w == 0) {
+                    weights[0] = 1;
+                }
+                let total: u32 = weights.iter().sum();
+                let shares = weights.iter().map(|&w| f64::from(w) / f64::from(total)).collect();
+                SplitSpec::Batch {
+                    batch,
+                    ratio: Ratio::Shares(shares),
+                }
+            });
             let split = prop_oneof![3 => batch, 1 => Just(SplitSpec::Duplicate)];
             (Just(legs), split, Just(merge))
         })
@@ -174,8 +167,7 @@ fn any_spec() -> impl Strategy<Value = AnyDirectionSpec> {
 /// random start so the trace's phase varies; sizes around and beyond one MTU, and the
 /// extremes 0 and 65535 bytes.
 fn arrivals(pin_share: f64) -> impl Strategy<Value = Vec<Arrival>> {
-    let gap =
-        prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 3 => 0u64..2 * MS, 1 => 0u64..200 * MS];
+    let gap = prop_oneof![3 => Just(0u64), 3 => 0u64..20_000, 3 => 0u64..2 * MS, 1 => 0u64..200 * MS];
     let size = prop_oneof![
         20 => Just(1500u32),
         30 => 1u32..=1500,
@@ -221,15 +213,9 @@ fn run(d: &mut Direction<()>, arrivals: &[Arrival]) -> Vec<DirectionEvent<()>> {
     let drain = |d: &mut Direction<()>, now: Nanos, ev: &mut Vec<DirectionEvent<()>>| {
         while let Some(e) = d.step(now) {
             if let Some(prev) = ev.last() {
-                assert!(
-                    e.at() >= prev.at(),
-                    "events out of time order: {e:?} after {prev:?}"
-                );
+                assert!(e.at() >= prev.at(), "events out of time order: {e:?} after {prev:?}");
             }
-            assert!(
-                e.at() <= now,
-                "event handed out before it was due: {e:?} at {now}"
-            );
+            assert!(e.at() <= now, "event handed out before it was due: {e:?} at {now}");
             ev.push(e);
         }
     };
@@ -243,18 +229,13 @@ fn run(d: &mut Direction<()>, arrivals: &[Arrival]) -> Vec<DirectionEvent<()>> {
         drain(d, a.at, &mut ev);
     }
     drain(d, Nanos::MAX, &mut ev);
-    assert!(
-        d.is_empty(),
-        "the direction still holds {} packets",
-        d.len()
-    );
+    assert!(d.is_empty(), "the direction still holds {} packets", d.len());
     assert_eq!(d.next_due(), None);
     ev
 }
 
 fn build(spec: &AnyDirectionSpec, seed: u64) -> Direction<()> {
-    build_direction(spec, seed)
-        .unwrap_or_else(|e| panic!("generated an invalid spec ({e}): {spec:?}"))
+    build_direction(spec, seed).unwrap_or_else(|e| panic!("generated an invalid spec ({e}): {spec:?}"))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -320,9 +301,7 @@ fn is_opportunity(trace_ms: &[u64], t_ns: Nanos) -> bool {
 fn fits(limit: QueueLimit, held: &[u32], size: u32) -> bool {
     match limit {
         QueueLimit::Packets(n) => held.len() < n as usize,
-        QueueLimit::Bytes(n) => {
-            held.iter().map(|&s| u64::from(s)).sum::<u64>() + u64::from(size) <= n
-        }
+        QueueLimit::Bytes(n) => held.iter().map(|&s| u64::from(s)).sum::<u64>() + u64::from(size) <= n,
         QueueLimit::Unlimited => true,
     }
 }
@@ -337,13 +316,10 @@ fn outcomes(ev: &[DirectionEvent<()>]) -> Outcomes {
     let mut out: Outcomes = HashMap::new();
     for e in ev {
         match e {
-            DirectionEvent::Departed { packet, at } => out
-                .entry((packet.id, packet.copy))
-                .or_default()
-                .push((*at, None)),
-            DirectionEvent::Dropped {
-                packet, at, reason, ..
-            } => out
+            DirectionEvent::Departed { packet, at } => {
+                out.entry((packet.id, packet.copy)).or_default().push((*at, None))
+            }
+            DirectionEvent::Dropped { packet, at, reason, .. } => out
                 .entry((packet.id, packet.copy))
                 .or_default()
                 .push((*at, Some(*reason))),
@@ -353,11 +329,7 @@ fn outcomes(ev: &[DirectionEvent<()>]) -> Outcomes {
     out
 }
 
-fn check_plain(
-    spec: &DirectionSpec,
-    arrivals: &[Arrival],
-    ev: &[DirectionEvent<()>],
-) -> Result<(), TestCaseError> {
+fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<()>]) -> Result<(), TestCaseError> {
     let outcomes = outcomes(ev);
     let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
     for &(id, _) in outcomes.keys() {
@@ -381,13 +353,7 @@ fn check_plain(
             original
         );
         if let Some(copy) = outcomes.get(&(a.id, true)) {
-            prop_assert_eq!(
-                copy.len(),
-                1,
-                "copy of {} has {} outcomes",
-                a.id,
-                copy.len()
-            );
+            prop_assert_eq!(copy.len(), 1, "copy of {} has {} outcomes", a.id, copy.len());
             prop_assert!(spec.duplicate > 0.0, "a copy without duplication");
             prop_assert!(
                 original[0].1 != Some(DropReason::RandomLoss),
@@ -405,13 +371,7 @@ fn check_plain(
     for (&(id, copy), v) in &outcomes {
         let (at, reason) = v[0];
         let Some(reason) = reason else { continue };
-        prop_assert_eq!(
-            at,
-            by_id[&id].at,
-            "drop of ({}, {}) not at its arrival",
-            id,
-            copy
-        );
+        prop_assert_eq!(at, by_id[&id].at, "drop of ({}, {}) not at its arrival", id, copy);
         match reason {
             DropReason::RandomLoss => prop_assert!(spec.loss.is_some()),
             DropReason::QueueFull => {
@@ -516,11 +476,7 @@ fn check_drop_tail_from_events(
             if reason == Some(DropReason::RandomLoss) {
                 continue;
             }
-            let held: Vec<u32> = admitted
-                .iter()
-                .filter(|&&(f, _)| f > a.at)
-                .map(|&(_, s)| s)
-                .collect();
+            let held: Vec<u32> = admitted.iter().filter(|&&(f, _)| f > a.at).map(|&(_, s)| s).collect();
             let fit = fits(spec.queue, &held, a.size);
             match reason {
                 Some(_) => {
@@ -564,11 +520,7 @@ struct Tally {
     discarded: u32,
 }
 
-fn check_multipath(
-    spec: &MultipathSpec,
-    arrivals: &[Arrival],
-    ev: &[DirectionEvent<()>],
-) -> Result<(), TestCaseError> {
+fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEvent<()>]) -> Result<(), TestCaseError> {
     let legs = spec.legs.len();
     let by_id: HashMap<u64, &Arrival> = arrivals.iter().map(|a| (a.id, a)).collect();
     let pinned = |id: u64| by_id[&id].pin.is_some();
@@ -583,17 +535,8 @@ fn check_multipath(
         match e {
             DirectionEvent::LegArrived { leg, info, at } => {
                 prop_assert!(!info.copy, "the split saw a copy");
-                prop_assert_eq!(
-                    *at,
-                    by_id[&info.id].at,
-                    "split at another time than the arrival"
-                );
-                *tally
-                    .entry(info.id)
-                    .or_default()
-                    .leg_arrived
-                    .entry(*leg)
-                    .or_default() += 1;
+                prop_assert_eq!(*at, by_id[&info.id].at, "split at another time than the arrival");
+                *tally.entry(info.id).or_default().leg_arrived.entry(*leg).or_default() += 1;
                 arrived_on.insert((info.id, *leg), *at);
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
@@ -621,9 +564,7 @@ fn check_multipath(
                     earliest
                 );
                 let exact_delay = leg_spec.jitter.is_none_or(|j| j.amount == 0);
-                if let (Some(RateSpec::Constant { bits_per_sec }), true) =
-                    (&leg_spec.rate, exact_delay)
-                {
+                if let (Some(RateSpec::Constant { bits_per_sec }), true) = (&leg_spec.rate, exact_delay) {
                     if let Some(&(prev_id, prev_at)) = last_leg_departure.get(leg) {
                         prop_assert!(
                             at - prev_at >= serialisation_floor(info.size, *bits_per_sec),
@@ -675,16 +616,8 @@ fn check_multipath(
                 }
             }
             DirectionEvent::MergeDiscarded { packet, .. } => {
-                prop_assert!(
-                    spec.merge.enabled,
-                    "a merge that is off discarded {}",
-                    packet.id
-                );
-                prop_assert!(
-                    !pinned(packet.id),
-                    "the merge saw pinned packet {}",
-                    packet.id
-                );
+                prop_assert!(spec.merge.enabled, "a merge that is off discarded {}", packet.id);
+                prop_assert!(!pinned(packet.id), "the merge saw pinned packet {}", packet.id);
                 tally.entry(packet.id).or_default().discarded += 1;
             }
             DirectionEvent::GapSkipped { count, .. } => {
@@ -704,13 +637,7 @@ fn check_multipath(
             (Some(p), _) => vec![p % legs],
             (None, SplitSpec::Duplicate) => (0..legs).collect(),
             (None, SplitSpec::Batch { .. }) => {
-                prop_assert_eq!(
-                    t.leg_arrived.len(),
-                    1,
-                    "packet {} split onto {:?}",
-                    a.id,
-                    t.leg_arrived
-                );
+                prop_assert_eq!(t.leg_arrived.len(), 1, "packet {} split onto {:?}", a.id, t.leg_arrived);
                 t.leg_arrived.keys().copied().collect()
             }
         };
@@ -741,13 +668,7 @@ fn check_multipath(
                 t
             );
         }
-        prop_assert_eq!(
-            t.leg_arrived.len(),
-            expected_legs.len(),
-            "packet {}: {:?}",
-            a.id,
-            t
-        );
+        prop_assert_eq!(t.leg_arrived.len(), expected_legs.len(), "packet {}: {:?}", a.id, t);
         prop_assert_eq!(
             t.departed + t.discarded,
             t.leg_departed,
@@ -756,20 +677,10 @@ fn check_multipath(
             t
         );
         if spec.merge.enabled && a.pin.is_none() {
-            prop_assert!(
-                t.departed <= 1,
-                "the merge delivered {} {} times",
-                a.id,
-                t.departed
-            );
+            prop_assert!(t.departed <= 1, "the merge delivered {} {} times", a.id, t.departed);
         }
         if a.pin.is_some() {
-            prop_assert_eq!(
-                t.departed,
-                t.leg_departed,
-                "pinned packet {} bypasses the merge",
-                a.id
-            );
+            prop_assert_eq!(t.departed, t.leg_departed, "pinned packet {} bypasses the merge", a.id);
         }
     }
     prop_assert!(
@@ -785,14 +696,8 @@ fn check_multipath(
         }
         // Every sequence number up to the highest that reached the merge is delivered or
         // given up at a timer expiry (the merge ends with nothing outstanding).
-        let numbered: Vec<u64> = arrivals
-            .iter()
-            .filter(|a| a.pin.is_none())
-            .map(|a| a.id)
-            .collect();
-        let highest_received = numbered
-            .iter()
-            .rposition(|id| first_off_leg.contains_key(id));
+        let numbered: Vec<u64> = arrivals.iter().filter(|a| a.pin.is_none()).map(|a| a.id).collect();
+        let highest_received = numbered.iter().rposition(|id| first_off_leg.contains_key(id));
         let sequence_numbers = highest_received.map_or(0, |i| i as u64 + 1);
         prop_assert_eq!(
             delivered_numbered.len() as u64 + gap_skipped,

@@ -35,10 +35,7 @@ fn back_to_back_departures_are_exact_without_drift() {
 #[test]
 fn ten_mbit_is_exactly_1_2_ms_per_1500_bytes() {
     let mut q = RateQueue::constant(10_000_000, QueueLimit::Unlimited).unwrap();
-    let (out, _) = run_stage(
-        &mut q,
-        &(0..100_000).map(|i| (i, 1500, 0)).collect::<Vec<_>>(),
-    );
+    let (out, _) = run_stage(&mut q, &(0..100_000).map(|i| (i, 1500, 0)).collect::<Vec<_>>());
     for w in out.windows(2) {
         assert_eq!(w[1].2 - w[0].2, 1_200_000);
     }
@@ -70,9 +67,7 @@ fn transmission_starts_at_max_of_arrival_and_previous_finish() {
 fn paced_arrivals_keep_their_spacing() {
     let mut q = RateQueue::constant(100_000_000, QueueLimit::Packets(1)).unwrap();
     // 1500 B at 100 Mbit/s = 120 µs; a 1-packet queue suffices when pacing is exact.
-    let arrivals: Vec<_> = (0..100_000u64)
-        .map(|i| (i, 1500, 5 + i * 120_000))
-        .collect();
+    let arrivals: Vec<_> = (0..100_000u64).map(|i| (i, 1500, 5 + i * 120_000)).collect();
     let (out, drops) = run_stage(&mut q, &arrivals);
     assert!(drops.is_empty());
     for (i, o) in out.iter().enumerate() {
@@ -88,10 +83,7 @@ fn queue_of_50_accepts_exactly_50_of_a_burst_at_any_rate() {
         let arrivals: Vec<_> = (0..500).map(|i| (i, 1500, 1_000)).collect();
         let (out, drops) = run_stage(&mut q, &arrivals);
         assert_eq!(out.len(), 50, "{mbit} Mbit/s");
-        assert_eq!(
-            out.iter().map(|o| o.0).collect::<Vec<_>>(),
-            (0..50).collect::<Vec<_>>()
-        );
+        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), (0..50).collect::<Vec<_>>());
         assert_eq!(drops.len(), 450);
         assert!(drops.iter().all(|d| d.1 == DropReason::QueueFull));
 
@@ -109,9 +101,7 @@ fn queue_of_50_accepts_exactly_50_of_a_burst_at_any_rate() {
         assert_eq!(departures(&ev).len(), 50, "{mbit} Mbit/s with delay");
         let d = pipeline_drops(&ev);
         assert_eq!(d.len(), 450);
-        assert!(d
-            .iter()
-            .all(|&(_, r, stage)| r == DropReason::QueueFull && stage == 0));
+        assert!(d.iter().all(|&(_, r, stage)| r == DropReason::QueueFull && stage == 0));
     }
 }
 
@@ -133,9 +123,7 @@ fn byte_limited_queue_accepts_exactly_what_fits() {
         // Mixed sizes: 20 × (1500 + 500) = 40 000 bytes; with a 40 001-byte limit a further
         // 1500 B packet does not fit, a 1 B one does, and a second 1 B one does not.
         let mut q = RateQueue::constant(mbit * 1_000_000, QueueLimit::Bytes(40_001)).unwrap();
-        let mut arrivals: Vec<_> = (0..40)
-            .map(|i| (i, if i % 2 == 0 { 1500 } else { 500 }, 0))
-            .collect();
+        let mut arrivals: Vec<_> = (0..40).map(|i| (i, if i % 2 == 0 { 1500 } else { 500 }, 0)).collect();
         arrivals.push((40, 1500, 0)); // 41 500 > 40 001: dropped
         arrivals.push((41, 1, 0)); // 40 001: fits
         arrivals.push((42, 1, 0)); // 40 002: dropped

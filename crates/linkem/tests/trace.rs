@@ -24,10 +24,7 @@ fn run(trace: &[u64], arrivals: &[(u64, u32, u64)]) -> Vec<u64> {
 fn one_full_packet_per_opportunity_and_the_trace_repeats() {
     // Period 3 ms: opportunities at 1, 2, 3 | 4, 5, 6 | 7 …
     let a: Vec<_> = (0..7).map(|i| (i, 1500, 0)).collect();
-    assert_eq!(
-        run(&[1, 2, 3], &a),
-        (1..=7).map(|m| m * MS).collect::<Vec<_>>()
-    );
+    assert_eq!(run(&[1, 2, 3], &a), (1..=7).map(|m| m * MS).collect::<Vec<_>>());
 }
 
 #[test]
@@ -49,10 +46,7 @@ fn partial_use_of_an_opportunity() {
     // Opportunities at 10, 20, 30 ms. 1000 B uses 2/3 of @10; the next 1000 B takes the
     // remaining 500 of @10 and 500 of @20; the third 1000 B fits in @20's remaining 1000.
     let a = [(0, 1000, 0), (1, 1000, 0), (2, 1000, 0), (3, 1500, 0)];
-    assert_eq!(
-        run(&[10, 20, 30], &a),
-        vec![10 * MS, 20 * MS, 20 * MS, 30 * MS]
-    );
+    assert_eq!(run(&[10, 20, 30], &a), vec![10 * MS, 20 * MS, 20 * MS, 30 * MS]);
     // Small packets share one opportunity: 15 × 100 B at @10, the 16th at @20.
     let a: Vec<_> = (0..16).map(|i| (i, 100, 0)).collect();
     let mut want = vec![10 * MS; 15];
@@ -108,11 +102,7 @@ fn origin_shifts_the_trace() {
         .with_origin(5_000 * MS);
     let (out, _) = run_stage(
         &mut q,
-        &[
-            (0, 1500, 0),
-            (1, 1500, 5_000 * MS + 1),
-            (2, 1500, 5_000 * MS + 1),
-        ],
+        &[(0, 1500, 0), (1, 1500, 5_000 * MS + 1), (2, 1500, 5_000 * MS + 1)],
     );
     assert_eq!(
         out.iter().map(|o| o.2).collect::<Vec<_>>(),
@@ -150,10 +140,7 @@ fn saturated_throughput_is_exactly_the_trace() {
 fn trace_queue_accepts_exactly_its_limit_from_a_burst() {
     // The burst arrives between opportunities (at 0.5 ms), so no packet leaves at once.
     let mut q = RateQueue::trace(vec![1, 2, 3], QueueLimit::Packets(50)).unwrap();
-    let (out, drops) = run_stage(
-        &mut q,
-        &(0..500).map(|i| (i, 1500, MS / 2)).collect::<Vec<_>>(),
-    );
+    let (out, drops) = run_stage(&mut q, &(0..500).map(|i| (i, 1500, MS / 2)).collect::<Vec<_>>());
     assert_eq!(out.len(), 50);
     assert!(drops.iter().all(|d| d.1 == DropReason::QueueFull));
     // A packet whose serialisation ends at its arrival instant (it arrived exactly at an
@@ -168,10 +155,7 @@ fn bad_traces_are_refused() {
     assert!(RateQueue::<()>::trace(vec![], QueueLimit::Unlimited).is_err());
     assert!(RateQueue::<()>::trace(vec![0, 0], QueueLimit::Unlimited).is_err());
     assert!(RateQueue::<()>::trace(vec![3, 2], QueueLimit::Unlimited).is_err());
-    assert_eq!(
-        parse_mahimahi_trace("0\n5\n5\n12\n").unwrap(),
-        vec![0, 5, 5, 12]
-    );
+    assert_eq!(parse_mahimahi_trace("0\n5\n5\n12\n").unwrap(), vec![0, 5, 5, 12]);
     let e = parse_mahimahi_trace("1\n2\n3.5\n").unwrap_err();
     assert!(e.contains("line 3") && e.contains("3.5"), "{e}");
 }
@@ -188,18 +172,12 @@ fn opportunity_times_never_wrap() {
     assert!(RateQueue::<()>::trace(vec![MAX_TRACE_MS + 1], QueueLimit::Unlimited).is_err());
     let a: Vec<_> = (0..8).map(|i| (i, 1500, 0)).collect();
     let period_ns = MAX_TRACE_MS * MS;
-    let want: Vec<u64> = [0, 1, 1, 2, 2, 3, 3, 4]
-        .iter()
-        .map(|k| k * period_ns)
-        .collect();
+    let want: Vec<u64> = [0, 1, 1, 2, 2, 3, 3, 4].iter().map(|k| k * period_ns).collect();
     assert_eq!(run(&[0, MAX_TRACE_MS], &a), want);
 
     let jumbo: Vec<_> = (0..64).map(|i| (i, 65_535, 0)).collect();
     let due = run(&[100_000_000_000], &jumbo);
-    assert!(
-        due.windows(2).all(|w| w[0] <= w[1]),
-        "due times went back: {due:?}"
-    );
+    assert!(due.windows(2).all(|w| w[0] <= w[1]), "due times went back: {due:?}");
     assert_eq!(
         due[0],
         44 * 100_000_000_000 * MS,
@@ -213,14 +191,8 @@ fn opportunity_times_never_wrap() {
 #[test]
 fn constant_rate_finish_times_never_wrap() {
     let mut q = RateQueue::constant(1, QueueLimit::Unlimited).unwrap();
-    let (out, _) = run_stage(
-        &mut q,
-        &(0..40_000).map(|i| (i, 65_535, 0)).collect::<Vec<_>>(),
-    );
-    assert!(
-        out.windows(2).all(|w| w[0].2 <= w[1].2),
-        "finish times went back"
-    );
+    let (out, _) = run_stage(&mut q, &(0..40_000).map(|i| (i, 65_535, 0)).collect::<Vec<_>>());
+    assert!(out.windows(2).all(|w| w[0].2 <= w[1].2), "finish times went back");
     assert_eq!(out[0].2, 65_535 * 8 * 1_000_000_000);
     assert_eq!(out.last().unwrap().2, u64::MAX);
 }

@@ -86,6 +86,17 @@ def agent_binary() -> str:
     return str(binary("agent"))
 
 
+def server_argv(command: str, port: int, files: Files, serve_for_s: float, once: bool = True) -> list[str]:
+    """A server end: listens on every address at `port` for at most `serve_for_s` (for one
+    connection with `once`), writing its summary and series where `files` says."""
+    argv = [agent_binary(), command, "--bind", f"0.0.0.0:{port}"] + (["--once"] if once else [])
+    return argv + ["--duration", duration_arg(serve_for_s)] + summary_args(files.server_summary, files.server_series)
+
+
+def summary_args(summary: Path, series: Path | None) -> list[str]:
+    return ["--summary", str(summary)] + (["--series", str(series)] if series else [])
+
+
 def duration_arg(seconds: float) -> str:
     """A duration for the agent's command line (whole nanoseconds, at least 1)."""
     return f"{max(1, int(round(seconds * 1e9)))}ns"

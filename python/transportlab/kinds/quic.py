@@ -6,7 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab import contract
-from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, sender_results, srtt_stats
+from transportlab.kinds.base import (
+    Endpoints,
+    Files,
+    FlowKind,
+    agent_binary,
+    duration_arg,
+    sender_results,
+    server_argv,
+    srtt_stats,
+    summary_args,
+)
 from transportlab.scenario.errors import FieldIssue
 
 DATAGRAM_RANGE = (1200, 1472)
@@ -54,30 +64,9 @@ class Quic(FlowKind):
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-        agent = agent_binary()
-        server = [
-            agent,
-            "quic-server",
-            "--bind",
-            f"0.0.0.0:{flow.port}",
-            "--once",
-            "--duration",
-            duration_arg(serve_for_s),
-            "--summary",
-            str(files.server_summary),
-            "--series",
-            str(files.server_series),
-        ]
-        client = [
-            agent,
-            "quic-client",
-            "--connect",
-            f"{server_addr}:{flow.port}",
-            "--summary",
-            str(files.client_summary),
-            "--series",
-            str(files.client_series),
-        ]
+        server = server_argv("quic-server", flow.port, files, serve_for_s)
+        client = [agent_binary(), "quic-client", "--connect", f"{server_addr}:{flow.port}"]
+        client += summary_args(files.client_summary, files.client_series)
         # Both ends get the controller: the sending end's is the one that acts.
         for argv in (server, client):
             argv += ["--cc", str(flow.cc)]

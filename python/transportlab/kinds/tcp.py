@@ -6,7 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab import contract
-from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, sender_results, srtt_stats
+from transportlab.kinds.base import (
+    Endpoints,
+    Files,
+    FlowKind,
+    agent_binary,
+    duration_arg,
+    sender_results,
+    server_argv,
+    srtt_stats,
+    summary_args,
+)
 from transportlab.scenario.errors import FieldIssue
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
@@ -54,30 +64,9 @@ class Tcp(FlowKind):
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-        agent = agent_binary()
-        server = [
-            agent,
-            "tcp-server",
-            "--bind",
-            f"0.0.0.0:{flow.port}",
-            "--once",
-            "--duration",
-            duration_arg(serve_for_s),
-            "--summary",
-            str(files.server_summary),
-            "--series",
-            str(files.server_series),
-        ]
-        client = [
-            agent,
-            "tcp-client",
-            "--connect",
-            f"{server_addr}:{flow.port}",
-            "--summary",
-            str(files.client_summary),
-            "--series",
-            str(files.client_series),
-        ]
+        server = server_argv("tcp-server", flow.port, files, serve_for_s)
+        client = [agent_binary(), "tcp-client", "--connect", f"{server_addr}:{flow.port}"]
+        client += summary_args(files.client_summary, files.client_series)
         for argv in (server, client):
             if flow.cc:
                 argv += ["--cc", flow.cc]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg
+from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, server_argv, summary_args
 from transportlab.scenario.errors import FieldIssue
 
 PAYLOAD_RANGE = (16, 65507)
@@ -28,29 +28,9 @@ class Udp(FlowKind):
             raise FieldIssue("a udp flow needs exactly one of rate and interval", which)
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-        agent = agent_binary()
-        server = [
-            agent,
-            "udp-recv",
-            "--bind",
-            f"0.0.0.0:{flow.port}",
-            "--duration",
-            duration_arg(serve_for_s),
-            "--summary",
-            str(files.server_summary),
-            "--series",
-            str(files.server_series),
-        ]
-        client = [
-            agent,
-            "udp-send",
-            "--to",
-            f"{server_addr}:{flow.port}",
-            "--size",
-            str(flow.size),
-            "--summary",
-            str(files.client_summary),
-        ]
+        server = server_argv("udp-recv", flow.port, files, serve_for_s, once=False)
+        client = [agent_binary(), "udp-send", "--to", f"{server_addr}:{flow.port}", "--size", str(flow.size)]
+        client += summary_args(files.client_summary, None)
         client += ["--rate", f"{int(flow.rate)}bit"] if flow.rate else ["--interval", duration_arg(flow.interval)]
         client += ["--count", str(flow.count)] if flow.count else ["--duration", duration_arg(flow.end - flow.start)]
         if flow.burst > 1:

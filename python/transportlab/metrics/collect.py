@@ -133,11 +133,11 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
     records = run.records
     # Directions with their SI parameters (from the scenario record, by name), numbered
     # as the engine numbered them.
-    by_name = {}
+    by_name: dict[str, dict] = {}
     for link in scen["links"]:
         for which in ("forward", "reverse"):
             by_name.update(_direction_specs(f"{link['name']}.{which}", link[which]))
-    directions = [
+    directions: list[dict] = [
         {"name": n, "spec": by_name.get(n, {}), "leg": i in run.leg_indices} for i, n in enumerate(run.direction_names)
     ]
 
@@ -161,7 +161,7 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
     # A run that stopped when its flows were done ended before its duration.
     end = run.t_end_ns
     window = (t0_ns, min(t0_ns + int(scen["duration_s"] * 1e9), end if end is not None else 2**63))
-    links = {}
+    links: dict[str, dict] = {}
     loss_table = M.link_loss(records, directions=list(range(len(directions))))
     for i, d in enumerate(directions):
         row = loss_table.loc[i]

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from transportlab.locations import binary
 from transportlab.network import netns, veth
@@ -105,7 +106,7 @@ class Network:
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
         self._children: list[subprocess.Popen] = []
-        self._old_sigterm = None
+        self._old_sigterm: Any = None
         self.engine_stats: dict | None = None
 
     # -- names -------------------------------------------------------------------
@@ -265,6 +266,7 @@ class Network:
         """Waits for the `READY ...` line a server prints once it is listening."""
         import selectors
 
+        assert proc.stdout is not None  # started with stdout=PIPE
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ)
         deadline = time.monotonic() + timeout

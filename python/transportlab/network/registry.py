@@ -85,7 +85,7 @@ def new_record(run_id: str) -> RunRecord:
 def all_records() -> list[tuple[Path, RunRecord | None]]:
     if not RUN_REGISTRY.is_dir():
         return []
-    out = []
+    out: list[tuple[Path, RunRecord | None]] = []
     for path in sorted(RUN_REGISTRY.glob("*.json")):
         try:
             out.append((path, RunRecord.load(path)))

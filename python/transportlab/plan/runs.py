@@ -3,6 +3,7 @@ seed and its own run directory."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def shortened(s: Scenario, seconds: float) -> Scenario:
 
 
 def plan(
-    path: Path, out: Path, overrides: list[str] = (), smoke_s: float | None = None
+    path: Path, out: Path, overrides: Sequence[str] = (), smoke_s: float | None = None
 ) -> tuple[Path, list[PlannedRun]]:
     """All runs a scenario file asks for; with `smoke_s`, only its first point, once,
     shortened to that many seconds (into `<name>-smoke`). Raises ScenarioError on a bad

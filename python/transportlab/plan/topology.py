@@ -57,6 +57,7 @@ class Direction:
         direction has legs) as the engine's JSON config expects it."""
         if self.multipath is not None:
             return self.multipath.engine_spec()
+        rate: dict | None
         if self.trace_ms is not None:
             rate = {"trace": {"opportunities_ms": list(self.trace_ms)}}
         elif self.rate is not None:
@@ -109,8 +110,8 @@ class Multipath:
     def capacity(self) -> float | None:
         """Bits/s the legs carry together (duplication: the slowest leg's), None if any
         leg is unlimited."""
-        rates = [d.rate for _, d in self.legs]
-        if any(r is None for r in rates):
+        rates = [d.rate for _, d in self.legs if d.rate is not None]
+        if len(rates) < len(self.legs):
             return None
         return min(rates) if self.shares is None else sum(rates)
 
@@ -229,7 +230,7 @@ class Topology:
             "egress": self.hosts.index(r.dst),
         }
         dirs = self.directions()
-        legs = [dirs[i][1].multipath.pinned_leg(r.dst) if dirs[i][1].multipath else None for i in r.directions]
+        legs = [mp.pinned_leg(r.dst) if (mp := dirs[i][1].multipath) else None for i in r.directions]
         if any(k is not None for k in legs):
             out["legs"] = legs  # per hop: ride only this leg of a multipath direction
         return out
@@ -258,5 +259,5 @@ class Topology:
     def path_rate(self, src: str, dst: str) -> float | None:
         """The lowest constant rate on the way from src to dst (None: unlimited)."""
         dirs = self.directions()
-        rates = [dirs[i][1].path_rate for i in self.route(src, dst).directions if dirs[i][1].path_rate]
+        rates = [rate for i in self.route(src, dst).directions if (rate := dirs[i][1].path_rate)]
         return min(rates) if rates else None

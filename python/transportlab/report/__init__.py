@@ -11,6 +11,7 @@ skips a plot (the report says which and why) and never raises.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from transportlab.artefacts.rundir import FAILURES, METRICS, RunDir
@@ -38,7 +39,7 @@ def render_run(run_dir: str | Path) -> Path:
     return _write(rd.dir / "report.html", render_run_html(rd, plots))
 
 
-def render_sweep(sweep_dir: str | Path, run_dirs: list[str | Path]) -> Path:
+def render_sweep(sweep_dir: str | Path, run_dirs: Sequence[str | Path]) -> Path:
     """Writes <sweep_dir>/plots/*.png and <sweep_dir>/report.html over the given runs
     (all points × repetitions); returns the report's path."""
     from transportlab.report.html import render_sweep_html

@@ -312,7 +312,10 @@ def _flows_table(rd: RunData) -> str:
                 cell(str(f.get("protocol") or "—"), False),
                 cell(str(f.get("cc") or "—"), False),
                 cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
-                cell({True: "yes", False: "NO"}.get(f.get("complete"), "—"), False),
+                cell(
+                    {True: "yes", False: "NO"}.get(bool(f["complete"]), "—") if f.get("complete") is not None else "—",
+                    False,
+                ),
                 cell(fmt_bytes(f.get("bytes_delivered"))),
                 cell(fmt_rate(f.get("throughput_bps"))),
                 cell(fmt_rate(f.get("goodput_bps"))),
@@ -581,8 +584,8 @@ def render_sweep_html(
     probes_agg: pd.DataFrame | None,
     runs: list[RunData],
     plots: list[Plot],
-    tables: list[tuple[str, pd.DataFrame]] = (),
-    failed: list[tuple[Path, list[dict]]] = (),
+    tables: Sequence[tuple[str, pd.DataFrame]] = (),
+    failed: Sequence[tuple[Path, list[dict]]] = (),
 ) -> str:
     swept = df.attrs.get("swept", [])
     names = sorted({str(rd.run.get("scenario") or rd.scenario.get("name") or "") for rd in runs} - {""})

@@ -74,7 +74,7 @@ def fairness_tables(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
         return []
     out = []
     for c in list(dict.fromkeys(df[AXIS + cols_axis])) if cols_axis else [None]:
-        sub = df if c is None else df[df[AXIS + cols_axis] == c]
+        sub = df if c is None or cols_axis is None else df[df[AXIS + cols_axis] == c]
         row_steps = list(dict.fromkeys(sub[AXIS + rows_axis]))
         table: dict[str, list[str]] = {}
         for flow, g in sub.groupby("flow", sort=False):

@@ -31,7 +31,7 @@ RC = {
     "lines.linewidth": 1.4,
 }
 
-PALETTE = list(plt.get_cmap("tab10").colors)
+PALETTE = list(plt.get_cmap("tab10").colors)  # type: ignore[attr-defined]  # a ListedColormap
 
 
 class Colors:
@@ -49,13 +49,13 @@ class Colors:
 
 
 def figure(nrows: int = 1, ncols: int = 1, **kw):
-    with plt.rc_context(RC):
+    with plt.rc_context(RC):  # type: ignore[arg-type]  # stubs list rc keys as Literals
         return plt.subplots(nrows, ncols, **kw)
 
 
 def save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with plt.rc_context(RC):
+    with plt.rc_context(RC):  # type: ignore[arg-type]  # stubs list rc keys as Literals
         fig.savefig(path)
     plt.close(fig)
     return path

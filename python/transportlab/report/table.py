@@ -52,7 +52,7 @@ def _point_order(df: pd.DataFrame, swept: list[str]) -> pd.DataFrame:
     repetition and in first-seen order of flows."""
     if df.empty:
         return df
-    keys = {}
+    keys: dict[str, list] = {}
     for p in swept:
         parsed = [parse_value(df, p, v) for v in df[p]]
         if all(x is not None for x in parsed) and len({x[1] for x in parsed}) == 1:
@@ -106,7 +106,7 @@ def _table(run_dirs, rows_of, empty_columns: list[str]) -> pd.DataFrame:
         if col in NUMERIC:
             df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
     df.attrs["swept"] = swept
-    numeric: dict[str, dict[str, list]] = {}
+    numeric: dict[str, dict[str, tuple[float, str | None]]] = {}
     for rd in rds:
         for path, value in rd.record.run.numeric.items():
             numeric.setdefault(path, {})[str(rd.record.run.values.get(path))] = value
@@ -137,13 +137,13 @@ def aggregate(
     m_min, m_median, m_max, m_count (runs with a value). Swept path columns are kept."""
     metrics = [m for m in (metrics or AGG_METRICS) if m in df]
     swept = [p for p in df.attrs.get("swept", []) if p in df]
-    by = [b for b in by if b in df]
+    present = [b for b in by if b in df]
     if df.empty:
-        return pd.DataFrame(columns=list(by) + ["n"])
-    keys = df[by].astype(str).agg("\x1f".join, axis=1)
+        return pd.DataFrame(columns=present + ["n"])
+    keys = df[present].astype(str).agg("\x1f".join, axis=1)
     out = []
     for _, g in df.groupby(keys, sort=False):
-        row = {b: g[b].iloc[0] for b in by}
+        row = {b: g[b].iloc[0] for b in present}
         for p in swept:
             row[p] = g[p].iloc[0]
         for extra in ("protocol", "cc"):

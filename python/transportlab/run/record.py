@@ -13,7 +13,7 @@ from transportlab.scenario import units as U
 def numeric_values(values: dict) -> dict[str, tuple[float, str | None]]:
     """Each swept value that is a number, in SI units with its kind: rates, durations,
     sizes and percentages parsed as the scenario file's units are."""
-    out = {}
+    out: dict[str, tuple[float, str | None]] = {}
     for path, v in values.items():
         if isinstance(v, bool):
             continue

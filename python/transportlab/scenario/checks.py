@@ -66,7 +66,8 @@ def check_scenario(s: Scenario) -> list[Problem]:
         if p.name is None:
             p.name = f"probe{i}"
     items = [("flows", i, f) for i, f in enumerate(s.flows)] + [("probes", i, p) for i, p in enumerate(s.probes)]
-    names = [item.name for _, _, item in items]
+    # Every probe has a name by now (set just above).
+    names = [str(item.name) for _, _, item in items]
     for k in _duplicates(names):
         kind, i, item = items[k]
         out.append(((kind, i, "name"), "duplicate name (flows and probes share one namespace)", item.name))
@@ -107,11 +108,12 @@ def check_scenario(s: Scenario) -> list[Problem]:
     for kind, i, item in items:
         if item.port is None:
             continue
-        transport = "tcp" if kind == "flows" and KINDS[item.protocol].ip_proto == 6 else "udp"
-        key = (item.to, transport, item.port)
-        if key in ports:
+        tcp = kind == "flows" and KINDS[getattr(item, "protocol")].ip_proto == 6  # noqa: B009 - probes have none
+        transport = "tcp" if tcp else "udp"
+        port_key = (item.to, transport, item.port)
+        if port_key in ports:
             out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))
-        ports[key] = i
+        ports[port_key] = i
 
     for i, link in enumerate(s.links):
         for which in ("forward", "reverse"):
@@ -122,13 +124,13 @@ def check_scenario(s: Scenario) -> list[Problem]:
     for host, values in s.sysctls.items():
         if host not in hosts:
             out.append((("sysctls", host), f"unknown host (hosts: {', '.join(hosts)})", host))
-        for key in values:
-            if key in NETNS_READ_ONLY:
-                out.append((("sysctls", host, key), NETNS_READ_ONLY_WHY, values[key]))
+        for sysctl in values:
+            if sysctl in NETNS_READ_ONLY:
+                out.append((("sysctls", host, sysctl), NETNS_READ_ONLY_WHY, values[sysctl]))
 
-    a = s.analysis
-    if a.window is not None and a.window[1] > s.duration:
+    analysis = s.analysis
+    if analysis.window is not None and analysis.window[1] > s.duration:
         out.append((("analysis", "window"), f"ends after the scenario's end (duration {s.duration:g}s)", MISSING))
-    if a.bottleneck is not None and a.bottleneck not in {link.name for link in s.links}:
-        out.append((("analysis", "bottleneck"), "unknown link", a.bottleneck))
+    if analysis.bottleneck is not None and analysis.bottleneck not in {link.name for link in s.links}:
+        out.append((("analysis", "bottleneck"), "unknown link", analysis.bottleneck))
     return out

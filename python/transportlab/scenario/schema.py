@@ -216,7 +216,10 @@ class SplitSpec(_Table):
     def leg_shares(self, legs: int) -> list[float] | None:
         if self.mode == "duplicate":
             return None
-        return list(self.shares) if self.shares is not None else [self.ratio, 1.0 - self.ratio]
+        if self.shares is not None:
+            return list(self.shares)
+        assert self.ratio is not None  # _check: a batch split has shares or ratio
+        return [self.ratio, 1.0 - self.ratio]
 
 
 class MergeSpec(_Table):

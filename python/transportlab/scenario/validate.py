@@ -72,7 +72,7 @@ _SIMPLE = {
 }
 
 
-def _describe(e: dict, loc: tuple) -> str:
+def _describe(e: Any, loc: tuple) -> str:
     t, ctx = e["type"], e.get("ctx") or {}
     if t == "extra_forbidden":
         keys = keys_of(Scenario, list(loc[:-1]))

@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use quinn::congestion::{
-    BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig,
-    NewRenoConfig,
+    BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig, NewRenoConfig,
 };
 use quinn_proto::RttEstimator;
 
@@ -20,11 +19,7 @@ pub const QUINN_NAMES: &[&str] = &["bbr", "quinn-cubic", "quinn-newreno"];
 
 /// Every name `--cc` accepts.
 pub fn all_names() -> Vec<&'static str> {
-    congestion::NAMES
-        .iter()
-        .chain(QUINN_NAMES)
-        .copied()
-        .collect()
+    congestion::NAMES.iter().chain(QUINN_NAMES).copied().collect()
 }
 
 /// A validated `--cc` choice with its `--cc-param`s.
@@ -122,12 +117,8 @@ impl ControllerFactory for Factory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn QuinnController> {
         let algorithm = match self.choice.name.as_str() {
             "bbr" => Algorithm::Quinn(Arc::new(BbrConfig::default()).build(now, current_mtu)),
-            "quinn-cubic" => {
-                Algorithm::Quinn(Arc::new(CubicConfig::default()).build(now, current_mtu))
-            }
-            "quinn-newreno" => {
-                Algorithm::Quinn(Arc::new(NewRenoConfig::default()).build(now, current_mtu))
-            }
+            "quinn-cubic" => Algorithm::Quinn(Arc::new(CubicConfig::default()).build(now, current_mtu)),
+            "quinn-newreno" => Algorithm::Quinn(Arc::new(NewRenoConfig::default()).build(now, current_mtu)),
             name => {
                 // CcChoice::parse built this very name and parameter set already.
                 let c = congestion::build(name, &self.choice.params, current_mtu as u64, 0)
@@ -189,8 +180,7 @@ impl Instrumented {
         let p = &self.probe;
         p.window.store(window, Ordering::Relaxed);
         p.bytes_in_flight.store(self.in_flight, Ordering::Relaxed);
-        p.ssthresh
-            .store(ssthresh.unwrap_or(u64::MAX), Ordering::Relaxed);
+        p.ssthresh.store(ssthresh.unwrap_or(u64::MAX), Ordering::Relaxed);
         p.pacing_rate.store(pacing.unwrap_or(0), Ordering::Relaxed);
     }
 }
@@ -214,14 +204,7 @@ impl QuinnController for Instrumented {
         self.refresh();
     }
 
-    fn on_ack(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        bytes: u64,
-        app_limited: bool,
-        rtt: &RttEstimator,
-    ) {
+    fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
         let epoch = self.epoch;
         self.in_flight = self.in_flight.saturating_sub(bytes);
         self.probe.bytes_acked.fetch_add(bytes, Ordering::Relaxed);
@@ -245,13 +228,7 @@ impl QuinnController for Instrumented {
         // Published at on_end_acks: once per ACK frame is enough for the sampler.
     }
 
-    fn on_end_acks(
-        &mut self,
-        now: Instant,
-        in_flight: u64,
-        app_limited: bool,
-        largest_packet_num_acked: Option<u64>,
-    ) {
+    fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, largest_packet_num_acked: Option<u64>) {
         let epoch = self.epoch;
         self.in_flight = in_flight;
         match &mut self.algorithm {
@@ -261,20 +238,12 @@ impl QuinnController for Instrumented {
                 c.on_ack_end(t, in_flight);
                 publish_diagnostics(&self.probe, c.as_ref());
             }
-            Algorithm::Quinn(c) => {
-                c.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked)
-            }
+            Algorithm::Quinn(c) => c.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked),
         }
         self.refresh();
     }
 
-    fn on_congestion_event(
-        &mut self,
-        now: Instant,
-        sent: Instant,
-        is_persistent_congestion: bool,
-        lost_bytes: u64,
-    ) {
+    fn on_congestion_event(&mut self, now: Instant, sent: Instant, is_persistent_congestion: bool, lost_bytes: u64) {
         let epoch = self.epoch;
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
         match &mut self.algorithm {
@@ -287,9 +256,7 @@ impl QuinnController for Instrumented {
                 };
                 c.get_mut().unwrap().on_loss(&lost);
             }
-            Algorithm::Quinn(c) => {
-                c.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
-            }
+            Algorithm::Quinn(c) => c.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes),
         }
         self.refresh();
     }
@@ -359,10 +326,7 @@ mod tests {
     #[test]
     fn unknown_name_names_the_flag() {
         let e = CcChoice::parse("nope", &[]).unwrap_err();
-        assert!(
-            e.starts_with("--cc nope: unknown congestion controller"),
-            "{e}"
-        );
+        assert!(e.starts_with("--cc nope: unknown congestion controller"), "{e}");
         assert!(e.contains("bbr"), "{e}");
     }
 
@@ -376,10 +340,7 @@ mod tests {
     #[test]
     fn quinn_bbr_is_instrumented() {
         let probe = Arc::new(Probe::default());
-        let f = Arc::new(Factory::new(
-            CcChoice::parse("bbr", &[]).unwrap(),
-            probe.clone(),
-        ));
+        let f = Arc::new(Factory::new(CcChoice::parse("bbr", &[]).unwrap(), probe.clone()));
         let now = Instant::now();
         let mut c = f.build(now, 1200);
         assert!(c.window() > 0);

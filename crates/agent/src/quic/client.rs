@@ -171,8 +171,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         .context("cannot create the QUIC endpoint")?;
     let probe = Arc::new(Probe::default());
     let mut cfg = quinn::ClientConfig::new(Arc::new(
-        QuicClientConfig::try_from(tls::client_config()?)
-            .context("TLS config unusable for QUIC")?,
+        QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
     ));
     cfg.transport_config(Arc::new(opts.transport(probe.clone())));
 
@@ -228,9 +227,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
 
     let sender_is_client = req.client_sends();
     let bytes = if sender_is_client {
-        outcome
-            .server_received
-            .unwrap_or(t.bytes_sent.load(Relaxed))
+        outcome.server_received.unwrap_or(t.bytes_sent.load(Relaxed))
     } else {
         t.bytes_received.load(Relaxed)
     };
@@ -262,15 +259,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         objs.sort_by_key(|o| o.index);
         ObjectsSummary::new(
             objs.iter()
-                .map(|o| {
-                    ObjectSummary::new(
-                        o.index,
-                        o.size,
-                        o.request_ns,
-                        o.first_byte_ns,
-                        o.complete_ns,
-                    )
-                })
+                .map(|o| ObjectSummary::new(o.index, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
                 .collect(),
         )
     });
@@ -306,14 +295,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         // Last, so the CPU time includes closing and building the summary.
         cpu: Cpu::now(),
     };
-    let summary = output::envelope(
-        "quic-client",
-        params,
-        start_ns,
-        sys::now_ns(),
-        stopped_by,
-        results,
-    );
+    let summary = output::envelope("quic-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
     }
@@ -339,10 +321,7 @@ async fn transfer_for(
     streams: Option<u64>,
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
-    let (mut send, mut recv) = conn
-        .open_bi()
-        .await
-        .context("cannot open the control stream")?;
+    let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
     send.write_all(&req.encode(Transport::Quic)?)
         .await
         .context("cannot send the request")?;
@@ -350,11 +329,9 @@ async fn transfer_for(
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);
-            o.duration_over =
-                transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            o.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
             // The server replies with what it read once our stream has ended.
-            o.server_received =
-                Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
+            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Download => {
@@ -363,16 +340,8 @@ async fn transfer_for(
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages if req.client_sends_messages => {
-            transfer::send_messages(
-                &mut send,
-                req.message_size,
-                req.message_interval_ns,
-                req.duration_ns,
-                t,
-            )
-            .await?;
-            o.server_received =
-                Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
+            transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
+            o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages => {
@@ -400,13 +369,7 @@ async fn transfer_for(
             while let Some(r) = workers.join_next().await {
                 r.context("object task failed")??;
             }
-            o.end_ns = t
-                .objects
-                .lock()
-                .unwrap()
-                .iter()
-                .map(|x| x.complete_ns)
-                .max();
+            o.end_ns = t.objects.lock().unwrap().iter().map(|x| x.complete_ns).max();
         }
     }
     Ok(o)

@@ -67,9 +67,7 @@ impl Options {
         let datagram_size = match datagram_size {
             None => None,
             Some(n @ 1200..=65527) => Some(n as u16),
-            Some(n) => crate::usage!(
-                "--datagram-size {n}: must be between 1200 (QUIC's minimum) and 65527 bytes"
-            ),
+            Some(n) => crate::usage!("--datagram-size {n}: must be between 1200 (QUIC's minimum) and 65527 bytes"),
         };
         Ok(Options {
             cc,
@@ -137,8 +135,7 @@ impl EndpointSocket {
         if let Some(b) = o.sndbuf {
             sys::set_sndbuf(&s, b).with_context(|| format!("cannot set --sndbuf {b}"))?;
         }
-        s.bind(&addr.into())
-            .with_context(|| format!("cannot bind {addr}"))?;
+        s.bind(&addr.into()).with_context(|| format!("cannot bind {addr}"))?;
         let observer = s.try_clone().context("cannot duplicate the UDP socket")?;
         Ok((s.into(), EndpointSocket { observer }))
     }
@@ -297,9 +294,6 @@ pub struct Cpu {
 impl Cpu {
     pub fn now() -> Cpu {
         let (cpu_user_s, cpu_sys_s) = sys::cpu_times_s();
-        Cpu {
-            cpu_user_s,
-            cpu_sys_s,
-        }
+        Cpu { cpu_user_s, cpu_sys_s }
     }
 }

@@ -120,21 +120,13 @@ pub fn write(path: &Path, s: &[Sample]) -> anyhow::Result<()> {
         ),
         (
             "t_ns".into(),
-            Arc::new(Int64Array::from_iter_values(
-                s.iter().map(|x| x.t_ns as i64),
-            )),
+            Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
         ),
         ("bytes".into(), u64s(s, |x| x.bytes)),
         ("udp_bytes_sent".into(), u64s(s, |x| x.udp_bytes_sent)),
-        (
-            "udp_bytes_received".into(),
-            u64s(s, |x| x.udp_bytes_received),
-        ),
+        ("udp_bytes_received".into(), u64s(s, |x| x.udp_bytes_received)),
         ("packets_sent".into(), u64s(s, |x| x.packets_sent)),
-        (
-            "datagrams_received".into(),
-            u64s(s, |x| x.datagrams_received),
-        ),
+        ("datagrams_received".into(), u64s(s, |x| x.datagrams_received)),
         ("bytes_acked".into(), u64s(s, |x| x.bytes_acked)),
         ("cwnd_bytes".into(), u64s(s, |x| x.cwnd_bytes)),
         ("ssthresh_bytes".into(), opt_u64s(s, |x| x.ssthresh_bytes)),
@@ -151,10 +143,7 @@ pub fn write(path: &Path, s: &[Sample]) -> anyhow::Result<()> {
         ),
     ];
     // One `cc_<name>` column per diagnostic any sample has (null where a row lacks it).
-    let names: BTreeSet<&'static str> = s
-        .iter()
-        .flat_map(|x| x.diagnostics.iter().map(|d| d.0))
-        .collect();
+    let names: BTreeSet<&'static str> = s.iter().flat_map(|x| x.diagnostics.iter().map(|d| d.0)).collect();
     for name in names {
         let col = Float64Array::from_iter(
             s.iter()
@@ -162,10 +151,7 @@ pub fn write(path: &Path, s: &[Sample]) -> anyhow::Result<()> {
         );
         cols.push((format!("cc_{name}"), Arc::new(col)));
     }
-    output::write_series(
-        path,
-        cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect(),
-    )
+    output::write_series(path, cols.iter().map(|(n, a)| (n.as_str(), a.clone())).collect())
 }
 
 /// The per-message file (`--message-series`): one row per message received.
@@ -183,15 +169,11 @@ pub fn write_messages(path: &Path, rows: &[(u32, MessageRecord)]) -> anyhow::Res
             ),
             (
                 "send_ns",
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|r| r.1.send_ns as i64),
-                )),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1.send_ns as i64))),
             ),
             (
                 "recv_ns",
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|r| r.1.recv_ns as i64),
-                )),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1.recv_ns as i64))),
             ),
             (
                 "owd_ns",

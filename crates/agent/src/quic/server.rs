@@ -150,10 +150,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         message_series: c.message_series.as_deref(),
         options: opts.params(),
     };
-    let crypto = Arc::new(
-        QuicServerConfig::try_from(tls::server_config()?)
-            .context("TLS config unusable for QUIC")?,
-    );
+    let crypto = Arc::new(QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?);
     let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
     let port = sock.port();
     // Connections get their own configuration (controller factory and probe) when
@@ -197,16 +194,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
                 Ok(conn) => conn,
                 Err(e) => return failed_handshake(conn_index, peer, accepted_ns, e),
             };
-            serve_connection(
-                conn_index,
-                peer,
-                accepted_ns,
-                conn,
-                probe,
-                interval,
-                stop_rx,
-            )
-            .await
+            serve_connection(conn_index, peer, accepted_ns, conn, probe, interval, stop_rx).await
         }));
         if a.once {
             break;
@@ -214,10 +202,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     }
     let mut outcomes = Vec::new();
     for h in handles {
-        outcomes.push(
-            h.await
-                .map_err(|e| anyhow!("connection task failed: {e}"))?,
-        );
+        outcomes.push(h.await.map_err(|e| anyhow!("connection task failed: {e}"))?);
     }
     if stopped_by.is_none() {
         // --once: the connection ended by itself unless a stop arrived meanwhile.
@@ -237,11 +222,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let messages: Vec<(u32, MessageRecord)> = outcomes
         .iter_mut()
         .enumerate()
-        .flat_map(|(i, o)| {
-            std::mem::take(&mut o.messages)
-                .into_iter()
-                .map(move |m| (i as u32, m))
-        })
+        .flat_map(|(i, o)| std::mem::take(&mut o.messages).into_iter().map(move |m| (i as u32, m)))
         .collect();
     let results = Results {
         port,
@@ -253,14 +234,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         connections: outcomes.into_iter().map(|o| o.summary).collect(),
         cpu: Cpu::now(),
     };
-    let summary = output::envelope(
-        "quic-server",
-        params,
-        start_ns,
-        sys::now_ns(),
-        stopped_by,
-        results,
-    );
+    let summary = output::envelope("quic-server", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {
         series::write(p, &samples)?;
     }
@@ -276,12 +250,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn failed_handshake(
-    conn: u32,
-    peer: SocketAddr,
-    accepted_ns: u64,
-    e: ConnectionError,
-) -> ConnOutcome {
+fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {
     let error = format!("connection {conn} from {peer}: handshake failed: {e}");
     ConnOutcome {
         summary: ConnSummary::HandshakeFailed(FailedConn {
@@ -366,10 +335,7 @@ async fn serve_connection(
     let (transfer_start, transfer_end) = if sender_is_server {
         (header_ns, end_ns)
     } else {
-        (
-            t.first_byte().unwrap_or(header_ns),
-            t.last_byte().unwrap_or(end_ns),
-        )
+        (t.first_byte().unwrap_or(header_ns), t.last_byte().unwrap_or(end_ns))
     };
     let transfer_ns = transfer_end.saturating_sub(transfer_start);
     let complete = !stopped
@@ -413,11 +379,7 @@ async fn serve_connection(
         } else {
             t.first_byte()
         },
-        last_byte_ns: if sender_is_server {
-            Some(end_ns)
-        } else {
-            t.last_byte()
-        },
+        last_byte_ns: if sender_is_server { Some(end_ns) } else { t.last_byte() },
         end_ns,
         duration_s: secs(transfer_ns),
         throughput_bps: bps(bytes, transfer_ns),
@@ -444,16 +406,11 @@ async fn serve_request(
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
     let mut hdr = [0u8; request::QUIC_LEN];
-    recv.read_exact(&mut hdr)
-        .await
-        .context("cannot read the request")?;
+    recv.read_exact(&mut hdr).await.context("cannot read the request")?;
     let req = match Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r)) {
         Ok(r) => r,
         Err(e) => {
-            conn.close(
-                VarInt::from_u32(code::BAD_REQUEST),
-                e.to_string().as_bytes(),
-            );
+            conn.close(VarInt::from_u32(code::BAD_REQUEST), e.to_string().as_bytes());
             bail!("bad request: {e}");
         }
     };
@@ -462,8 +419,7 @@ async fn serve_request(
     served.header_ns = Some(header_ns);
     match req.mode {
         Mode::Upload => {
-            served.duration_over =
-                transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
+            served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
             let reply = UploadReply {
                 bytes_read: t.bytes_received.load(Relaxed),
             };
@@ -474,8 +430,7 @@ async fn serve_request(
         Mode::Download => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| header_ns + req.duration_ns);
-            served.duration_over =
-                transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            served.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
             served.transfer_done = true;
         }
         Mode::Messages if req.client_sends_messages => {
@@ -488,14 +443,7 @@ async fn serve_request(
             served.transfer_done = true;
         }
         Mode::Messages => {
-            transfer::send_messages(
-                &mut send,
-                req.message_size,
-                req.message_interval_ns,
-                req.duration_ns,
-                t,
-            )
-            .await?;
+            transfer::send_messages(&mut send, req.message_size, req.message_interval_ns, req.duration_ns, t).await?;
             served.transfer_done = true;
         }
         Mode::Objects => {
@@ -534,9 +482,7 @@ async fn serve_request(
 /// A connection closed by the client with code DONE is the normal end.
 fn closed_ok(e: ConnectionError) -> anyhow::Result<()> {
     match &e {
-        ConnectionError::ApplicationClosed(c) if c.error_code == VarInt::from_u32(code::DONE) => {
-            Ok(())
-        }
+        ConnectionError::ApplicationClosed(c) if c.error_code == VarInt::from_u32(code::DONE) => Ok(()),
         _ => Err(anyhow!("connection ended: {e}")),
     }
 }

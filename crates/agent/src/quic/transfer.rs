@@ -70,9 +70,7 @@ impl Transfer {
         let now = sys::now_ns();
         self.bytes_received.fetch_add(n as u64, Relaxed);
         self.payload.fetch_add(n as u64, Relaxed);
-        let _ = self
-            .first_byte_ns
-            .compare_exchange(0, now, Relaxed, Relaxed);
+        let _ = self.first_byte_ns.compare_exchange(0, now, Relaxed, Relaxed);
         self.last_byte_ns.store(now, Relaxed);
     }
 
@@ -86,13 +84,7 @@ impl Transfer {
     /// Summary fields of messages mode: the sender's lateness, the receiver's one-way
     /// delays (each end fills the half it saw).
     pub fn messages_summary(&self) -> MessagesSummary {
-        let lateness: Vec<f64> = self
-            .lateness_ns
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|&v| v as f64)
-            .collect();
+        let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
         let msgs = self.messages.lock().unwrap();
         let owd: Vec<f64> = msgs
             .iter()
@@ -183,20 +175,14 @@ pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvE
         match s.read_chunk(usize::MAX, true).await {
             Ok(Some(c)) => t.received(c.bytes.len()),
             Ok(None) => return Ok(RecvEnd::Finished),
-            Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => {
-                return Ok(RecvEnd::DurationOver)
-            }
+            Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => return Ok(RecvEnd::DurationOver),
             Err(e) => return Err(e.into()),
         }
     }
 }
 
 /// Sends one of the 8-byte messages (object request, upload reply) and counts it as sent.
-pub async fn send_word(
-    s: &mut SendStream,
-    word: [u8; object::LEN],
-    t: &Transfer,
-) -> Result<(), WriteError> {
+pub async fn send_word(s: &mut SendStream, word: [u8; object::LEN], t: &Transfer) -> Result<(), WriteError> {
     s.write_all(&word).await?;
     t.sent(word.len(), false);
     Ok(())
@@ -245,10 +231,7 @@ pub async fn send_messages(
         s.write_all(&buf).await?;
         t.sent(buf.len(), true);
         t.messages_sent.fetch_add(1, Relaxed);
-        t.lateness_ns
-            .lock()
-            .unwrap()
-            .push(now.saturating_sub(deadline));
+        t.lateness_ns.lock().unwrap().push(now.saturating_sub(deadline));
     }
     let _ = s.finish();
     Ok(())
@@ -263,11 +246,7 @@ pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyho
                 t.received(buf.len());
                 let recv_ns = t.last_byte_ns.load(Relaxed);
                 let Stamp { seq, send_ns } = Stamp::decode(&buf)?;
-                t.messages.lock().unwrap().push(MessageRecord {
-                    seq,
-                    send_ns,
-                    recv_ns,
-                });
+                t.messages.lock().unwrap().push(MessageRecord { seq, send_ns, recv_ns });
             }
             Err(ReadExactError::FinishedEarly(0)) => return Ok(()),
             Err(ReadExactError::FinishedEarly(n)) => {
@@ -279,12 +258,7 @@ pub async fn recv_messages(s: &mut RecvStream, size: u64, t: &Transfer) -> anyho
 }
 
 /// Serializes the request of an object (its size) on a new stream and reads the object.
-pub async fn fetch_object(
-    conn: &quinn::Connection,
-    index: u64,
-    size: u64,
-    t: &Transfer,
-) -> anyhow::Result<()> {
+pub async fn fetch_object(conn: &quinn::Connection, index: u64, size: u64, t: &Transfer) -> anyhow::Result<()> {
     let request_ns = sys::now_ns();
     let (mut send, mut recv) = conn.open_bi().await?;
     send_word(&mut send, ObjectRequest { size }.encode(), t).await?;
@@ -312,11 +286,7 @@ pub async fn fetch_object(
 }
 
 /// Answers one object request stream: reads the size, sends that many bytes, finishes.
-pub async fn serve_object(
-    mut send: SendStream,
-    mut recv: RecvStream,
-    t: &Transfer,
-) -> anyhow::Result<()> {
+pub async fn serve_object(mut send: SendStream, mut recv: RecvStream, t: &Transfer) -> anyhow::Result<()> {
     let size = ObjectRequest::decode(&recv_word(&mut recv).await?)?.size;
     t.bytes_received.fetch_add(object::LEN as u64, Relaxed);
     send_bulk(&mut send, Some(size), None, t).await?;

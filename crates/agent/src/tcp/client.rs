@@ -105,12 +105,8 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     };
 
     let start_ns = sys::now_ns();
-    let sock = Socket::new(
-        Domain::for_address(a.connect),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )
-    .context("cannot create TCP socket")?;
+    let sock = Socket::new(Domain::for_address(a.connect), Type::STREAM, Some(Protocol::TCP))
+        .context("cannot create TCP socket")?;
     if let Some(cc) = &a.cc {
         sys::set_congestion(&sock, cc)?;
     }
@@ -173,16 +169,10 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         };
     let objects = (header.mode == Mode::Objects).then(|| {
         ObjectsSummary::new(
-            (t.objects.iter().enumerate())
-                .map(|(i, o)| {
-                    ObjectSummary::new(
-                        i as u64,
-                        o.size,
-                        o.request_ns,
-                        o.first_byte_ns,
-                        o.complete_ns,
-                    )
-                })
+            t.objects
+                .iter()
+                .enumerate()
+                .map(|(i, o)| ObjectSummary::new(i as u64, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
                 .collect(),
         )
     });
@@ -207,21 +197,12 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         completion_s: complete.then(|| secs(completion_ns)),
         throughput_bps: bps(bytes, transfer_ns),
         goodput_bps: bps(bytes, completion_ns),
-        retransmits: final_info
-            .filter(|_| sender_is_client)
-            .map(|i| i.raw.total_retrans),
+        retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
         objects,
     };
-    let summary = output::envelope(
-        "tcp-client",
-        params,
-        start_ns,
-        sys::now_ns(),
-        stopped_by,
-        results,
-    );
+    let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
@@ -319,10 +300,7 @@ fn run_client_transfer(
             },
             Mode::Objects => {
                 for i in 0..h.object_count {
-                    let req = ObjectRequest {
-                        size: h.object_size,
-                    }
-                    .encode();
+                    let req = ObjectRequest { size: h.object_size }.encode();
                     let request_ns = sys::now_ns();
                     if !write_all(s, &req)? {
                         t.stopped = true;

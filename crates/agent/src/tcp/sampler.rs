@@ -105,11 +105,7 @@ impl Sampler {
                     }
                 }
             })?;
-        Ok(Sampler {
-            progress,
-            done,
-            handle,
-        })
+        Ok(Sampler { progress, done, handle })
     }
 
     /// Stops the thread, takes a last sample now and returns all samples.

@@ -29,9 +29,7 @@ pub fn write(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
             ("conn", u32s(s, |x| x.conn)),
             (
                 "t_ns",
-                Arc::new(Int64Array::from_iter_values(
-                    s.iter().map(|x| x.t_ns as i64),
-                )) as ArrayRef,
+                Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))) as ArrayRef,
             ),
             ("bytes", u64s(s, |x| x.bytes)),
             ("state", u32s(s, |x| x.info.raw.state as u32)),
@@ -52,9 +50,7 @@ pub fn write(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
             ("delivery_rate_Bps", u64s(s, |x| x.info.raw.delivery_rate)),
             (
                 "delivery_rate_app_limited",
-                Arc::new(BooleanArray::from_iter(
-                    s.iter().map(|x| Some(x.info.app_limited())),
-                )) as ArrayRef,
+                Arc::new(BooleanArray::from_iter(s.iter().map(|x| Some(x.info.app_limited())))) as ArrayRef,
             ),
             ("bytes_acked", u64s(s, |x| x.info.raw.bytes_acked)),
             ("bytes_received", u64s(s, |x| x.info.raw.bytes_received)),
@@ -75,10 +71,7 @@ pub fn write(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
                 "bytes_retrans",
                 opt_u64s(s, END_BYTES_RETRANS, |x| x.info.raw.bytes_retrans),
             ),
-            (
-                "snd_wnd",
-                opt_u64s(s, END_SND_WND, |x| x.info.raw.snd_wnd as u64),
-            ),
+            ("snd_wnd", opt_u64s(s, END_SND_WND, |x| x.info.raw.snd_wnd as u64)),
         ],
     )
 }

@@ -95,12 +95,8 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
         summary: &a.summary,
         series: a.series.as_deref(),
     };
-    let sock = Socket::new(
-        Domain::for_address(a.bind),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )
-    .context("cannot create TCP socket")?;
+    let sock = Socket::new(Domain::for_address(a.bind), Type::STREAM, Some(Protocol::TCP))
+        .context("cannot create TCP socket")?;
     sock.set_reuse_address(true)?;
     if let Some(cc) = &a.cc {
         // Accepted sockets inherit the listener's congestion control.
@@ -148,11 +144,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
                         thread::sleep(Duration::from_millis(5));
                     }
                     handles.push(h);
-                    break if sys::stop_requested() {
-                        "signal"
-                    } else {
-                        "once"
-                    };
+                    break if sys::stop_requested() { "signal" } else { "once" };
                 }
                 handles.push(h);
             }
@@ -166,9 +158,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     let mut samples = Vec::new();
     let mut first_error = None;
     for h in handles {
-        let o = h
-            .join()
-            .map_err(|_| anyhow::anyhow!("connection thread panicked"))?;
+        let o = h.join().map_err(|_| anyhow::anyhow!("connection thread panicked"))?;
         if first_error.is_none() {
             first_error = o.error.clone();
         }
@@ -182,14 +172,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
         connections: conns,
         samples: samples.len(),
     };
-    let summary = output::envelope(
-        "tcp-server",
-        params,
-        start_ns,
-        sys::now_ns(),
-        stopped_by,
-        results,
-    );
+    let summary = output::envelope("tcp-server", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
@@ -234,11 +217,7 @@ fn serve_connection(
     let mut tls_done_ns = None;
     let r = (|| -> anyhow::Result<()> {
         prepare(&tcp)?;
-        let s = sampler.insert(Sampler::start(Arc::new(Progress::new(
-            &tcp,
-            conn,
-            interval_ns,
-        )?))?);
+        let s = sampler.insert(Sampler::start(Arc::new(Progress::new(&tcp, conn, interval_ns)?))?);
         // A duplicate of the socket, so `tcp` stays readable for TCP_INFO.
         let dup = tcp.try_clone()?;
         let mut stream = match tls {
@@ -261,9 +240,7 @@ fn serve_connection(
     let cc = sys::get_congestion(&tcp);
     drop(tcp);
     let end_ns = sys::now_ns();
-    let error = r
-        .err()
-        .map(|e| format!("connection {conn} from {peer}: {e:#}"));
+    let error = r.err().map(|e| format!("connection {conn} from {peer}: {e:#}"));
 
     let mode = t.header.map(|h| h.mode);
     let sender_is_server = matches!(mode, Some(Mode::Download) | Some(Mode::Objects));
@@ -273,10 +250,7 @@ fn serve_connection(
         t.bytes_received
     };
     let (transfer_start, transfer_end) = match mode {
-        Some(Mode::Upload) => (
-            t.first_byte_ns.unwrap_or(t.header_ns),
-            t.last_byte_ns.unwrap_or(end_ns),
-        ),
+        Some(Mode::Upload) => (t.first_byte_ns.unwrap_or(t.header_ns), t.last_byte_ns.unwrap_or(end_ns)),
         _ => (t.header_ns, end_ns),
     };
     let transfer_ns = transfer_end.saturating_sub(transfer_start);
@@ -308,9 +282,7 @@ fn serve_connection(
         end_ns,
         duration_s: secs(transfer_ns),
         throughput_bps: bps(bytes, transfer_ns),
-        retransmits: final_info
-            .filter(|_| sender_is_server)
-            .map(|i| i.raw.total_retrans),
+        retransmits: final_info.filter(|_| sender_is_server).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
     };
@@ -321,11 +293,7 @@ fn serve_connection(
     }
 }
 
-fn serve_transfer(
-    s: &mut Stream,
-    t: &mut ServerTransfer,
-    counter: &Progress,
-) -> anyhow::Result<()> {
+fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) -> anyhow::Result<()> {
     let mut hdr = [0u8; request::TCP_LEN];
     match read_full(s, &mut hdr)? {
         Filled::Full => {}
@@ -338,8 +306,7 @@ fn serve_transfer(
             request::TCP_LEN
         ),
     }
-    let h = Request::decode(Transport::Tcp, &hdr)
-        .map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
+    let h = Request::decode(Transport::Tcp, &hdr).map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
     t.header = Some(h);
     t.header_ns = sys::now_ns();
     h.validate()?;

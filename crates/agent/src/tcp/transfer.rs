@@ -28,12 +28,7 @@ pub fn write_all(s: &mut Stream, mut buf: &[u8]) -> io::Result<bool> {
     while !buf.is_empty() {
         match write_some(s, buf)? {
             None => return Ok(false),
-            Some(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "connection closed",
-                ))
-            }
+            Some(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed")),
             Some(n) => buf = &buf[n..],
         }
     }
@@ -74,11 +69,7 @@ pub fn read_full(s: &mut Stream, buf: &mut [u8]) -> io::Result<Filled> {
 }
 
 /// Reads and discards until EOF; returns (bytes read, EOF time) or None if stopped.
-pub fn drain_to_eof(
-    s: &mut Stream,
-    buf: &mut [u8],
-    counter: Option<&Progress>,
-) -> io::Result<Option<(u64, u64)>> {
+pub fn drain_to_eof(s: &mut Stream, buf: &mut [u8], counter: Option<&Progress>) -> io::Result<Option<(u64, u64)>> {
     let mut total = 0u64;
     loop {
         match read_some(s, buf)? {
@@ -126,12 +117,7 @@ pub fn send_bulk(
         }
         match write_some(s, &buf[..want])? {
             None => return Ok((sent, true)),
-            Some(0) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "connection closed",
-                ))
-            }
+            Some(0) => return Err(io::Error::new(io::ErrorKind::WriteZero, "connection closed")),
             Some(n) => {
                 sent += n as u64;
                 *total += n as u64;

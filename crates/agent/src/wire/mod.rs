@@ -64,10 +64,7 @@ impl fmt::Display for Error {
                 )
             }
             Error::UnsupportedVersion { found, expected } => {
-                write!(
-                    f,
-                    "unsupported request version {found} (expected {expected})"
-                )
+                write!(f, "unsupported request version {found} (expected {expected})")
             }
             Error::UnknownMode(m) => write!(f, "unknown mode {m}"),
             Error::BadByte { field, value } => write!(f, "bad {field} byte {value}"),
@@ -81,10 +78,7 @@ impl std::error::Error for Error {}
 /// Fails with [`Error::Truncated`] unless `buf` holds at least `needed` bytes.
 fn check_len(buf: &[u8], needed: usize) -> Result<(), Error> {
     if buf.len() < needed {
-        return Err(Error::Truncated {
-            needed,
-            got: buf.len(),
-        });
+        return Err(Error::Truncated { needed, got: buf.len() });
     }
     Ok(())
 }
@@ -120,19 +114,10 @@ mod tests {
         put_u64(&mut buf, 8..16, 0xdead_beef_0000_0001).unwrap();
         assert_eq!(get_u64(&buf, 8..16), Ok(0xdead_beef_0000_0001));
         assert_eq!(buf[8], 0xde);
-        assert_eq!(
-            get_u64(&buf, 20..28),
-            Err(Error::Truncated {
-                needed: 28,
-                got: 24
-            })
-        );
+        assert_eq!(get_u64(&buf, 20..28), Err(Error::Truncated { needed: 28, got: 24 }));
         assert_eq!(
             put_u64(&mut buf, 17..25, 1),
-            Err(Error::Truncated {
-                needed: 25,
-                got: 24
-            })
+            Err(Error::Truncated { needed: 25, got: 24 })
         );
     }
 }

@@ -61,9 +61,8 @@ impl Transport {
         }
     }
 
-    /// Length of this transport's request in bytes (a request is never empty).
-    #[allow(clippy::len_without_is_empty)]
-    pub const fn len(self) -> usize {
+    /// Length of this transport's request in bytes.
+    pub const fn request_len(self) -> usize {
         match self {
             Transport::Tcp => TCP_LEN,
             Transport::Quic => QUIC_LEN,
@@ -153,10 +152,10 @@ impl Request {
         }
     }
 
-    /// Decodes the request at the start of `buf` (bytes past `transport.len()` are not
+    /// Decodes the request at the start of `buf` (bytes past `transport.request_len()` are not
     /// looked at). Checks the framing only; [`Request::validate`] checks the amounts.
     pub fn decode(transport: Transport, buf: &[u8]) -> Result<Request, Error> {
-        check_len(buf, transport.len())?;
+        check_len(buf, transport.request_len())?;
         let mut magic = [0u8; 4];
         magic.copy_from_slice(&buf[field::MAGIC]);
         if magic != transport.magic() {
@@ -216,9 +215,9 @@ impl Request {
     /// Whether a server can serve this request.
     pub fn validate(&self) -> Result<(), Error> {
         match self.mode {
-            Mode::Download if self.bytes == 0 && self.duration_ns == 0 => Err(Error::Invalid(
-                "download request has neither bytes nor duration",
-            )),
+            Mode::Download if self.bytes == 0 && self.duration_ns == 0 => {
+                Err(Error::Invalid("download request has neither bytes nor duration"))
+            }
             Mode::Messages
                 if self.message_size < super::stamp::LEN as u64
                     || self.message_interval_ns == 0
@@ -232,10 +231,10 @@ impl Request {
         }
     }
 
-    /// Writes the request for `transport` over the first `transport.len()` bytes of `buf`.
+    /// Writes the request for `transport` over the first `transport.request_len()` bytes of `buf`.
     /// TCP has no messages mode and carries no message fields.
     pub fn emit(&self, transport: Transport, buf: &mut [u8]) -> Result<(), Error> {
-        check_len(buf, transport.len())?;
+        check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
         }
@@ -259,9 +258,9 @@ impl Request {
         Ok(())
     }
 
-    /// The request as `transport.len()` bytes.
+    /// The request as `transport.request_len()` bytes.
     pub fn encode(&self, transport: Transport) -> Result<Vec<u8>, Error> {
-        let mut b = vec![0u8; transport.len()];
+        let mut b = vec![0u8; transport.request_len()];
         self.emit(transport, &mut b)?;
         Ok(b)
     }
@@ -271,13 +270,7 @@ impl Request {
 mod tests {
     use super::*;
 
-    fn tcp(
-        mode: Mode,
-        bytes: u64,
-        duration_ns: u64,
-        object_size: u64,
-        object_count: u64,
-    ) -> Request {
+    fn tcp(mode: Mode, bytes: u64, duration_ns: u64, object_size: u64, object_count: u64) -> Request {
         Request {
             bytes,
             duration_ns,
@@ -337,27 +330,19 @@ mod tests {
             client_sends_messages: false,
             ..Request::new(Mode::Download)
         };
-        assert_eq!(
-            download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER],
-            2
-        );
+        assert_eq!(download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER], 2);
     }
 
     #[test]
     fn rejects_garbage_with_the_field_named() {
-        let good = tcp(Mode::Upload, 1, 0, 0, 0)
-            .encode(Transport::Tcp)
-            .unwrap();
+        let good = tcp(Mode::Upload, 1, 0, 0, 0).encode(Transport::Tcp).unwrap();
         let bad = |i: usize, v: u8| {
             let mut b = good.clone();
             b[i] = v;
             Request::decode(Transport::Tcp, &b).unwrap_err().to_string()
         };
         assert!(bad(field::MODE, 9).contains("mode"));
-        assert!(
-            bad(field::MODE, 4).contains("mode"),
-            "no messages mode over TCP"
-        );
+        assert!(bad(field::MODE, 4).contains("mode"), "no messages mode over TCP");
         assert!(bad(field::VERSION, 7).contains("version"));
         assert!(bad(0, b'X').contains("magic"));
         assert!(bad(field::MESSAGE_SENDER, 1).contains("reserved"));
@@ -365,16 +350,10 @@ mod tests {
         let mut tcp_as_quic = good.clone();
         tcp_as_quic.resize(QUIC_LEN, 0);
         let e = Request::decode(Transport::Quic, &tcp_as_quic).unwrap_err();
-        assert!(
-            e.to_string().contains("not a transportlab QUIC client"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("not a transportlab QUIC client"), "{e}");
         assert_eq!(
             Request::decode(Transport::Tcp, &good[..39]),
-            Err(Error::Truncated {
-                needed: 40,
-                got: 39
-            })
+            Err(Error::Truncated { needed: 40, got: 39 })
         );
         let mut q = Request::new(Mode::Upload).encode(Transport::Quic).unwrap();
         q[field::MESSAGE_SENDER] = 0;
@@ -395,12 +374,7 @@ mod tests {
             ..Request::new(Mode::Messages)
         };
         assert!(m.validate().is_ok());
-        assert!(Request {
-            message_size: 15,
-            ..m
-        }
-        .validate()
-        .is_err());
+        assert!(Request { message_size: 15, ..m }.validate().is_err());
         assert!(Request::new(Mode::Messages).encode(Transport::Tcp).is_err());
     }
 }

@@ -109,13 +109,7 @@ mod tests {
     #[test]
     fn short_buffers_are_refused_untouched() {
         let mut b = [7u8; 23];
-        assert_eq!(
-            set_echo_ns(&mut b, 1),
-            Err(Error::Truncated {
-                needed: 24,
-                got: 23
-            })
-        );
+        assert_eq!(set_echo_ns(&mut b, 1), Err(Error::Truncated { needed: 24, got: 23 }));
         assert_eq!(
             ProbeStamp {
                 seq: 1,
@@ -123,25 +117,13 @@ mod tests {
                 echo_ns: 3
             }
             .emit(&mut b),
-            Err(Error::Truncated {
-                needed: 24,
-                got: 23
-            })
+            Err(Error::Truncated { needed: 24, got: 23 })
         );
         assert_eq!(b, [7u8; 23]);
-        assert_eq!(
-            Stamp::decode(&b[..15]),
-            Err(Error::Truncated {
-                needed: 16,
-                got: 15
-            })
-        );
+        assert_eq!(Stamp::decode(&b[..15]), Err(Error::Truncated { needed: 16, got: 15 }));
         assert_eq!(
             Stamp { seq: 0, send_ns: 0 }.emit(&mut b[..15]),
-            Err(Error::Truncated {
-                needed: 16,
-                got: 15
-            })
+            Err(Error::Truncated { needed: 16, got: 15 })
         );
     }
 }

@@ -77,10 +77,7 @@ pub fn wait(mut child: Child, limit: Duration) -> i32 {
 }
 
 pub fn run(args: &[&str], limit: Duration) -> i32 {
-    wait(
-        Command::new(AGENT).args(args).spawn().expect("spawn agent"),
-        limit,
-    )
+    wait(Command::new(AGENT).args(args).spawn().expect("spawn agent"), limit)
 }
 
 pub fn summary(path: &str) -> Value {

@@ -87,13 +87,7 @@ mod tests {
     #[test]
     fn rejects_ipv6_and_short() {
         assert_eq!(flow_key(&[0x60; 40]), Err(Error::NotIpv4 { version: 6 }));
-        assert_eq!(
-            flow_key(&[0x45; 10]),
-            Err(Error::Truncated {
-                needed: 20,
-                got: 10
-            })
-        );
+        assert_eq!(flow_key(&[0x45; 10]), Err(Error::Truncated { needed: 20, got: 10 }));
     }
 
     #[test]

@@ -214,12 +214,9 @@ mod tests {
 
     /// UDP datagrams Linux sent over loopback with IP_TOS 0x00, 0xbb and 0x02: the
     /// kernel's checksums are the known-good values.
-    const KERNEL_TOS_00: &str =
-        "45000028f1a4400040114b1e7f0000017f0000019c40d1050014fe277472616e73706f72746c6162";
-    const KERNEL_TOS_BB: &str =
-        "45bb0028f1a5400040114a627f0000017f0000019cfbd1050014fe277472616e73706f72746c6162";
-    const KERNEL_TOS_02: &str =
-        "45020028f1a6400040114b1a7f0000017f0000019c42d1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_00: &str = "45000028f1a4400040114b1e7f0000017f0000019c40d1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_BB: &str = "45bb0028f1a5400040114a627f0000017f0000019cfbd1050014fe277472616e73706f72746c6162";
+    const KERNEL_TOS_02: &str = "45020028f1a6400040114b1a7f0000017f0000019c42d1050014fe277472616e73706f72746c6162";
 
     #[test]
     fn reads_every_field() {
@@ -231,14 +228,8 @@ mod tests {
         );
         assert_eq!((p.dscp(), p.ecn()), (46, Ecn::Ce));
         assert!(p.dont_frag() && !p.more_frags() && p.is_first_fragment());
-        assert_eq!(
-            (p.ttl(), p.protocol(), p.checksum()),
-            (64, protocol::UDP, 0x4a62)
-        );
-        assert_eq!(
-            (p.src_addr(), p.dst_addr()),
-            (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST)
-        );
+        assert_eq!((p.ttl(), p.protocol(), p.checksum()), (64, protocol::UDP, 0x4a62));
+        assert_eq!((p.src_addr(), p.dst_addr()), (Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST));
         assert_eq!(p.payload().len(), 20);
         assert!(p.verify_checksum());
     }
@@ -296,10 +287,7 @@ mod tests {
         let good = hex(KERNEL_TOS_00);
         assert_eq!(
             Ipv4Packet::new_checked(&good[..19]).unwrap_err(),
-            Error::Truncated {
-                needed: 20,
-                got: 19
-            }
+            Error::Truncated { needed: 20, got: 19 }
         );
         let mut v6 = good.clone();
         v6[0] = 0x60;
@@ -317,15 +305,9 @@ mod tests {
         options[0] = 0x4f;
         assert_eq!(
             Ipv4Packet::new_checked(&options[..]).unwrap_err(),
-            Error::Truncated {
-                needed: 60,
-                got: 40
-            }
+            Error::Truncated { needed: 60, got: 40 }
         );
         options.resize(60, 0);
-        assert_eq!(
-            Ipv4Packet::new_checked(&options[..]).unwrap().payload(),
-            &[] as &[u8]
-        );
+        assert_eq!(Ipv4Packet::new_checked(&options[..]).unwrap().payload(), &[] as &[u8]);
     }
 }

@@ -49,10 +49,7 @@ impl std::error::Error for Error {}
 
 fn check_len(buf: &[u8], needed: usize) -> Result<(), Error> {
     if buf.len() < needed {
-        return Err(Error::Truncated {
-            needed,
-            got: buf.len(),
-        });
+        return Err(Error::Truncated { needed, got: buf.len() });
     }
     Ok(())
 }
@@ -62,12 +59,7 @@ fn be16(buf: &[u8], f: Field) -> u16 {
 }
 
 fn be32(buf: &[u8], f: Field) -> u32 {
-    u32::from_be_bytes([
-        buf[f.start],
-        buf[f.start + 1],
-        buf[f.start + 2],
-        buf[f.start + 3],
-    ])
+    u32::from_be_bytes([buf[f.start], buf[f.start + 1], buf[f.start + 2], buf[f.start + 3]])
 }
 
 fn set_be16(buf: &mut [u8], f: Field, v: u16) {

@@ -99,10 +99,7 @@ mod tests {
         assert_eq!((t.header_len(), t.window()), (24, 1024));
         assert_eq!(
             TcpPacket::new_checked(&b[..23]).unwrap_err(),
-            Error::Truncated {
-                needed: 24,
-                got: 23
-            }
+            Error::Truncated { needed: 24, got: 23 }
         );
         b[field::DATA_OFF_FLAGS.start] = 4 << 4;
         assert_eq!(
@@ -111,10 +108,7 @@ mod tests {
         );
         assert_eq!(
             TcpPacket::new_checked(&b[..19]).unwrap_err(),
-            Error::Truncated {
-                needed: 20,
-                got: 19
-            }
+            Error::Truncated { needed: 20, got: 19 }
         );
     }
 }

@@ -9,10 +9,7 @@ pub type Out = (u64, bool, Nanos);
 /// Drives one stage in virtual time: before each arrival, hands out whatever is due by
 /// then (as a driver would); at the end drains everything. Returns the packets handed
 /// out in order, and the drops.
-pub fn run_stage<S: Stage<()>>(
-    stage: &mut S,
-    arrivals: &[(u64, u32, Nanos)],
-) -> (Vec<Out>, Vec<(u64, DropReason)>) {
+pub fn run_stage<S: Stage<()>>(stage: &mut S, arrivals: &[(u64, u32, Nanos)]) -> (Vec<Out>, Vec<(u64, DropReason)>) {
     let mut out = Vec::new();
     let mut drops = Vec::new();
     let drain = |stage: &mut S, now: Nanos, out: &mut Vec<Out>| {
@@ -34,10 +31,7 @@ pub fn run_stage<S: Stage<()>>(
 }
 
 /// Drives a pipeline in virtual time; returns all events in the order they happened.
-pub fn run_pipeline(
-    p: &mut Pipeline<()>,
-    arrivals: &[(u64, u32, Nanos)],
-) -> Vec<PipelineEvent<()>> {
+pub fn run_pipeline(p: &mut Pipeline<()>, arrivals: &[(u64, u32, Nanos)]) -> Vec<PipelineEvent<()>> {
     let mut ev = Vec::new();
     for &(id, size, at) in arrivals {
         while let Some(e) = p.step(at) {
@@ -69,10 +63,7 @@ pub fn pipeline_drops(ev: &[PipelineEvent<()>]) -> Vec<(u64, DropReason, usize)>
     ev.iter()
         .filter_map(|e| match e {
             PipelineEvent::Dropped {
-                packet,
-                reason,
-                stage,
-                ..
+                packet, reason, stage, ..
             } => Some((packet.id, *reason, *stage)),
             _ => None,
         })
@@ -110,8 +101,7 @@ pub fn erfc(x: f64) -> f64 {
                         + t * (-0.186_288_06
                             + t * (0.278_868_07
                                 + t * (-1.135_203_98
-                                    + t * (1.488_515_87
-                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
             .exp();
     if x >= 0.0 {
         ans
@@ -128,10 +118,7 @@ pub fn normal_tail(x: f64) -> f64 {
 /// Drives a direction of either kind in virtual time, as a driver would: everything due
 /// by an arrival's time happens before it. Returns all events in order, and checks that
 /// they come out in non-decreasing time (exact due-time processing).
-pub fn run_direction(
-    d: &mut linkem::Direction<()>,
-    arrivals: &[(u64, u32, Nanos)],
-) -> Vec<linkem::DirectionEvent<()>> {
+pub fn run_direction(d: &mut linkem::Direction<()>, arrivals: &[(u64, u32, Nanos)]) -> Vec<linkem::DirectionEvent<()>> {
     let mut ev = Vec::new();
     let push = |e: linkem::DirectionEvent<()>, ev: &mut Vec<linkem::DirectionEvent<()>>| {
         if let Some(prev) = ev.last() {

@@ -1,0 +1,114 @@
+//! The engine's packet parsing on arbitrary bytes, as the forwarder meets them from a TUN
+//! device. `flow_key` must answer every input with a key or a typed error, never panic,
+//! and give the keys the literal-offset parser it replaced gave. On an accepted packet the
+//! header lies inside the packet, the key agrees with the typed views, and ECN marking
+//! (set CE, recompute the checksum) changes only the TOS and checksum bytes and leaves a
+//! header whose checksum verifies.
+#![no_main]
+
+use engine::wire::ipv4::{protocol, Ecn, Ipv4Packet, MIN_HEADER_LEN};
+use engine::wire::{flow_key, Error, FlowKey, TcpPacket, UdpPacket};
+use libfuzzer_sys::fuzz_target;
+
+/// The parser before the typed views (literal offsets), as the reference.
+fn literal_offsets(pkt: &[u8]) -> Option<FlowKey> {
+    if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+        return None;
+    }
+    let ihl = ((pkt[0] & 0x0f) as usize) * 4;
+    if ihl < 20 || pkt.len() < ihl {
+        return None;
+    }
+    let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
+    let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
+    let mut key = FlowKey {
+        src: be32(12),
+        dst: be32(16),
+        proto: pkt[9],
+        ..FlowKey::default()
+    };
+    let first_fragment = be16(6) & 0x1fff == 0;
+    let l4 = &pkt[ihl..];
+    if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {
+        key.sport = u16::from_be_bytes([l4[0], l4[1]]);
+        key.dport = u16::from_be_bytes([l4[2], l4[3]]);
+        if key.proto == 6 && l4.len() >= 8 {
+            key.tcp_seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+        }
+    }
+    Some(key)
+}
+
+fuzz_target!(|data: &[u8]| {
+    let key = flow_key(data);
+    assert_eq!(key.ok(), literal_offsets(data), "the views changed a key");
+    let ip = Ipv4Packet::new_checked(data);
+    let key = match (key, ip.as_ref()) {
+        (Ok(key), Ok(_)) => key,
+        (Err(e), Err(e2)) => {
+            assert_eq!(&e, e2, "flow_key and Ipv4Packet::new_checked refuse differently");
+            match e {
+                Error::Truncated { needed, got } => assert!(got == data.len() && got < needed && needed <= 60),
+                Error::NotIpv4 { version } => assert_ne!(version, 4),
+                Error::BadHeaderLen { header_len } => assert!(header_len < MIN_HEADER_LEN),
+            }
+            let _ = e.to_string();
+            return;
+        }
+        _ => panic!("flow_key and Ipv4Packet::new_checked disagree on {data:02x?}"),
+    };
+    let ip = ip.unwrap();
+
+    let header_len = ip.header_len();
+    assert_eq!(ip.version(), 4);
+    assert!((MIN_HEADER_LEN..=60).contains(&header_len) && header_len <= data.len());
+    assert_eq!(ip.payload().len(), data.len() - header_len);
+    assert_eq!(
+        (key.src, key.dst, key.proto),
+        (u32::from(ip.src_addr()), u32::from(ip.dst_addr()), ip.protocol())
+    );
+    let has_ports = ip.is_first_fragment() && matches!(ip.protocol(), protocol::TCP | protocol::UDP);
+    if !has_ports {
+        assert_eq!((key.sport, key.dport, key.tcp_seq), (0, 0, 0));
+    }
+    if key.tcp_seq != 0 {
+        assert_eq!(key.proto, protocol::TCP);
+    }
+    // Where a whole transport header is there, its checked view reads what the key holds.
+    if has_ports {
+        let l4 = ip.payload();
+        if ip.protocol() == protocol::TCP {
+            if let Ok(t) = TcpPacket::new_checked(l4) {
+                assert_eq!(
+                    (t.src_port(), t.dst_port(), t.seq_number()),
+                    (key.sport, key.dport, key.tcp_seq)
+                );
+                assert!(t.header_len() <= l4.len());
+            }
+        } else if let Ok(u) = UdpPacket::new_checked(l4) {
+            assert_eq!((u.src_port(), u.dst_port()), (key.sport, key.dport));
+        }
+    }
+
+    // ECN marking in place, as a queue will do it.
+    let mut marked = data.to_vec();
+    let mut p = Ipv4Packet::new_checked(&mut marked[..]).expect("same bytes, same check");
+    p.set_ecn(Ecn::Ce);
+    p.fill_checksum();
+    assert!(p.verify_checksum());
+    assert_eq!((p.dscp(), p.ecn()), (ip.dscp(), Ecn::Ce));
+    let new_checksum = p.checksum();
+    for (i, (a, b)) in data.iter().zip(&marked).enumerate() {
+        assert!(a == b || i == 1 || i == 10 || i == 11, "byte {i} changed");
+    }
+    assert_eq!(flow_key(&marked), Ok(key));
+    // A header that was right and already marked keeps its checksum (up to the two
+    // encodings of ones'-complement zero).
+    if ip.verify_checksum() && ip.ecn() == Ecn::Ce {
+        let old = ip.checksum();
+        assert!(
+            new_checksum == old || (old, new_checksum) == (0xffff, 0),
+            "{old:04x} → {new_checksum:04x}"
+        );
+    }
+});
