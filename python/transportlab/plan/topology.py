@@ -4,6 +4,7 @@ the static routing computed from them. Pure: no system calls here (see `network`
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -207,7 +208,7 @@ class Topology:
         share one engine; a packet to an unreachable host is dropped as `no_route`)."""
         return [self.route(s, d) for s in self.hosts for d in self.hosts if s != d and self.connected(s, d)]
 
-    def engine_config(self, attach: dict[str, int | dict], seed: int, log_path: str, stats_path: str) -> dict:
+    def engine_config(self, attach: Mapping[str, int | dict], seed: int, log_path: str, stats_path: str) -> dict:
         """The engine's JSON configuration (crates/engine/src/config.rs). `attach` per
         host: a TUN descriptor, or the engine's `{"kind": "veth", ...}` attachment."""
 
