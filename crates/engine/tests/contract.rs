@@ -1,9 +1,9 @@
 //! The engine's packet log against contracts/contract.json, the file the Python reader
 //! takes the log's version, record size and drop reasons from: a log written by the
 //! engine's own writer carries that version and record size in its header, the engine's
-//! drop reasons are the file's `engine` ones, and tests/data/packets_v<version>.tlog is
-//! byte for byte what the writer writes for a fixed set of records (so a Python test
-//! reads a Rust-written log). `TLAB_BLESS=1 cargo test` rewrites that sample.
+//! drop reasons are the file's `engine` ones. (The Rust-written sample a Python test
+//! reads, tests/data/packets_v<version>.tlog, is checked by the writer's own unit test in
+//! src/log.rs.)
 
 // The writer lives in the binary's modules; compiling its source here tests the very
 // code the engine runs. Parts of it this test does not call are not dead in the engine.
@@ -41,6 +41,8 @@ fn written(name: &str, records: &[Record]) -> Vec<u8> {
     for r in records {
         log.record(
             r.t_ns,
+            // The hand-over a little after the model's due time, as the engine records it.
+            r.t_ns + 100,
             r.packet_id,
             &r.key,
             r.size,
@@ -199,29 +201,11 @@ fn engine_reasons_match_the_contract() {
         (reason::NO_ROUTE, "no_route"),
         (reason::TUN_WRITE_FAILED, "tun_write_failed"),
         (reason::NOT_IPV4, "not_ipv4"),
+        (reason::OVERSIZE, "oversize"),
     ]
     .map(|(c, name)| (u64::from(c), name, true));
     assert_eq!(
         file, code,
         "the engine's reasons (code, name, unintended) in contracts/contract.json vs log::reason"
-    );
-}
-
-#[test]
-fn the_sample_log_is_what_the_writer_writes() {
-    let version = contract()["packet_log_version"].as_u64().unwrap();
-    let sample = repo().join(format!("tests/data/packets_v{version}.tlog"));
-    let bytes = written("sample", &sample_records());
-    if std::env::var_os("TLAB_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&sample, &bytes).unwrap_or_else(|e| panic!("{}: {e}", sample.display()));
-        return;
-    }
-    let shipped = std::fs::read(&sample)
-        .unwrap_or_else(|e| panic!("{}: {e} (TLAB_BLESS=1 cargo test writes it)", sample.display()));
-    assert!(
-        shipped == bytes,
-        "{} differs from what the writer writes now; if the format changed on purpose, bump the version \
-         and rewrite it with TLAB_BLESS=1",
-        sample.display()
     );
 }
