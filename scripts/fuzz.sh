@@ -32,12 +32,21 @@ echo "fuzz: building $(echo "$targets" | wc -l) target(s)"
 "${fuzz[@]}" build --fuzz-dir fuzz >fuzz/build.log 2>&1 \
   || { tail -n 40 fuzz/build.log >&2; echo "fuzz: build failed (fuzz/build.log)" >&2; exit 1; }
 
-# Seeds: a real trace file, so the trace parser starts from well-formed input.
+# Seeds: real inputs from the repository, so a parser starts from well-formed input and
+# the fuzzer spends its time past the first syntax error.
 seed() {
   local target=$1 dir=fuzz/corpus/$1
   mkdir -p "$dir"
   case $target in
-    linkem_trace) [ -e tests/data/scenarios/constant12.trace ] && cp -n tests/data/scenarios/constant12.trace "$dir/seed-constant12" ;;
+    linkem_trace)
+      [ -e tests/data/scenarios/constant12.trace ] && cp -n tests/data/scenarios/constant12.trace "$dir/seed-constant12"
+      ;;
+    engine_config)
+      [ -e tests/data/engine-config.json ] && cp -n tests/data/engine-config.json "$dir/seed-python-written"
+      # The documented example: the first ```json block of docs/engine-config.md.
+      [ -e docs/engine-config.md ] && [ ! -e "$dir/seed-documented" ] \
+        && awk '/^```json$/ {inside = 1; next} inside && /^```/ {exit} inside' docs/engine-config.md >"$dir/seed-documented"
+      ;;
   esac
   return 0
 }
@@ -49,7 +58,10 @@ for target in $targets; do
   log=fuzz/logs/$target.log
   start=$(date +%s)
   set +e
-  "${fuzz[@]}" run --fuzz-dir fuzz "$target" -- -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1
+  # A target's dictionary (fuzz/dicts/<target>.dict), if it has one, guides mutations.
+  dict=()
+  [ -e "fuzz/dicts/$target.dict" ] && dict=(-dict="fuzz/dicts/$target.dict")
+  "${fuzz[@]}" run --fuzz-dir fuzz "$target" -- -max_total_time="$seconds" -print_final_stats=1 "${dict[@]}" >"$log" 2>&1
   status=$?
   set -e
   elapsed=$(( $(date +%s) - start ))

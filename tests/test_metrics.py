@@ -52,7 +52,8 @@ def log(tmp_path, rows, name="packets.tlog"):
     """Writes the rows with write_records and reads them back (memory-mapped), so every
     test goes through the real file format."""
     path = tmp_path / name
-    write_records(path, np.array(rows, dtype=RECORD))
+    # Version-2 records: a hand-made row has no real time (t_actual_ns 0: the metrics use t_ns).
+    write_records(path, np.array([tuple(r) + (0,) * (len(RECORD.names) - len(r)) for r in rows], dtype=RECORD))
     return read_records(path)
 
 

@@ -58,6 +58,30 @@ def test_tcp_fills_a_10mbit_link(tmp_path):
     assert net.engine_stats["unintended_drops_total"] == 0
 
 
+def test_veth_bulk_transfer_is_mtu_sized(tmp_path):
+    """Through the veth attachment (offloads off), every TCP packet the engine logs
+    during a bulk transfer is at most one 1500-byte MTU, none is dropped as oversize,
+    and arrivals carry the kernel's receive stamps."""
+    rate = 100e6
+    topo = two_hosts(Direction(rate=rate, delay=0.005, queue_packets=200), Direction(delay=0.005))
+    with Network(topo, tmp_path, seed=5, attach="veth") as net:
+        res = agents.run_tcp(net, "a", "b", tmp_path, duration=4.0, cc="cubic")
+    stats = net.engine_stats
+    assert stats["attach"] == ["veth", "veth"]
+    (conn,) = res.server["connections"]
+    assert conn["bytes_received"] * 8 / conn["duration_s"] >= 0.5 * rate
+    rec = np.asarray(read_records(net.log_path))
+    tcp = rec[rec["proto"] == 6]
+    assert len(tcp) > 10_000
+    assert int(tcp["size"].max()) <= 1500, int(tcp["size"].max())
+    assert stats["unintended_drops"]["oversize"] == 0
+    assert stats["unintended_drops_total"] == 0
+    assert stats["read_delay"]["count"] > 0
+    # v2 log: every departure to a host has its real hand-over time, never before due.
+    dep = rec[rec["event"] == DEPARTURE]
+    assert (dep["t_actual_ns"] >= dep["t_ns"]).all()
+
+
 RUN_AND_HANG = textwrap.dedent(
     """
     import sys, time
@@ -74,8 +98,11 @@ RUN_AND_HANG = textwrap.dedent(
 )
 
 
-def _start_hanging_run(tmp_path: Path):
-    proc = subprocess.Popen([sys.executable, "-c", RUN_AND_HANG, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+def _start_hanging_run(tmp_path: Path, attach: str = "veth"):
+    env = {**os.environ, "TLAB_ATTACH": attach}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN_AND_HANG, str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env
+    )
     line = proc.stdout.readline().split()
     assert len(line) == 2, "the run did not start"
     run_id, echo_pid = line[0], int(line[1])
@@ -102,14 +129,20 @@ def _wait_until_clean(run_id: str, echo_pid: int, timeout: float = 5.0) -> list[
     return left
 
 
-def test_killed_run_leaves_nothing_after_clean(tmp_path):
-    proc, run_id, echo_pid = _start_hanging_run(tmp_path)
+@pytest.mark.parametrize("attach", ["veth", "tun"])
+def test_killed_run_leaves_nothing_after_clean(tmp_path, attach):
+    proc, run_id, echo_pid = _start_hanging_run(tmp_path, attach)
+    if attach == "veth":
+        assert f"tlab-{run_id}-engine" in netns.list_names(), "the engine's namespace holds the veth ends"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert _leftovers(run_id, echo_pid), "SIGKILL gave no chance to tear down: something must be left"
     removed = clean()
     assert removed
     assert _wait_until_clean(run_id, echo_pid) == []
+    # No veth end of the run anywhere: not in the root namespace, and no namespace left
+    # that could hold one.
+    assert not [n for n in netns.root_links("tlab") if n.startswith(f"tlab{run_id}")]
 
 
 def test_sigterm_tears_down_by_itself(tmp_path):

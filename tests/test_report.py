@@ -73,7 +73,8 @@ def _packet_log(path: Path, duration_s: float) -> None:
             rows.append((dep, pid, a.src, a.dst, a.sport, a.dport, 52, 1, 6, ARRIVAL, 0, 0, 0))
             rows.append((dep + 5 * MS, pid, a.src, a.dst, a.sport, a.dport, 52, 1, 6, DEPARTURE, 0, 0, 0))
     rows.sort(key=lambda r: r[0])
-    write_records(path, np.array(rows, dtype=RECORD))
+    # Version-2 records: a hand-made row has no real time (t_actual_ns 0: the metrics use t_ns).
+    write_records(path, np.array([tuple(r) + (0,) * (len(RECORD.names) - len(r)) for r in rows], dtype=RECORD))
 
 
 def _stats(mean):

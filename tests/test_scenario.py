@@ -285,6 +285,13 @@ def test_trace_bad_line_names_trace_file_and_line(tmp_path):
     assert "bad.trace line 3" in msg and "'abc'" in msg
 
 
+def test_trace_period_beyond_the_link_models_clock_is_refused_at_load(tmp_path):
+    # 2**40 ms is the longest period linkem accepts (its u64 nanosecond times would wrap).
+    (tmp_path / "long.trace").write_text(f"1\n{2**40 + 1}\n")
+    with pytest.raises(ScenarioError, match=r"links\.bottleneck\.forward\.trace: .*period .* exceeds 1099511627776 ms"):
+        load_scenario(write(tmp_path, doc(fwd='trace = "long.trace"')))
+
+
 def test_toml_syntax_error_is_one_line_with_position(tmp_path):
     f = write(tmp_path, 'name = "t"\nduration = \n')
     with pytest.raises(ScenarioError) as info:

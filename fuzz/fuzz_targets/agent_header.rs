@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
                 );
                 if t == Transport::Tcp {
                     assert!(r.mode != Mode::Messages && !r.client_sends_messages);
-                    assert_eq!((r.message_size, r.message_interval_ns), (0, 0));
+                    assert_eq!((r.message_size, r.message_interval_ns, r.streams), (0, 0, 1));
                 }
                 if let Err(e) = r.validate() {
                     assert!(matches!(e, Error::Invalid(_)), "{e:?}");

@@ -365,8 +365,11 @@ pub struct QuicClientArgs {
     /// Size of each object (with --objects).
     #[arg(long, requires = "objects", value_parser = positive_size)]
     pub object_size: Option<u64>,
-    /// Objects in flight at once (default: all of them).
-    #[arg(long, requires = "objects", value_parser = clap::value_parser!(u64).range(1..=9999))]
+    /// Objects: objects in flight at once (default: all of them). Upload and download: the
+    /// streams of the transfer (default 1), --bytes split across them (the remainder on the
+    /// first) or each sending until --duration.
+    #[arg(long, conflicts_with = "message_size",
+          value_parser = clap::value_parser!(u64).range(1..=agent::wire::request::MAX_STREAMS))]
     pub streams: Option<u64>,
     /// Messages mode: size of each message (at least 16 bytes: seq + send time).
     #[arg(long, requires_all = ["message_rate", "duration"], value_parser = positive_size)]

@@ -82,6 +82,101 @@ fn quic_download_fixed_datagram_size() {
     assert_eq!(s["results"]["connections"][0]["quic"]["mtu"], 1300);
 }
 
+/// A bulk transfer on 2 streams of one connection, each way: `--bytes` split exactly
+/// (the odd byte on the first, the control stream), both streams carrying their share,
+/// and the server's count the sum over both.
+#[test]
+fn quic_bulk_on_two_streams_splits_bytes() {
+    for direction in ["upload", "download"] {
+        let (s, c, _d) = transfer(
+            &format!("quic-streams-{direction}"),
+            &[],
+            &["--direction", direction, "--bytes", "6000001", "--streams", "2"],
+        );
+        let r = &c["results"];
+        assert_eq!(c["params"]["streams"], 2, "{direction}");
+        assert_eq!(c["stopped_by"], "bytes", "{direction}");
+        assert_eq!(r["complete"], true, "{direction}: {r}");
+        assert_eq!(r["mode"], direction);
+        assert_eq!(r["bytes"], 6_000_001, "{direction}");
+        assert!(r["goodput_bps"].as_f64().unwrap() > 0.0, "{direction}");
+        assert!(r["completion_s"].as_f64().unwrap() > 0.0, "{direction}");
+        let conn = &s["results"]["connections"][0];
+        assert_eq!(conn["complete"], true, "{direction}: {conn}");
+        assert_eq!(conn["request"]["streams"], 2, "{direction}");
+        assert_eq!(conn["bytes"], 6_000_001, "{direction}");
+        // What each end wrote or read per stream: exactly the split, at both ends.
+        let split = serde_json::json!([3_000_001, 3_000_000]);
+        assert_eq!(r["stream_bytes"], split, "{direction}: client");
+        assert_eq!(conn["stream_bytes"], split, "{direction}: server");
+        let (sent, received) = if direction == "upload" {
+            (&r["bytes_sent"], &s["results"]["bytes_received"])
+        } else {
+            (&s["results"]["bytes_sent"], &r["bytes_received"])
+        };
+        assert_eq!((sent, received), (&6_000_001.into(), &6_000_001.into()), "{direction}");
+    }
+}
+
+/// A bulk transfer on 2 streams until `--duration`: the streams share the connection (the
+/// sender writes to them in turn, so neither fills the send window alone), and the
+/// receiver's count is the sum over both.
+#[test]
+fn quic_bulk_on_two_streams_until_duration_shares_the_connection() {
+    for direction in ["upload", "download"] {
+        let (s, c, _d) = transfer(
+            &format!("quic-streams-dur-{direction}"),
+            &[],
+            &["--direction", direction, "--duration", "300ms", "--streams", "2"],
+        );
+        let r = &c["results"];
+        assert_eq!(c["stopped_by"], "duration", "{direction}");
+        assert_eq!(r["ended_by_duration"], true, "{direction}");
+        let conn = &s["results"]["connections"][0];
+        let receiver = if direction == "upload" { conn } else { r };
+        let per_stream: Vec<u64> = receiver["stream_bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        let total: u64 = per_stream.iter().sum();
+        assert_eq!(per_stream.len(), 2, "{direction}");
+        assert_eq!(receiver["bytes"], total, "{direction}");
+        assert_eq!(r["bytes"], total, "{direction}: the client's count is the receiver's");
+        assert!(
+            per_stream.iter().all(|&b| b >= total / 4),
+            "{direction}: one stream starved: {per_stream:?}"
+        );
+    }
+}
+
+/// `--streams` is refused with messages, and more than the request can carry.
+#[test]
+fn quic_streams_out_of_range_exit_2() {
+    let d = TempDir::new("quic-streams-bad");
+    let s = d.file("x.json");
+    for extra in [
+        &[
+            "--message-size",
+            "100",
+            "--message-rate",
+            "10",
+            "--duration",
+            "1s",
+            "--streams",
+            "2",
+        ][..],
+        &["--bytes", "1MB", "--streams", "0"][..],
+        &["--bytes", "1MB", "--streams", "10000"][..],
+    ] {
+        let mut args = vec!["quic-client", "--connect", "127.0.0.1:9", "--summary", &s];
+        args.extend_from_slice(extra);
+        let out = Command::new(AGENT).args(&args).stderr(Stdio::piped()).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+    }
+}
+
 #[test]
 fn quic_objects_on_parallel_streams_complete() {
     let (s, c, _d) = transfer(

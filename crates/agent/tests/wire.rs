@@ -62,7 +62,7 @@ fn random_bytes_never_panic_and_accepted_ones_roundtrip() {
         if i % 2 == 0 && len >= 8 {
             let t = if i % 4 == 0 { Transport::Tcp } else { Transport::Quic };
             buf[..4].copy_from_slice(&t.magic());
-            buf[4] = request::VERSION;
+            buf[4] = t.version();
             buf[5] = 1 + rng.byte() % 4;
             buf[6] = rng.byte() % 3;
             buf[7] = if rng.byte() < 16 { 1 } else { 0 };
@@ -95,6 +95,6 @@ fn every_prefix_of_a_valid_request_is_refused_as_truncated() {
         assert_eq!(Request::decode(t, &b), Ok(r));
     }
     assert_eq!(request::TCP_LEN, 40);
-    assert_eq!(request::QUIC_LEN, 56);
+    assert_eq!(request::QUIC_LEN, 64);
     assert_eq!((stamp::LEN, stamp::PROBE_LEN, object::LEN), (16, 24, 8));
 }

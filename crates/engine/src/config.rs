@@ -43,6 +43,17 @@ pub struct Config {
     /// scheduler time slice; the kernel's RT throttling still bounds its CPU share.
     #[serde(default)]
     pub realtime_priority: Option<i32>,
+    /// Measure the engine's own timer lateness at start and spin at least its p99
+    /// before each due time.
+    #[serde(default = "default_true")]
+    pub calibrate_spin: bool,
+    /// A network namespace (a name under /run/netns, or a path) the engine enters before
+    /// opening the hosts' veth ends, so no other stack sees them.
+    #[serde(default)]
+    pub netns: Option<String>,
+    /// Largest IP packet a host may send; a larger one is an unintended drop (counted).
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
     pub hosts: Vec<HostConfig>,
     pub directions: Vec<DirectionConfig>,
     pub routes: Vec<RouteConfig>,
@@ -56,12 +67,85 @@ fn default_read_batch() -> usize {
     64
 }
 
+fn default_true() -> bool {
+    true
+}
+
+fn default_mtu() -> u32 {
+    1500
+}
+
+/// A host: `{"name", "attach": {"kind": "tun", "fd": N}}`, `{"name", "attach": {"kind":
+/// "veth", "ifname", "mac", "peer_mac"}}`, or the first format's `{"name", "tun_fd": N}`.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "HostConfigRaw")]
 pub struct HostConfig {
     pub name: String,
+    pub attach: Attach,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Attach {
     /// An open TUN descriptor (IFF_TUN | IFF_NO_PI) inherited from the parent.
-    pub tun_fd: i32,
+    Tun { fd: i32 },
+    /// The engine's end of a veth pair (in the engine's namespace): read through an
+    /// AF_PACKET receive ring with kernel timestamps, written with Ethernet frames from
+    /// `mac` to `peer_mac` (the host's end).
+    Veth {
+        ifname: String,
+        #[serde(deserialize_with = "mac")]
+        mac: [u8; 6],
+        #[serde(deserialize_with = "mac")]
+        peer_mac: [u8; 6],
+    },
+}
+
+impl Attach {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Attach::Tun { .. } => "tun",
+            Attach::Veth { .. } => "veth",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostConfigRaw {
+    name: String,
+    #[serde(default)]
+    tun_fd: Option<i32>,
+    #[serde(default)]
+    attach: Option<Attach>,
+}
+
+impl TryFrom<HostConfigRaw> for HostConfig {
+    type Error = String;
+    fn try_from(r: HostConfigRaw) -> Result<HostConfig, String> {
+        let attach = match (r.tun_fd, r.attach) {
+            (Some(fd), None) => Attach::Tun { fd },
+            (None, Some(a)) => a,
+            _ => return Err(format!("host {:?}: give exactly one of `attach` and `tun_fd`", r.name)),
+        };
+        Ok(HostConfig { name: r.name, attach })
+    }
+}
+
+/// "02:00:00:00:01:01" → bytes.
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut out = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut out {
+        *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+    }
+    parts.next().is_none().then_some(out)
+}
+
+fn mac<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+    use serde::de::Error;
+    let s = String::deserialize(d)?;
+    parse_mac(&s).ok_or_else(|| D::Error::custom(format!("not a MAC address: {s:?}")))
 }
 
 #[derive(Debug, Deserialize)]
@@ -376,6 +460,51 @@ mod tests {
         ] {
             let e = with_spec(&format!(r#"{{"queue": {queue}}}"#), "").unwrap_err();
             assert!(e.contains(needle), "{queue}: {e:?} should mention {needle:?}");
+        }
+    }
+
+    #[test]
+    fn hosts_attach_by_tun_or_veth() {
+        let hosts = |h: &str| {
+            Config::parse(&format!(
+                r#"{{"log_path": "l", "stats_path": "s", "hosts": [{h}], "directions": [], "routes": []}}"#
+            ))
+        };
+        assert_eq!(
+            hosts(r#"{"name": "a", "tun_fd": 3}"#).unwrap().hosts[0].attach,
+            Attach::Tun { fd: 3 }
+        );
+        assert_eq!(
+            hosts(r#"{"name": "a", "attach": {"kind": "tun", "fd": 4}}"#)
+                .unwrap()
+                .hosts[0]
+                .attach,
+            Attach::Tun { fd: 4 }
+        );
+        let v = hosts(r#"{"name": "a", "attach": {"kind": "veth", "ifname": "tlabx0", "mac": "02:00:00:00:00:01", "peer_mac": "02:00:00:00:00:0a"}}"#)
+            .unwrap();
+        assert_eq!(
+            v.hosts[0].attach,
+            Attach::Veth {
+                ifname: "tlabx0".into(),
+                mac: [2, 0, 0, 0, 0, 1],
+                peer_mac: [2, 0, 0, 0, 0, 10]
+            }
+        );
+        for (h, want) in [
+            (r#"{"name": "a"}"#, "exactly one"),
+            (
+                r#"{"name": "a", "tun_fd": 3, "attach": {"kind": "tun", "fd": 3}}"#,
+                "exactly one",
+            ),
+            (
+                r#"{"name": "a", "attach": {"kind": "veth", "ifname": "x", "mac": "02:00", "peer_mac": "02:00:00:00:00:0a"}}"#,
+                "MAC",
+            ),
+            (r#"{"name": "a", "attach": {"kind": "tap", "fd": 3}}"#, "tap"),
+        ] {
+            let e = hosts(h).unwrap_err();
+            assert!(e.contains(want), "{h}: {e:?} should mention {want:?}");
         }
     }
 

@@ -6,15 +6,14 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::os::fd::RawFd;
 
 use engine::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
-use crate::config::Config;
+use crate::attach::Egress;
 use crate::log::{reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
-use crate::sys;
+use engine::config::Config;
 
 /// What the engine carries through the model with each packet.
 #[derive(Clone)]
@@ -41,7 +40,15 @@ struct Route {
 }
 
 pub struct Forwarder {
-    tun_fds: Vec<RawFd>,
+    egress: Vec<Egress>,
+    /// The latest time the model has been run to: an arrival stamped earlier (the
+    /// kernel's timestamp of a packet read after a later due event was processed) enters
+    /// the model at this time instead, so no direction sees time go backwards.
+    watermark: Nanos,
+    /// Largest IP packet a host may send (its link MTU); a larger one is an unintended drop.
+    mtu: u32,
+    /// The real clock (CLOCK_MONOTONIC; tests may stop it).
+    clock: fn() -> Nanos,
     models: Vec<Direction<Carried>>,
     /// `leg_index[d][k]`: the log/stats direction index of leg k of direction d.
     leg_index: Vec<Vec<u16>>,
@@ -57,7 +64,7 @@ pub struct Forwarder {
 }
 
 impl Forwarder {
-    pub fn new(cfg: &Config, log: PacketLog) -> Result<Forwarder, String> {
+    pub fn new(cfg: &Config, egress: Vec<Egress>, log: PacketLog) -> Result<Forwarder, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
             let m =
@@ -95,7 +102,10 @@ impl Forwarder {
             });
         }
         Ok(Forwarder {
-            tun_fds: cfg.hosts.iter().map(|h| h.tun_fd).collect(),
+            egress,
+            watermark: 0,
+            mtu: cfg.mtu,
+            clock: crate::clock::now_ns,
             models,
             leg_index: leg_index
                 .into_iter()
@@ -113,18 +123,16 @@ impl Forwarder {
         })
     }
 
-    pub fn tun_fds(&self) -> &[RawFd] {
-        &self.tun_fds
-    }
-
     pub fn next_due(&self) -> Option<Nanos> {
         self.models.iter().filter_map(|p| p.next_due()).min()
     }
 
-    /// A packet read from host `ingress`'s TUN at `now`.
-    pub fn ingress(&mut self, ingress: usize, bytes: &[u8], now: Nanos) {
+    /// A packet that came out of host `ingress` at `stamp` (the kernel's receive
+    /// timestamp, or the read time for a TUN).
+    pub fn ingress(&mut self, ingress: usize, bytes: &[u8], stamp: Nanos) {
         // Everything due before this arrival happens first, so no direction is ever
         // offered a packet earlier than one it has already handed out.
+        let now = stamp.max(self.watermark);
         self.run_due(now);
         self.packets_in += 1;
         let id = self.next_id;
@@ -134,6 +142,7 @@ impl Forwarder {
             self.unintended.not_ipv4 += 1;
             self.log.record(
                 now,
+                stamp,
                 id,
                 &FlowKey::default(),
                 size,
@@ -146,33 +155,60 @@ impl Forwarder {
         };
         let Some(&route) = self.route_of.get(&(ingress, Ipv4Addr::from(key.dst))) else {
             self.unintended.no_route += 1;
-            self.log
-                .record(now, id, &key, size, NO_DIRECTION, Event::Drop, reason::NO_ROUTE, false);
+            self.log.record(
+                now,
+                stamp,
+                id,
+                &key,
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::NO_ROUTE,
+                false,
+            );
             return;
         };
+        if size > self.mtu {
+            self.unintended.oversize += 1;
+            self.log.record(
+                now,
+                stamp,
+                id,
+                &key,
+                size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::OVERSIZE,
+                false,
+            );
+            return;
+        }
         let carried = Carried {
             bytes: bytes.into(),
             key,
             route,
             hop: 0,
         };
-        self.enter_hop(Packet::new(id, size, carried), now);
+        self.enter_hop(Packet::new(id, size, carried), now, stamp);
         self.run_due(now);
     }
 
     /// Puts a packet onto the direction of its current hop, or delivers it if the route
     /// has no more hops.
-    fn enter_hop(&mut self, packet: Packet<Carried>, at: Nanos) {
+    /// `actual`: the real time of the event (the kernel's stamp on the first hop).
+    fn enter_hop(&mut self, packet: Packet<Carried>, at: Nanos, actual: Nanos) {
         let route = &self.routes[packet.payload.route as usize];
         let hop = packet.payload.hop as usize;
         let Some(&dir) = route.directions.get(hop) else {
             let egress = route.egress;
-            return self.deliver(egress, packet, at);
+            self.deliver(egress, packet, at);
+            return;
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
         self.log.record(
             at,
+            actual,
             packet.id,
             &packet.payload.key,
             packet.size,
@@ -195,33 +231,57 @@ impl Forwarder {
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
-                self.log.record(
-                    at,
-                    packet.id,
-                    &packet.payload.key,
-                    packet.size,
-                    dir,
-                    Event::Departure,
-                    0,
-                    packet.copy,
-                );
                 packet.payload.hop += 1;
-                self.enter_hop(packet, at);
+                let route = &self.routes[packet.payload.route as usize];
+                if packet.payload.hop as usize >= route.directions.len() {
+                    // The last hop: the departure's real time is the hand-over to the host.
+                    let egress = route.egress;
+                    let (key, id, size, copy) = (packet.payload.key, packet.id, packet.size, packet.copy);
+                    let handed = self.deliver(egress, packet, at);
+                    self.log
+                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
+                } else {
+                    let now = (self.clock)();
+                    self.log.record(
+                        at,
+                        now,
+                        packet.id,
+                        &packet.payload.key,
+                        packet.size,
+                        dir,
+                        Event::Departure,
+                        0,
+                        packet.copy,
+                    );
+                    self.enter_hop(packet, at, now);
+                }
             }
             DirectionEvent::Dropped { packet, at, reason, .. } => self.drop(dir, &packet, at, reason),
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
-                self.log
-                    .record(at, info.id, &info.summary, info.size, leg, Event::Arrival, 0, info.copy);
+                let now = (self.clock)();
+                self.log.record(
+                    at,
+                    now,
+                    info.id,
+                    &info.summary,
+                    info.size,
+                    leg,
+                    Event::Arrival,
+                    0,
+                    info.copy,
+                );
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 let st = &mut self.directions[leg as usize];
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
+                let now = (self.clock)();
                 self.log.record(
                     at,
+                    now,
                     info.id,
                     &info.summary,
                     info.size,
@@ -262,8 +322,10 @@ impl Forwarder {
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
+        let now = (self.clock)();
         self.log.record(
             at,
+            now,
             packet.id,
             &packet.payload.key,
             packet.size,
@@ -274,22 +336,25 @@ impl Forwarder {
         );
     }
 
-    fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) {
+    /// Hands a packet to host `egress`; returns the real time the hand-over started.
+    fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) -> Nanos {
         // Lateness is taken as the hand-over starts: the write itself runs the host's
         // receive path (IP, transport, waking the reader) in this thread.
-        let late = crate::clock::now_ns().saturating_sub(due);
-        match sys::write(self.tun_fds[egress], &packet.payload.bytes) {
-            Ok(_) => {
+        let now = (self.clock)();
+        let late = now.saturating_sub(due);
+        match self.egress[egress].send(&packet.payload.bytes) {
+            Ok(()) => {
                 self.packets_out += 1;
                 self.lateness.add(late);
             }
             Err(_) => {
                 self.unintended.tun_write_failed += 1;
-                let now = crate::clock::now_ns();
+                let key = packet.payload.key;
                 self.log.record(
+                    due,
                     now,
                     packet.id,
-                    &packet.payload.key,
+                    &key,
                     packet.size,
                     NO_DIRECTION,
                     Event::Drop,
@@ -298,11 +363,13 @@ impl Forwarder {
                 );
             }
         }
+        now
     }
 
     /// Processes every model event due at or before `now`, earliest first across all
     /// directions.
     pub fn run_due(&mut self, now: Nanos) {
+        self.watermark = self.watermark.max(now);
         loop {
             let mut best: Option<(usize, Nanos)> = None;
             for (i, p) in self.models.iter().enumerate() {
@@ -339,6 +406,7 @@ impl Forwarder {
 mod tests {
     use super::*;
     use crate::log::RECORD_SIZE;
+    use std::os::fd::RawFd;
 
     const MS: u64 = 1_000_000;
 
@@ -396,7 +464,15 @@ mod tests {
             t = 100 * MS
         ))
         .unwrap();
-        let mut fwd = Forwarder::new(&cfg, PacketLog::create(&log_path).unwrap()).unwrap();
+        let egress = cfg
+            .hosts
+            .iter()
+            .map(|h| match h.attach {
+                engine::config::Attach::Tun { fd } => Egress::Tun { fd },
+                _ => unreachable!(),
+            })
+            .collect();
+        let mut fwd = Forwarder::new(&cfg, egress, PacketLog::create(&log_path).unwrap()).unwrap();
         for i in 0..n {
             fwd.ingress(0, &udp_packet(), T0 + i * MS);
         }

@@ -1,6 +1,6 @@
 //! The packet event log (format: docs/packet-log.md). Records are encoded on the
 //! forwarding thread and written by a thread of their own, so a slow disk never delays a
-//! packet.
+//! packet. Version 2: records carry the model's time and the real one (docs/packet-log.md).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -10,9 +10,9 @@ use std::thread::JoinHandle;
 
 use engine::wire::FlowKey;
 
-pub const RECORD_SIZE: usize = 40;
+pub const RECORD_SIZE: usize = 48;
 const HEADER: &[u8; 8] = b"TLABLOG\0";
-const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 const BATCH_RECORDS: usize = 8192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub mod reason {
     pub const NO_ROUTE: u8 = 10;
     pub const TUN_WRITE_FAILED: u8 = 11;
     pub const NOT_IPV4: u8 = 12;
+    /// A frame larger than the link MTU came out of a host (an offload left on).
+    pub const OVERSIZE: u8 = 13;
 }
 
 /// `direction` value of records that are not about a link direction.
@@ -61,10 +63,15 @@ impl PacketLog {
         })
     }
 
+    /// One record: `t_ns` is the model's time (arrival: the kernel's receive timestamp
+    /// on the first hop; departure and drop: the due time), `t_actual_ns` the real time
+    /// the engine did it (departure to a host: the hand-over; otherwise when the engine
+    /// processed the event).
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
         t_ns: u64,
+        t_actual_ns: u64,
         packet_id: u64,
         key: &FlowKey,
         size: u32,
@@ -87,6 +94,7 @@ impl PacketLog {
         b.push(reason);
         b.push(copy as u8);
         b.extend_from_slice(&key.tcp_seq.to_le_bytes());
+        b.extend_from_slice(&t_actual_ns.to_le_bytes());
         if b.len() >= BATCH_RECORDS * RECORD_SIZE {
             self.flush_batch();
         }
@@ -112,5 +120,85 @@ impl PacketLog {
             Some(Err(_)) => Err(std::io::Error::other("log writer panicked")),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn contract() -> serde_json::Value {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../contracts/contract.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn version_record_size_and_engine_reasons_match_the_contract() {
+        let c = contract();
+        assert_eq!(c["packet_log_version"], VERSION);
+        assert_eq!(c["packet_log_record_size"], RECORD_SIZE);
+        let engine: Vec<(u64, String)> = c["drop_reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["origin"] == "engine")
+            .map(|r| {
+                assert_eq!(r["unintended"], true, "{r}");
+                (r["code"].as_u64().unwrap(), r["name"].as_str().unwrap().to_string())
+            })
+            .collect();
+        let ours = [
+            (reason::NO_ROUTE, "no_route"),
+            (reason::TUN_WRITE_FAILED, "tun_write_failed"),
+            (reason::NOT_IPV4, "not_ipv4"),
+            (reason::OVERSIZE, "oversize"),
+        ];
+        assert_eq!(
+            engine,
+            ours.iter().map(|&(c, n)| (c as u64, n.to_string())).collect::<Vec<_>>()
+        );
+    }
+
+    /// Writes the sample log Python reads back (tests/test_contracts.py): three records
+    /// with every field set. TLAB_BLESS=1 rewrites the file; otherwise it must match.
+    #[test]
+    fn sample_log_for_python() {
+        let dir = std::env::temp_dir().join(format!("tlab-log-sample-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("packets.tlog");
+        let mut log = PacketLog::create(&path).unwrap();
+        let key = FlowKey {
+            src: 0x0a00_0001,
+            dst: 0x0a00_0002,
+            sport: 40000,
+            dport: 5001,
+            proto: 6,
+            tcp_seq: 123_456_789,
+        };
+        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, false);
+        log.record(
+            1_025_000_000,
+            1_025_000_850,
+            7,
+            &key,
+            1500,
+            0,
+            Event::Departure,
+            0,
+            false,
+        );
+        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, true);
+        log.close().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/packets_v2.tlog");
+        if std::env::var("TLAB_BLESS").as_deref() == Ok("1") {
+            std::fs::write(data, &bytes).unwrap();
+        }
+        assert_eq!(
+            std::fs::read(data).unwrap(),
+            bytes,
+            "{data} differs: TLAB_BLESS=1 to rewrite"
+        );
     }
 }

@@ -1,10 +1,11 @@
 //! `tlab-engine CONFIG.json`: the real-time driver of the link model. Started by the
-//! Python side with the hosts' TUN descriptors inherited; prints `READY` once it is
+//! Python side with the hosts' TUN descriptors inherited or their veth ends in its
+//! namespace; prints `READY` once it is
 //! forwarding; stops on SIGINT/SIGTERM (or when its parent dies), then writes its
 //! statistics. See docs/architecture.md (Layers).
 
+mod attach;
 mod clock;
-mod config;
 mod forwarder;
 mod log;
 mod stats;
@@ -13,9 +14,11 @@ mod sys;
 use std::io::Write;
 use std::path::PathBuf;
 
-use config::Config;
+use attach::{Egress, RxRing};
+// The configuration parser lives in the library, so tests parse configs with it too.
+use engine::config::{Attach, Config};
 use forwarder::Forwarder;
-use stats::RunStats;
+use stats::{Calibration, Lateness, RunStats};
 
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -48,20 +51,53 @@ fn run(cfg: Config) -> Result<(), String> {
     sys::die_with_parent();
     clock::minimise_timer_slack();
     let started = clock::now_ns();
+    // Before any socket exists: the veth ends live in the engine's own namespace.
+    if let Some(ns) = &cfg.netns {
+        attach::enter_netns(ns).map_err(|e| format!("netns {ns}: {e}"))?;
+    }
+    let mut rings: Vec<Option<RxRing>> = Vec::new();
+    let mut egress = Vec::new();
+    for (i, h) in cfg.hosts.iter().enumerate() {
+        match &h.attach {
+            Attach::Tun { fd } => {
+                sys::set_nonblocking(*fd).map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", h.name))?;
+                rings.push(None);
+                egress.push(Egress::Tun { fd: *fd });
+            }
+            Attach::Veth { ifname, mac, peer_mac } => {
+                let (ring, eg) = attach::open_veth(ifname, *mac, *peer_mac)
+                    .map_err(|e| format!("hosts[{i}] ({}): {ifname}: {e}", h.name))?;
+                rings.push(Some(ring));
+                egress.push(eg);
+            }
+        }
+    }
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
-    let mut fwd = Forwarder::new(&cfg, log)?;
+    let mut fwd = Forwarder::new(&cfg, egress, log)?;
     // After the log thread exists, so only the forwarding thread runs real-time.
     if let Some(prio) = cfg.realtime_priority {
         sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
     }
 
     let epoll = sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
-    for (i, &fd) in fwd.tun_fds().iter().enumerate() {
-        sys::set_nonblocking(fd).map_err(|e| format!("hosts[{i}] ({}): tun fd {fd}: {e}", cfg.hosts[i].name))?;
+    for (i, h) in cfg.hosts.iter().enumerate() {
+        let fd = match (&h.attach, &rings[i]) {
+            (_, Some(r)) => r.fd,
+            (Attach::Tun { fd }, None) => *fd,
+            _ => unreachable!(),
+        };
         epoll.add(fd, i as u64).map_err(|e| format!("hosts[{i}]: epoll: {e}"))?;
     }
     let timer = sys::Timer::new().map_err(|e| format!("timerfd: {e}"))?;
     epoll.add(timer.fd, TOKEN_TIMER).map_err(|e| format!("epoll: {e}"))?;
+
+    // The engine's own timer lateness, measured the way the loop below sleeps.
+    let calibration = if cfg.calibrate_spin {
+        Some(calibrate(&epoll, &timer, cfg.spin_ns)?)
+    } else {
+        None
+    };
+    let spin_ns = calibration.as_ref().map_or(cfg.spin_ns, |c| c.spin_ns);
     epoll.add(sigfd, TOKEN_SIGNAL).map_err(|e| format!("epoll: {e}"))?;
 
     println!("READY");
@@ -69,17 +105,57 @@ fn run(cfg: Config) -> Result<(), String> {
 
     let mut events = Vec::with_capacity(64);
     let mut buf = vec![0u8; MAX_PACKET];
-    let n_hosts = fwd.tun_fds().len();
+    let n_hosts = cfg.hosts.len();
     let mut readable = vec![true; n_hosts];
+    let mut frames: Vec<(attach::Frame, usize)> = Vec::with_capacity(1024);
+    let mut offset = attach::real_to_mono_offset();
+    let mut offset_at = clock::now_ns();
+    let mut read_delay = Lateness::default();
+    let mut stamps_at_ring_write = 0u64;
+    // Spinning is capped at half of each second, so a real-time engine never runs into
+    // the kernel's RT throttling (docs/architecture.md, "What this machine kind does").
+    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) = (0u64, 0u64, clock::now_ns(), 0u64);
+    let mut spinning_since: Option<u64> = None;
     'main: loop {
+        let now = clock::now_ns();
+        if now - offset_at > 1_000_000_000 {
+            offset = attach::real_to_mono_offset();
+            offset_at = now;
+        }
+        // Rings first: frames stamped before `now` must enter the model before anything
+        // due at `now` is processed. All hosts' frames go in by their kernel stamps.
+        frames.clear();
+        for (host, ring) in rings.iter_mut().enumerate() {
+            if let Some(r) = ring {
+                r.ready(usize::MAX, offset, host, &mut frames);
+            }
+        }
+        frames.sort_by_key(|(f, _)| f.stamp);
+        for (f, host) in &frames {
+            let ring = rings[*host].as_ref().expect("a ring");
+            let (frame, _) = ring.bytes(f.slot);
+            let read_at = clock::now_ns();
+            let stamp = f.stamp.min(read_at);
+            read_delay.add(read_at - stamp);
+            stamps_at_ring_write += u64::from(!f.from_kernel);
+            match attach::ip_of_frame(frame) {
+                Some(ip) => fwd.ingress(*host, ip, stamp),
+                // Not IPv4 (the forwarder logs it as such).
+                None => fwd.ingress(*host, &[], stamp),
+            }
+            ring.release(f.slot);
+        }
         fwd.run_due(clock::now_ns());
-        // Read in rounds of at most `read_batch` per host until every TUN is drained.
+        // TUNs: read in rounds of at most `read_batch` per host until every one is drained.
         while readable.iter().any(|&r| r) {
             for (host, host_readable) in readable.iter_mut().enumerate() {
                 if !*host_readable {
                     continue;
                 }
-                let fd = fwd.tun_fds()[host];
+                let Attach::Tun { fd } = cfg.hosts[host].attach else {
+                    *host_readable = false;
+                    continue;
+                };
                 let mut got = 0;
                 while got < cfg.read_batch {
                     match sys::read(fd, &mut buf) {
@@ -98,14 +174,29 @@ fn run(cfg: Config) -> Result<(), String> {
         }
 
         // Sleep until the next due packet or the next arrival; the last `spin_ns` before
-        // a due time are spent polling, because the kernel's wake-up is late by tens of
-        // microseconds.
+        // a due time are spent polling, because the kernel's wake-up is late.
         let now = clock::now_ns();
+        if now - window_start >= 1_000_000_000 {
+            window_start = now;
+            spin_window = 0;
+        }
+        if let Some(s) = spinning_since.take() {
+            spin_window += now - s;
+            spin_total += now - s;
+        }
+        let budget_left = spin_window < 500_000_000;
+        let spin = if budget_left { spin_ns } else { 0 };
         let timeout_ms = match fwd.next_due() {
             Some(due) if due <= now => 0,
-            Some(due) if due - now <= cfg.spin_ns => 0,
+            Some(due) if due - now <= spin => {
+                spinning_since = Some(now);
+                0
+            }
             Some(due) => {
-                timer.arm_at(due - cfg.spin_ns).map_err(|e| format!("timerfd: {e}"))?;
+                if !budget_left && due - now <= spin_ns {
+                    exhausted += 1;
+                }
+                timer.arm_at(due - spin).map_err(|e| format!("timerfd: {e}"))?;
                 -1
             }
             None => {
@@ -125,6 +216,10 @@ fn run(cfg: Config) -> Result<(), String> {
         }
     }
 
+    for r in rings.iter_mut().flatten() {
+        r.update_drops();
+    }
+    fwd.unintended.ring_full = rings.iter().map(|r| r.as_ref().map_or(0, |r| r.drops)).collect();
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
     let (directions, unintended, packets_in, packets_out) = (
@@ -141,6 +236,12 @@ fn run(cfg: Config) -> Result<(), String> {
         packets_in,
         packets_out,
         handover_lateness: lateness,
+        timer_calibration: calibration,
+        read_delay: read_delay.summary(),
+        attach: cfg.hosts.iter().map(|h| h.attach.kind().to_string()).collect(),
+        stamps_at_ring_write,
+        spin_s: spin_total as f64 * 1e-9,
+        spin_budget_exhausted: exhausted,
         wall_s: (clock::now_ns() - started) as f64 * 1e-9,
         cpu_s: clock::cpu_time_s(),
         log_error: log_error.clone(),
@@ -151,4 +252,33 @@ fn run(cfg: Config) -> Result<(), String> {
         Some(e) => Err(format!("{}: {e}", cfg.log_path.display())),
         None => Ok(()),
     }
+}
+
+/// Sleeps to 300 absolute deadlines 200 µs apart through the timerfd and epoll, as the
+/// forwarding loop does, and returns the lateness percentiles and the spin chosen:
+/// max(`configured`, p99 + 5 µs).
+fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<Calibration, String> {
+    let mut l = Lateness::default();
+    let mut events = Vec::with_capacity(4);
+    for _ in 0..300 {
+        let due = clock::now_ns() + 200_000;
+        timer.arm_at(due).map_err(|e| format!("timerfd: {e}"))?;
+        loop {
+            let n = epoll.wait(&mut events, -1).map_err(|e| format!("epoll_wait: {e}"))?;
+            if events[..n].iter().any(|e| e.u64 == TOKEN_TIMER) {
+                break;
+            }
+        }
+        l.add(clock::now_ns().saturating_sub(due));
+        timer.clear();
+    }
+    let s = l.summary();
+    let p99_ns = (s.p99_us * 1000.0) as u64;
+    Ok(Calibration {
+        samples: s.count,
+        p50_us: s.p50_us,
+        p99_us: s.p99_us,
+        max_us: s.max_us,
+        spin_ns: configured.max(p99_ns + 5_000),
+    })
 }

@@ -35,12 +35,17 @@ pub struct DirectionStats {
 pub struct UnintendedDrops {
     pub no_route: u64,
     pub not_ipv4: u64,
+    /// Writing to a host failed (TUN write or veth send).
     pub tun_write_failed: u64,
+    /// IP packets larger than the link MTU out of a host (an offload left on).
+    pub oversize: u64,
+    /// Per host: frames the kernel dropped because the engine's receive ring was full.
+    pub ring_full: Vec<u64>,
 }
 
 impl UnintendedDrops {
     pub fn total(&self) -> u64 {
-        self.no_route + self.not_ipv4 + self.tun_write_failed
+        self.no_route + self.not_ipv4 + self.tun_write_failed + self.oversize + self.ring_full.iter().sum::<u64>()
     }
 }
 
@@ -116,6 +121,16 @@ pub struct LatenessSummary {
 }
 
 #[derive(Debug, Serialize)]
+pub struct Calibration {
+    pub samples: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// Spin before each due time chosen from it (ns): max(configured, p99 + margin).
+    pub spin_ns: u64,
+}
+
+#[derive(Debug, Serialize)]
 pub struct RunStats {
     pub directions: Vec<DirectionStats>,
     pub unintended_drops: UnintendedDrops,
@@ -123,6 +138,21 @@ pub struct RunStats {
     pub packets_in: u64,
     pub packets_out: u64,
     pub handover_lateness: LatenessSummary,
+    /// The engine's own timer lateness measured at start, and the spin it chose from it.
+    pub timer_calibration: Option<Calibration>,
+    /// Real time from the kernel's receive timestamp to the engine reading the packet
+    /// (veth attachment; a TUN has no kernel timestamp).
+    pub read_delay: LatenessSummary,
+    /// How each host is attached ("tun" or "veth").
+    pub attach: Vec<String>,
+    /// Frames stamped by the kernel when it wrote them into the ring rather than at
+    /// netif_rx (a TCP packet keeps its sender's departure time in the skb, which the
+    /// packet socket does not report): still the kernel's, in the sender's softirq.
+    pub stamps_at_ring_write: u64,
+    /// Time the forwarding thread spent spinning before due times (s), and how often the
+    /// spin budget (half of each second) ran out.
+    pub spin_s: f64,
+    pub spin_budget_exhausted: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
     pub log_error: Option<String>,

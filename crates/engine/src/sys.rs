@@ -38,16 +38,6 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<Io> {
     }
 }
 
-pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
-    // SAFETY: buf is valid for buf.len() bytes.
-    let n = unsafe { libc::write(fd, buf.as_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
 pub struct Epoll {
     fd: RawFd,
 }

@@ -27,6 +27,7 @@ RECORD = np.dtype(
         ("reason", "u1"),
         ("flags", "u1"),
         ("tcp_seq", "<u4"),
+        ("t_actual_ns", "<u8"),
     ]
 )
 
@@ -62,6 +63,14 @@ def read_records(path: str | Path) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=RECORD)
     return np.memmap(path, dtype=RECORD, mode="r", offset=HEADER_SIZE, shape=(n,))
+
+
+def actual_time(records: np.ndarray) -> np.ndarray:
+    """Real times of the records (`t_actual_ns`: the kernel's receive stamp of an arrival
+    from a host, the hand-over of a departure to a host), falling back to the model's
+    `t_ns` where a record has none (0, as in hand-made logs)."""
+    t = np.asarray(records["t_actual_ns"])
+    return np.where(t != 0, t, np.asarray(records["t_ns"]))
 
 
 def read_frame(path: str | Path) -> pd.DataFrame:

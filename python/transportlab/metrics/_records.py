@@ -13,6 +13,18 @@ def col(records, name: str) -> np.ndarray:
     return np.asarray(records[name])
 
 
+def actual_t(records) -> np.ndarray:
+    """Real event times (packet log v2 `t_actual_ns`: the kernel's receive stamp of an
+    arrival from a host, the hand-over of a departure to a host), falling back to the
+    model's `t_ns` where a record has none (0, as in hand-made logs)."""
+    t = np.asarray(records["t_ns"])
+    names = records.dtype.names if isinstance(records, np.ndarray) else records.columns
+    if "t_actual_ns" not in names:
+        return t
+    a = np.asarray(records["t_actual_ns"])
+    return np.where(a != 0, a, t)
+
+
 def take(records, mask: np.ndarray):
     """The rows of `records` where `mask` is true, keeping the container type."""
     if isinstance(records, pd.DataFrame):

@@ -13,6 +13,7 @@ from transportlab import metrics as M
 from transportlab.artefacts.records import MetricsRecord
 from transportlab.artefacts.rundir import RunDir
 from transportlab.kinds import kind
+from transportlab.metrics._records import actual_t
 
 
 def _ip(addr: str) -> int:
@@ -67,7 +68,7 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
     dep = M.select(records, f, direction=path[-1], event=2) if path else None
     span = 0.0
     if dep is not None and len(dep):
-        span = (int(dep["t_ns"].max()) - start_ns) / 1e9
+        span = (int(actual_t(dep).max()) - start_ns) / 1e9
     finite = flow.get("bytes") or flow.get("objects")
     out.update(
         {

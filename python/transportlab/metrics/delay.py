@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
-from transportlab.metrics._records import col, take
+from transportlab.metrics._records import actual_t, col, take
 from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 
@@ -75,8 +75,10 @@ def _pair(
         d_mask &= mask
     arr = take(records, a_mask)
     dep = take(records, d_mask)
-    ka, ta = _keys(arr), col(arr, "t_ns").astype(np.int64)
-    kd, td = _keys(dep), col(dep, "t_ns").astype(np.int64)
+    # What the hosts experienced: real times (the kernel's stamp of the arrival, the
+    # hand-over of the departure), not the model's (docs/metrics.md).
+    ka, ta = _keys(arr), actual_t(arr).astype(np.int64)
+    kd, td = _keys(dep), actual_t(dep).astype(np.int64)
     m = _match(ka, ta, kd, td)
     ok = m >= 0
     out = pd.DataFrame(

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from transportlab.artefacts.packetlog import DEPARTURE
-from transportlab.metrics._records import and_mask, col, window_mask
+from transportlab.metrics._records import actual_t, and_mask, col, window_mask
 from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 
@@ -33,7 +33,7 @@ def bytes_delivered(
             return 0
         direction = p[-1]
     mask = flow_mask(records, flow) & (col(records, "event") == DEPARTURE) & (col(records, "direction") == direction)
-    mask = and_mask(mask, window_mask(col(records, "t_ns"), start_ns, end_ns))
+    mask = and_mask(mask, window_mask(actual_t(records), start_ns, end_ns))
     return int(col(records, "size")[mask].sum(dtype=np.int64))
 
 

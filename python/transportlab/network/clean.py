@@ -1,16 +1,20 @@
 """`tlab clean`: removes what runs that are no longer alive left behind — their
 processes (by recorded PID and start time, or by membership of a tlab namespace),
-namespaces and TUN devices. Live runs are left alone."""
+namespaces, TUN devices and veth pairs. Live runs are left alone."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
 
 from transportlab.network import netns
 from transportlab.network.registry import ProcessRecord, all_records, is_alive, process_start_time
+
+# Both ends of a run's veth pairs (network/live.py: tlab<run id>h<i>, tlab<run id>e<i>).
+VETH_NAME = re.compile(r"tlab[0-9a-f]{6}[he][0-9]+")
 
 
 def _kill(pid: int, start_time: int | None) -> bool:
@@ -52,7 +56,7 @@ def clean() -> list[str]:
             if ns in netns.list_names():
                 netns.remove(ns)
                 done.append(f"run {record.run_id}: removed namespace {ns}")
-        for ifname in record.tun_devices:
+        for ifname in record.tun_devices + record.veth_devices:
             if netns.remove_root_link(ifname):
                 done.append(f"run {record.run_id}: removed device {ifname}")
         path.unlink(missing_ok=True)
@@ -67,6 +71,14 @@ def clean() -> list[str]:
         time.sleep(0.05)
         netns.remove(ns)
         done.append(f"removed namespace {ns}")
+    # veth ends of ours left in the root namespace that no live run owns (a run killed
+    # between creating a pair and moving its ends).
+    live_devices = {
+        d for _, r in all_records() if r is not None and is_alive(r.owner) for d in r.veth_devices + r.tun_devices
+    }
+    for ifname in netns.root_links("tlab"):
+        if VETH_NAME.fullmatch(ifname) and ifname not in live_devices and netns.remove_root_link(ifname):
+            done.append(f"removed device {ifname}")
     return done
 
 

@@ -11,16 +11,22 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from transportlab.locations import binary
-from transportlab.network import netns
+from transportlab.network import netns, veth
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
 
 TUN_MTU = 1500
+# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "tun" until the
+# veth attachment has passed the whole e2e suite, or "veth" (AF_PACKET ring with
+# kernel receive timestamps) or "tun".
+DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "tun")
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
@@ -83,6 +89,7 @@ class Network:
         sysctls: dict[str, dict[str, str]] | None = None,
         spin_us: float = 20.0,
         realtime_priority: int | None = 10,
+        attach: str | None = None,
     ):
         self.topology = topology
         self.workdir = Path(workdir)
@@ -91,11 +98,18 @@ class Network:
         self.host_sysctls = sysctls or {}
         self.spin_us = spin_us
         self.realtime_priority = realtime_priority
+        self.attach = attach or DEFAULT_ATTACH
+        if self.attach not in ("veth", "tun", "floor"):
+            raise NetworkError(f"attach must be 'veth', 'tun' or 'floor', not {self.attach!r}")
+        if self.attach == "floor" and len(topology.hosts) != 2:
+            raise NetworkError("the floor (a plain veth pair, no engine) joins exactly two hosts")
+        self._attach_config: dict[str, dict] = {}
         self.record: RunRecord = new_record(self.run_id)
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
         self._children: list[subprocess.Popen] = []
-        self._old_sigterm: Any = None
+        # What signal.signal() returns: the handler before ours.
+        self._old_sigterm: Callable[[int, FrameType | None], Any] | int | None = None
         self.engine_stats: dict | None = None
 
     # -- names -------------------------------------------------------------------
@@ -103,7 +117,17 @@ class Network:
         return f"tlab-{self.run_id}-{host}"
 
     def tun_name(self, host: str) -> str:
+        """The host's interface: its TUN device, or its end of the veth pair."""
+        if self.attach in ("veth", "floor"):
+            return f"tlab{self.run_id}h{self.topology.hosts.index(host)}"
         return f"tlab{self.run_id}{self.topology.hosts.index(host)}"
+
+    def engine_ifname(self, host: str) -> str:
+        return f"tlab{self.run_id}e{self.topology.hosts.index(host)}"
+
+    @property
+    def engine_namespace(self) -> str:
+        return f"tlab-{self.run_id}-engine"
 
     def address(self, host: str) -> str:
         return self.topology.address(host)
@@ -149,9 +173,28 @@ class Network:
         engine_bin = binary("tlab-engine")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.record.save()
+        if self.attach == "veth":
+            self.record.namespaces.append(self.engine_namespace)
+            self.record.save()
+            netns.create(self.engine_namespace)
+            netns.set_sysctls(
+                self.engine_namespace,
+                {
+                    "net.ipv6.conf.all.disable_ipv6": "1",
+                    "net.ipv6.conf.default.disable_ipv6": "1",
+                    "net.ipv4.ip_forward": "0",
+                },
+                "engine",
+            )
         for host in self.topology.hosts:
             self._create_host(host)
-        config = self.topology.engine_config(self._tun_fds, self.seed, str(self.log_path), str(self.stats_path))
+        if self.attach == "floor":
+            return self._create_floor()
+        attach = self._attach_config if self.attach == "veth" else self._tun_fds
+        config = self.topology.engine_config(attach, self.seed, str(self.log_path), str(self.stats_path))
+        if self.attach == "veth":
+            config["netns"] = self.engine_namespace
+            config["mtu"] = TUN_MTU
         config["spin_ns"] = int(self.spin_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config_path = self.workdir / "engine-config.json"
@@ -183,11 +226,43 @@ class Network:
         }
         netns.set_sysctls(ns, sysctls, host)
         ifname = self.tun_name(host)
+        if self.attach == "veth":
+            return self._create_veth(host, ns, ifname)
+        if self.attach == "floor":
+            return
         self.record.tun_devices.append(ifname)
         self.record.save()
         self._tun_fds[host] = open_tun(ifname)
         netns.move_link(ifname, ns)
         netns.configure_tun(ns, ifname, self.address(host), TUN_MTU, TUN_TXQUEUELEN)
+
+    def _create_veth(self, host: str, ns: str, host_if: str) -> None:
+        i = self.topology.hosts.index(host)
+        engine_if = self.engine_ifname(host)
+        host_mac, engine_mac = veth.mac("host", i), veth.mac("engine", i)
+        self.record.veth_devices += [host_if, engine_if]
+        self.record.save()
+        veth.create_pair(host_if, engine_if, host_mac, engine_mac, TUN_MTU)
+        netns.move_link(host_if, ns)
+        netns.move_link(engine_if, self.engine_namespace)
+        veth.configure_host(ns, host_if, self.address(host), engine_mac)
+        veth.configure_engine_end(self.engine_namespace, engine_if)
+        self._attach_config[host] = {"kind": "veth", "ifname": engine_if, "mac": engine_mac, "peer_mac": host_mac}
+
+    def _create_floor(self) -> None:
+        """The no-emulator floor: the two hosts joined by a plain veth pair (offloads
+        off as on the engine's links), against which the engine's added delay is measured."""
+        a, b = self.topology.hosts
+        ifs = [self.tun_name(a), self.tun_name(b)]
+        macs = [veth.mac("host", 0), veth.mac("host", 1)]
+        self.record.veth_devices += ifs
+        self.record.save()
+        veth.create_pair(ifs[0], ifs[1], macs[0], macs[1], TUN_MTU)
+        for i, host in enumerate((a, b)):
+            netns.move_link(ifs[i], self.namespace(host))
+        for i, host in enumerate((a, b)):
+            ns, peer = self.namespace(host), (b, a)[i]
+            veth.configure_host(ns, ifs[i], self.address(host), macs[1 - i], gateway=self.address(peer))
 
     @staticmethod
     def _wait_ready(proc: subprocess.Popen, what: str, timeout: float, stderr_path: Path | None = None) -> str:
@@ -240,7 +315,7 @@ class Network:
 
     def _tun_drops(self) -> dict[str, int]:
         drops = {}
-        for host in self._tun_fds:
+        for host in self._tun_fds or self._attach_config:
             try:
                 drops[host] = netns.tx_dropped(self.namespace(host), self.tun_name(host))
             except Exception as e:  # teardown goes on; the count is then unknown
@@ -271,8 +346,9 @@ class Network:
         self._tun_fds.clear()
         for ns in self.record.namespaces:
             netns.remove(ns)
-        for ifname in self.record.tun_devices:
+        for ifname in self.record.tun_devices + self.record.veth_devices:
             netns.remove_root_link(ifname)
+        self._attach_config.clear()
         self.record.remove()
 
 

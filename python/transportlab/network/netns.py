@@ -79,3 +79,10 @@ def tx_dropped(name: str, ifname: str) -> int:
         link = ns.get_links(idx[0])[0]
         stats = link.get_attr("IFLA_STATS64") or link.get_attr("IFLA_STATS")
         return int(stats["tx_dropped"]) if stats else 0
+
+
+def root_links(prefix: str = "tlab") -> list[str]:
+    """Names of the root namespace's interfaces starting with `prefix`."""
+    with IPRoute() as ipr:
+        names = [link.get_attr("IFLA_IFNAME") for link in ipr.get_links()]
+    return [n for n in names if n and n.startswith(prefix)]

@@ -1,4 +1,4 @@
-"""A record per live run of what it created (namespaces, TUN devices, processes), so a
+"""A record per live run of what it created (namespaces, TUN and veth devices, processes), so a
 run killed before it could tear down can be cleaned up later by `tlab clean`, which
 removes exactly what was recorded and nothing else."""
 
@@ -36,6 +36,9 @@ class RunRecord:
     owner: ProcessRecord
     namespaces: list[str] = field(default_factory=list)
     tun_devices: list[str] = field(default_factory=list)
+    # Both ends of every veth pair (removed with their namespaces; listed for a run
+    # killed before it moved them out of the root namespace).
+    veth_devices: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
 
     @property
@@ -65,6 +68,7 @@ class RunRecord:
             owner=ProcessRecord(**data["owner"]),
             namespaces=list(data["namespaces"]),
             tun_devices=list(data["tun_devices"]),
+            veth_devices=list(data.get("veth_devices", [])),
             processes=[ProcessRecord(**p) for p in data["processes"]],
         )
 

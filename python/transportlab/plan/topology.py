@@ -4,6 +4,7 @@ the static routing computed from them. Pure: no system calls here (see `network`
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -207,13 +208,17 @@ class Topology:
         share one engine; a packet to an unreachable host is dropped as `no_route`)."""
         return [self.route(s, d) for s in self.hosts for d in self.hosts if s != d and self.connected(s, d)]
 
-    def engine_config(self, tun_fds: dict[str, int], seed: int, log_path: str, stats_path: str) -> dict:
-        """The engine's JSON configuration (crates/engine/src/config.rs)."""
+    def engine_config(self, attach: Mapping[str, int | dict], seed: int, log_path: str, stats_path: str) -> dict:
+        """The engine's JSON configuration (crates/engine/src/config.rs). `attach` per
+        host: a TUN descriptor, or the engine's `{"kind": "veth", ...}` attachment."""
+
+        def host_attach(a: int | dict) -> dict:
+            return {"kind": "tun", "fd": a} if isinstance(a, int) else a
 
         return {
             "log_path": log_path,
             "stats_path": stats_path,
-            "hosts": [{"name": h, "tun_fd": tun_fds[h]} for h in self.hosts],
+            "hosts": [{"name": h, "attach": host_attach(attach[h])} for h in self.hosts],
             "directions": [self._direction_config(name, d, seed) for name, d in self.directions()],
             "routes": [self._route_config(r) for r in self.routes()],
         }

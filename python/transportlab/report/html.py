@@ -312,10 +312,7 @@ def _flows_table(rd: RunData) -> str:
                 cell(str(f.get("protocol") or "—"), False),
                 cell(str(f.get("cc") or "—"), False),
                 cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
-                cell(
-                    {True: "yes", False: "NO"}.get(bool(f["complete"]), "—") if f.get("complete") is not None else "—",
-                    False,
-                ),
+                cell({True: "yes", False: "NO"}.get(c, "—") if (c := f.get("complete")) is not None else "—", False),
                 cell(fmt_bytes(f.get("bytes_delivered"))),
                 cell(fmt_rate(f.get("throughput_bps"))),
                 cell(fmt_rate(f.get("goodput_bps"))),

@@ -66,8 +66,10 @@ def check_scenario(s: Scenario) -> list[Problem]:
         if p.name is None:
             p.name = f"probe{i}"
     items = [("flows", i, f) for i, f in enumerate(s.flows)] + [("probes", i, p) for i, p in enumerate(s.probes)]
-    # Every probe has a name by now (set just above).
-    names = [str(item.name) for _, _, item in items]
+    names: list[str] = []
+    for _, _, item in items:
+        assert item.name is not None  # flows require a name; probes were named just above
+        names.append(item.name)
     for k in _duplicates(names):
         kind, i, item = items[k]
         out.append(((kind, i, "name"), "duplicate name (flows and probes share one namespace)", item.name))
@@ -103,13 +105,13 @@ def check_scenario(s: Scenario) -> list[Problem]:
             out.append(((kind, i, end_field), f"after the scenario's end (duration {s.duration:g}s)", MISSING))
 
     from transportlab.kinds import KINDS
+    from transportlab.scenario.schema import FlowSpec
 
     ports: dict[tuple[str, str, int], int] = {}
     for kind, i, item in items:
         if item.port is None:
             continue
-        tcp = kind == "flows" and KINDS[getattr(item, "protocol")].ip_proto == 6  # noqa: B009 - probes have none
-        transport = "tcp" if tcp else "udp"
+        transport = "tcp" if isinstance(item, FlowSpec) and KINDS[item.protocol].ip_proto == 6 else "udp"
         port_key = (item.to, transport, item.port)
         if port_key in ports:
             out.append(((kind, i, "port"), f"{transport} port already used on host {item.to!r}", item.port))

@@ -8,6 +8,9 @@ import functools
 import os
 from pathlib import Path
 
+# The link model refuses longer periods (its nanosecond clock would wrap); about 35 years.
+MAX_PERIOD_MS = 2**40
+
 
 class TraceError(ValueError):
     pass
@@ -47,4 +50,6 @@ def _load(path: str, mtime_ns: int, size: int) -> tuple[int, ...]:
         raise TraceError(f"{path}: the trace is empty")
     if out[-1] == 0:
         raise TraceError(f"{path}: the last timestamp must be greater than 0 (it is the trace's period)")
+    if out[-1] > MAX_PERIOD_MS:
+        raise TraceError(f"{path}: the trace's period (its last timestamp, {out[-1]} ms) exceeds {MAX_PERIOD_MS} ms")
     return tuple(out)

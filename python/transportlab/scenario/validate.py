@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from transportlab.scenario.errors import MISSING, FieldIssue, Issue, ScenarioError
 from transportlab.scenario.fieldpath import format_path, keys_of, lookup
@@ -72,7 +73,7 @@ _SIMPLE = {
 }
 
 
-def _describe(e: Any, loc: tuple) -> str:
+def _describe(e: ErrorDetails, loc: tuple) -> str:
     t, ctx = e["type"], e.get("ctx") or {}
     if t == "extra_forbidden":
         keys = keys_of(Scenario, list(loc[:-1]))

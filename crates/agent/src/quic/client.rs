@@ -1,5 +1,6 @@
-//! quic-client: one connection, one request (bulk upload/download, objects on parallel
-//! streams, or paced messages), a summary shaped like tcp-client's.
+//! quic-client: one connection, one request (bulk upload/download on one stream or
+//! several, objects on parallel streams, or paced messages), a summary shaped like
+//! tcp-client's.
 
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agent::wire::object::UploadReply;
-use agent::wire::request::{Mode, Request, Transport};
+use agent::wire::request::{self as wire_request, Mode, Request, Transport};
 use agent::wire::{code, stamp};
 use anyhow::{bail, Context};
 use quinn::crypto::rustls::QuicClientConfig;
@@ -42,6 +43,9 @@ fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
             Direction::Download => Mode::Download,
         })
     };
+    // Bulk: the payload's streams; objects: the objects in flight (default all of them, as
+    // many as the connection allows at once).
+    r.streams = a.streams.unwrap_or(1);
     if let (Some(k), Some(s)) = (a.objects, a.object_size) {
         if a.streams.is_some_and(|p| p > k) {
             usage!("--streams {}: more than --objects {k}", a.streams.unwrap());
@@ -49,6 +53,7 @@ fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
         r.mode = Mode::Objects;
         r.object_count = k;
         r.object_size = s;
+        r.streams = a.streams.unwrap_or(k.min(wire_request::MAX_STREAMS));
     }
     if let (Some(size), Some(rate)) = (a.message_size, a.message_rate) {
         if size < stamp::LEN as u64 {
@@ -106,6 +111,7 @@ struct Results {
     bytes_received: u64,
     bytes_received_by_server: Option<u64>,
     ended_by_duration: bool,
+    stream_bytes: Option<Vec<u64>>,
     connect_start_ns: u64,
     connected_ns: u64,
     first_byte_ns: Option<u64>,
@@ -148,7 +154,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         bytes: a.bytes,
         objects: a.objects,
         object_size: a.object_size,
-        streams: a.objects.map(|k| a.streams.unwrap_or(k)),
+        streams: (req.mode != Mode::Messages).then_some(req.streams),
         message_size: a.message_size,
         message_rate: a.message_rate,
         message_interval_ns: (req.mode == Mode::Messages).then_some(req.message_interval_ns),
@@ -193,6 +199,9 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     };
     let connected_ns = sys::now_ns();
     let t = Arc::new(Transfer::default());
+    if matches!(req.mode, Mode::Upload | Mode::Download) {
+        t.track_streams(req.streams);
+    }
     let sampler = Sampler::start(
         Sources {
             conn_index: 0,
@@ -204,7 +213,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     );
     let mut stopped_by_signal = false;
     let result = tokio::select! {
-        r = transfer_for(&conn, &req, &t, connected_ns, a.objects.map(|k| a.streams.unwrap_or(k))) => r,
+        r = transfer_for(&conn, &req, &t, connected_ns) => r,
         _ = super::stopped(&mut stop) => { stopped_by_signal = true; Ok(Outcome::default()) }
     };
     let samples = sampler.finish();
@@ -276,6 +285,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         bytes_received: t.bytes_received.load(Relaxed),
         bytes_received_by_server: outcome.server_received,
         ended_by_duration: outcome.duration_over,
+        stream_bytes: t.stream_bytes(),
         connect_start_ns,
         connected_ns,
         first_byte_ns: t.first_byte(),
@@ -318,7 +328,6 @@ async fn transfer_for(
     req: &Request,
     t: &Arc<Transfer>,
     connected_ns: u64,
-    streams: Option<u64>,
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
     let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
@@ -329,14 +338,16 @@ async fn transfer_for(
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);
-            o.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
-            // The server replies with what it read once our stream has ended.
+            let end = transfer::send_bulk_streams(conn, &mut send, limit, req.streams, deadline, t).await?;
+            o.duration_over = end == SendEnd::DurationOver;
+            // The server replies with what it read once all our streams have ended.
             o.server_received = Some(UploadReply::decode(&transfer::recv_word(&mut recv).await?)?.bytes_read);
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Download => {
             let _ = send.finish();
-            o.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
+            o.duration_over =
+                transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;
             o.end_ns = Some(sys::now_ns());
         }
         Mode::Messages if req.client_sends_messages => {
@@ -353,7 +364,7 @@ async fn transfer_for(
             let _ = send.finish();
             let next = Arc::new(AtomicU64::new(0));
             let mut workers = tokio::task::JoinSet::new();
-            for _ in 0..streams.unwrap_or(req.object_count) {
+            for _ in 0..req.streams {
                 let (conn, t, next) = (conn.clone(), t.clone(), next.clone());
                 let (count, size) = (req.object_count, req.object_size);
                 workers.spawn(async move {

@@ -31,9 +31,11 @@ use crate::sys;
 /// holds while a loss is repaired, so flow control never limits a transfer before the
 /// congestion window does.
 pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
-/// Concurrent bidirectional streams each end allows its peer (objects mode opens one per
-/// object in flight, plus the control stream).
+/// Concurrent bidirectional streams, and unidirectional streams, each end allows its peer
+/// (objects mode opens a bidirectional one per object in flight, plus the control stream;
+/// a bulk transfer on N streams opens N − 1 unidirectional ones beside the control stream).
 pub const MAX_STREAMS: u64 = 10_000;
+const _: () = assert!(agent::wire::request::MAX_STREAMS < MAX_STREAMS);
 /// Connections go idle (and fail) after this long without any packet.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a closing endpoint waits for its CONNECTION_CLOSE to go out and drain.
@@ -96,6 +98,7 @@ impl Options {
             .receive_window(window)
             .send_window(WINDOW_BYTES)
             .max_concurrent_bidi_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
+            .max_concurrent_uni_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
             .max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("fits")))
             .congestion_controller_factory(Arc::new(cc::Factory::new(self.cc.clone(), probe)));
         if let Some(n) = self.datagram_size {

@@ -9,9 +9,10 @@ use std::sync::Arc;
 use agent::wire::code;
 use agent::wire::object::UploadReply;
 use agent::wire::request::{self, Mode, Request, Transport};
+use agent::wire::Error;
 use anyhow::{anyhow, bail, Context};
 use quinn::crypto::rustls::QuicServerConfig;
-use quinn::{ConnectionError, Endpoint, EndpointConfig, ServerConfig, TokioRuntime, VarInt};
+use quinn::{ConnectionError, Endpoint, EndpointConfig, ReadExactError, ServerConfig, TokioRuntime, VarInt};
 use serde::Serialize;
 
 use super::cc::Probe;
@@ -92,6 +93,7 @@ struct ServedConn {
     bytes_sent: u64,
     bytes_received: u64,
     ended_by_duration: bool,
+    stream_bytes: Option<Vec<u64>>,
     objects_served: u64,
     accepted_ns: u64,
     connected_ns: u64,
@@ -129,6 +131,7 @@ struct RequestSummary {
     object_count: u64,
     message_size: u64,
     message_interval_ns: u64,
+    streams: u64,
 }
 
 struct ConnOutcome {
@@ -361,6 +364,7 @@ async fn serve_connection(
             object_count: r.object_count,
             message_size: r.message_size,
             message_interval_ns: r.message_interval_ns,
+            streams: r.streams,
         }),
         sender: req.map(|_| if sender_is_server { "server" } else { "client" }),
         complete,
@@ -370,6 +374,7 @@ async fn serve_connection(
         bytes_sent: t.bytes_sent.load(Relaxed),
         bytes_received: t.bytes_received.load(Relaxed),
         ended_by_duration: served.duration_over,
+        stream_bytes: t.stream_bytes(),
         objects_served: served.objects_served,
         accepted_ns,
         connected_ns,
@@ -406,8 +411,21 @@ async fn serve_request(
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
     let mut hdr = [0u8; request::QUIC_LEN];
-    recv.read_exact(&mut hdr).await.context("cannot read the request")?;
-    let req = match Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r)) {
+    let got = match recv.read_exact(&mut hdr).await {
+        Ok(()) => hdr.len(),
+        Err(ReadExactError::FinishedEarly(n)) => n,
+        Err(e) => return Err(e).context("cannot read the request"),
+    };
+    let decoded = Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r));
+    let decoded = match decoded {
+        _ if got == hdr.len() => decoded,
+        // A client that ended its control stream inside the request (a version-1 client
+        // asking for a download sends 56 bytes) is refused for its magic or version when
+        // it sent those and they are wrong, else for the truncation.
+        Err(e @ (Error::BadMagic { .. } | Error::UnsupportedVersion { .. })) if got > request::field::VERSION => Err(e),
+        _ => Err(Error::Truncated { needed: hdr.len(), got }),
+    };
+    let req = match decoded {
         Ok(r) => r,
         Err(e) => {
             conn.close(VarInt::from_u32(code::BAD_REQUEST), e.to_string().as_bytes());
@@ -417,9 +435,14 @@ async fn serve_request(
     let header_ns = sys::now_ns();
     served.request = Some(req);
     served.header_ns = Some(header_ns);
+    if matches!(req.mode, Mode::Upload | Mode::Download) {
+        t.track_streams(req.streams);
+    }
     match req.mode {
         Mode::Upload => {
-            served.duration_over = transfer::recv_bulk(&mut recv, t).await? == RecvEnd::DurationOver;
+            served.duration_over =
+                transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;
+            // The sum over every stream.
             let reply = UploadReply {
                 bytes_read: t.bytes_received.load(Relaxed),
             };
@@ -430,7 +453,8 @@ async fn serve_request(
         Mode::Download => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| header_ns + req.duration_ns);
-            served.duration_over = transfer::send_bulk(&mut send, limit, deadline, t).await? == SendEnd::DurationOver;
+            let end = transfer::send_bulk_streams(conn, &mut send, limit, req.streams, deadline, t).await?;
+            served.duration_over = end == SendEnd::DurationOver;
             served.transfer_done = true;
         }
         Mode::Messages if req.client_sends_messages => {

@@ -1,13 +1,16 @@
-//! Stream-level work shared by client and server: bulk send/receive, paced timestamped
-//! messages, and the record of what moved. The record lives behind an `Arc` so a transfer
-//! cancelled by a stop request leaves its results so far for the summary.
+//! Stream-level work shared by client and server: bulk send/receive (on one stream or
+//! several), paced timestamped messages, and the record of what moved. The record lives
+//! behind an `Arc` so a transfer cancelled by a stop request leaves its results so far for
+//! the summary.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use anyhow::Context;
 use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
 use serde::Serialize;
+use tokio::task::JoinSet;
 
 use crate::stats::{self, Scaled};
 use crate::sys;
@@ -24,13 +27,16 @@ pub struct Transfer {
     /// Payload of the transfer direction at this end: written if this end sends the
     /// payload, read otherwise (the series' `bytes`, as for TCP).
     pub payload: AtomicU64,
-    /// Application bytes written / read on all streams (requests included; the 56-byte
-    /// request and 8-byte replies excluded).
+    /// Application bytes written / read on all streams (object requests and upload
+    /// replies counted where they are sent, the request itself not).
     pub bytes_sent: AtomicU64,
     pub bytes_received: AtomicU64,
     /// CLOCK_MONOTONIC of the first and last payload byte read (0 = none yet).
     pub first_byte_ns: AtomicU64,
     pub last_byte_ns: AtomicU64,
+    /// Bulk: payload written or read per stream, the control stream first (see
+    /// [`share`]); empty in the other modes.
+    pub stream_bytes: Mutex<Vec<u64>>,
     pub objects: Mutex<Vec<ObjectRecord>>,
     pub messages_sent: AtomicU64,
     /// Sender: how late each message was written after its deadline.
@@ -58,6 +64,12 @@ fn opt_ns(v: u64) -> Option<u64> {
 }
 
 impl Transfer {
+    /// Makes this a bulk transfer on `streams` streams: each has its count from the start,
+    /// so a stream that never moved a byte shows 0.
+    pub fn track_streams(&self, streams: u64) {
+        *self.stream_bytes.lock().unwrap() = vec![0; streams as usize];
+    }
+
     fn sent(&self, n: usize, payload: bool) {
         self.bytes_sent.fetch_add(n as u64, Relaxed);
         if payload {
@@ -72,6 +84,21 @@ impl Transfer {
         self.payload.fetch_add(n as u64, Relaxed);
         let _ = self.first_byte_ns.compare_exchange(0, now, Relaxed, Relaxed);
         self.last_byte_ns.store(now, Relaxed);
+    }
+
+    /// Counts `n` payload bytes on bulk stream `stream`.
+    fn on_stream(&self, stream: usize, n: usize) {
+        let mut v = self.stream_bytes.lock().unwrap();
+        if v.len() <= stream {
+            v.resize(stream + 1, 0);
+        }
+        v[stream] += n as u64;
+    }
+
+    /// Bulk: the payload per stream (None in the other modes).
+    pub fn stream_bytes(&self) -> Option<Vec<u64>> {
+        let v = self.stream_bytes.lock().unwrap();
+        (!v.is_empty()).then(|| v.clone())
     }
 
     pub fn first_byte(&self) -> Option<u64> {
@@ -125,38 +152,71 @@ pub async fn send_bulk(
     deadline_ns: Option<u64>,
     t: &Transfer,
 ) -> Result<SendEnd, WriteError> {
+    send_zeros(&mut [s], &[limit], deadline_ns, t, false).await
+}
+
+/// [`send_bulk`] on several streams at once, writing to one after the other. Each stream
+/// `k` sends `limits[k]` bytes (then FIN) or until `deadline_ns` (then every stream still
+/// sending is reset). With `per_stream`, each stream's payload is counted as bulk stream `k`.
+///
+/// One writer taking turns, not a task per stream: quinn buffers up to the send window
+/// (64 MiB, the whole connection's) ahead of the network and sends the buffered streams
+/// in turn, so the streams share the path only if they share the buffer. A writer per
+/// stream would not: the first to run fills the window alone, and each time acks free
+/// some room the writer woken first takes it again.
+async fn send_zeros(
+    streams: &mut [&mut SendStream],
+    limits: &[Option<u64>],
+    deadline_ns: Option<u64>,
+    t: &Transfer,
+    per_stream: bool,
+) -> Result<SendEnd, WriteError> {
     let zeros = Bytes::from(vec![0u8; CHUNK]);
     let deadline = deadline_ns.map(super::tokio_instant);
-    let mut written = 0u64;
-    loop {
-        let want = match limit {
-            Some(l) if written >= l => break,
-            Some(l) => (l - written).min(CHUNK as u64) as usize,
+    let over = |streams: &mut [&mut SendStream], active: &[usize]| {
+        for &k in active {
+            let _ = streams[k].reset(VarInt::from_u32(code::DURATION_OVER));
+        }
+        SendEnd::DurationOver
+    };
+    let mut written = vec![0u64; streams.len()];
+    let mut active: Vec<usize> = (0..streams.len()).collect();
+    let mut turn = 0;
+    while !active.is_empty() {
+        turn %= active.len();
+        let k = active[turn];
+        let want = match limits[k] {
+            Some(l) if written[k] >= l => {
+                if deadline_ns.is_some_and(|d| sys::now_ns() >= d) {
+                    return Ok(over(streams, &active));
+                }
+                let _ = streams[k].finish();
+                active.remove(turn);
+                continue;
+            }
+            Some(l) => (l - written[k]).min(CHUNK as u64) as usize,
             None => CHUNK,
         };
-        let write = s.write_chunk(zeros.slice(..want));
-        match deadline {
-            None => write.await?,
+        // write_chunks is cancel-safe (it writes nothing unless it resolves), so a write cut
+        // short by the deadline leaves the count exact.
+        let mut chunk = [zeros.slice(..want)];
+        let write = streams[k].write_chunks(&mut chunk);
+        let n = match deadline {
+            None => write.await?.bytes,
             Some(d) => {
                 tokio::select! {
-                    r = write => r?,
-                    _ = tokio::time::sleep_until(d) => {
-                        let _ = s.reset(VarInt::from_u32(code::DURATION_OVER));
-                        return Ok(SendEnd::DurationOver);
-                    }
+                    r = write => r?.bytes,
+                    _ = tokio::time::sleep_until(d) => return Ok(over(streams, &active)),
                 }
             }
+        };
+        written[k] += n as u64;
+        t.sent(n, true);
+        if per_stream {
+            t.on_stream(k, n);
         }
-        written += want as u64;
-        t.sent(want, true);
+        turn += 1;
     }
-    if let Some(d) = deadline_ns {
-        if sys::now_ns() >= d {
-            let _ = s.reset(VarInt::from_u32(code::DURATION_OVER));
-            return Ok(SendEnd::DurationOver);
-        }
-    }
-    let _ = s.finish();
     Ok(SendEnd::Finished)
 }
 
@@ -169,16 +229,79 @@ pub enum RecvEnd {
     DurationOver,
 }
 
-/// Reads and counts payload until the stream ends.
-pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer) -> anyhow::Result<RecvEnd> {
+/// Reads and counts the payload of bulk stream `stream` until the stream ends.
+pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer, stream: usize) -> anyhow::Result<RecvEnd> {
     loop {
         match s.read_chunk(usize::MAX, true).await {
-            Ok(Some(c)) => t.received(c.bytes.len()),
+            Ok(Some(c)) => {
+                t.received(c.bytes.len());
+                t.on_stream(stream, c.bytes.len());
+            }
             Ok(None) => return Ok(RecvEnd::Finished),
             Err(ReadError::Reset(c)) if c == VarInt::from_u32(code::DURATION_OVER) => return Ok(RecvEnd::DurationOver),
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// Stream `stream`'s share of `total` bytes split over `streams` streams: `total / streams`
+/// each, the remainder on the first (the control stream).
+pub fn share(total: u64, streams: u64, stream: u64) -> u64 {
+    total / streams + if stream == 0 { total % streams } else { 0 }
+}
+
+/// A bulk send on `streams` streams: the control stream `control` (bulk stream 0) and
+/// `streams − 1` unidirectional streams opened on `conn` (bulk streams 1, 2, … in the order
+/// of their ids), written in turn. With `bytes`, each sends its [`share`] and finishes;
+/// with `deadline_ns`, each sends until then and is reset.
+pub async fn send_bulk_streams(
+    conn: &quinn::Connection,
+    control: &mut SendStream,
+    bytes: Option<u64>,
+    streams: u64,
+    deadline_ns: Option<u64>,
+    t: &Transfer,
+) -> anyhow::Result<SendEnd> {
+    let mut others = Vec::new();
+    for _ in 1..streams {
+        others.push(conn.open_uni().await.context("cannot open a payload stream")?);
+    }
+    let mut all: Vec<&mut SendStream> = std::iter::once(control).chain(others.iter_mut()).collect();
+    let limits: Vec<Option<u64>> = (0..streams).map(|k| bytes.map(|b| share(b, streams, k))).collect();
+    Ok(send_zeros(&mut all, &limits, deadline_ns, t, true).await?)
+}
+
+/// A bulk receive on `streams` streams: the control stream `control` (stream 0) and the
+/// `streams − 1` unidirectional streams the peer opens on `conn`, read at once until every
+/// one has ended. DurationOver if any was reset at the sender's deadline.
+pub async fn recv_bulk_streams(
+    conn: &quinn::Connection,
+    control: &mut RecvStream,
+    streams: u64,
+    t: &Arc<Transfer>,
+) -> anyhow::Result<RecvEnd> {
+    let others = async {
+        // Dropping the set (a stop cancelled the transfer) aborts the readers.
+        let mut readers = JoinSet::new();
+        for _ in 1..streams {
+            let mut s = conn.accept_uni().await.context("no payload stream")?;
+            let k = 1 + s.id().index();
+            if k >= streams {
+                anyhow::bail!("payload stream {k} beyond the {streams} of the request");
+            }
+            let t = t.clone();
+            readers.spawn(async move { recv_bulk(&mut s, &t, k as usize).await });
+        }
+        let mut end = RecvEnd::Finished;
+        while let Some(r) = readers.join_next().await {
+            if r.context("payload stream task failed")?? == RecvEnd::DurationOver {
+                end = RecvEnd::DurationOver;
+            }
+        }
+        Ok(end)
+    };
+    let (first, rest) = tokio::try_join!(recv_bulk(control, t, 0), others)?;
+    Ok(if first == RecvEnd::DurationOver { first } else { rest })
 }
 
 /// Sends one of the 8-byte messages (object request, upload reply) and counts it as sent.

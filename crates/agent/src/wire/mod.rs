@@ -3,7 +3,7 @@
 //! slice and answer with an [`Error`], never a panic: these bytes come from the network.
 //!
 //! - [`request`]: what a client asks for, first on a TCP connection (`"TLAB"`, 40 bytes)
-//!   or on the QUIC control stream (`"TLQC"`, 56 bytes); one layout, QUIC's extends TCP's.
+//!   or on the QUIC control stream (`"TLQC"`, 64 bytes); one layout, QUIC's extends TCP's.
 //! - [`object`]: an objects-mode request (the object's size) and the QUIC server's reply to
 //!   an upload (the bytes it read).
 //! - [`stamp`]: sequence number and send time at the start of every UDP datagram (udp-send,

@@ -1,11 +1,11 @@
 //! The request a client sends before anything else: the first bytes of a TCP connection
 //! (inside TLS with `--tls`) or of the QUIC control stream. Both transports share one
-//! layout; QUIC's is TCP's with the messages mode and two more fields:
+//! layout; QUIC's is TCP's with the messages mode and three more fields:
 //!
-//! | bytes  | field | TCP (`"TLAB"`, 40 bytes) | QUIC (`"TLQC"`, 56 bytes) |
+//! | bytes  | field | TCP (`"TLAB"`, 40 bytes) | QUIC (`"TLQC"`, 64 bytes) |
 //! |--------|-------|--------------------------|---------------------------|
 //! | 0..4   | magic | `"TLAB"` | `"TLQC"` |
-//! | 4      | version | 1 | 1 |
+//! | 4      | version | 1 | 2 |
 //! | 5      | mode | 1 upload, 2 download, 3 objects | also 4 messages |
 //! | 6      | message sender | 0 | 1 client sends, 2 server sends (every mode) |
 //! | 7      | reserved | 0 | 0 |
@@ -15,8 +15,10 @@
 //! | 32..40 | `object_count` | | |
 //! | 40..48 | `message_size` | – | |
 //! | 48..56 | `message_interval_ns` | – | |
+//! | 56..64 | `streams` | – (always 1) | |
 //!
-//! Decoding is strict (reserved bytes 0, sender byte 0 for TCP and 1 or 2 for QUIC), so
+//! QUIC version 1 was the first 56 bytes of version 2, without `streams`; a server refuses
+//! it. Decoding is strict (reserved bytes 0, sender byte 0 for TCP and 1 or 2 for QUIC), so
 //! every accepted request re-encodes to the bytes it came from.
 
 use super::{check_len, get_u64, put_u64, Error};
@@ -35,13 +37,20 @@ pub mod field {
     pub const OBJECT_COUNT: Field = 32..40;
     pub const MESSAGE_SIZE: Field = 40..48;
     pub const MESSAGE_INTERVAL_NS: Field = 48..56;
+    pub const STREAMS: Field = 56..64;
 }
 
-pub const VERSION: u8 = 1;
+/// Version of the TCP request.
+pub const TCP_VERSION: u8 = 1;
+/// Version of the QUIC request (2: `streams` added).
+pub const QUIC_VERSION: u8 = 2;
 /// Length of the TCP request.
 pub const TCP_LEN: usize = field::OBJECT_COUNT.end;
 /// Length of the QUIC request.
-pub const QUIC_LEN: usize = field::MESSAGE_INTERVAL_NS.end;
+pub const QUIC_LEN: usize = field::STREAMS.end;
+/// Most streams a QUIC request may ask for: with the control stream they fit the 10 000
+/// concurrent streams each QUIC endpoint allows its peer.
+pub const MAX_STREAMS: u64 = 9_999;
 
 const SENDER_CLIENT: u8 = 1;
 const SENDER_SERVER: u8 = 2;
@@ -58,6 +67,14 @@ impl Transport {
         match self {
             Transport::Tcp => *b"TLAB",
             Transport::Quic => *b"TLQC",
+        }
+    }
+
+    /// Version of this transport's request.
+    pub const fn version(self) -> u8 {
+        match self {
+            Transport::Tcp => TCP_VERSION,
+            Transport::Quic => QUIC_VERSION,
         }
     }
 
@@ -126,10 +143,14 @@ pub struct Request {
     pub message_size: u64,
     /// QUIC only (0 over TCP).
     pub message_interval_ns: u64,
+    /// Streams the transfer runs on. Upload and download: the payload's streams (the
+    /// control stream and `streams − 1` unidirectional ones from the sender); objects: the
+    /// objects in flight at once; messages: 1. TCP: always 1 (not carried).
+    pub streams: u64,
 }
 
 impl Request {
-    /// A request for `mode` with every amount 0.
+    /// A request for `mode` on one stream with every amount 0.
     pub fn new(mode: Mode) -> Request {
         Request {
             mode,
@@ -140,6 +161,7 @@ impl Request {
             object_count: 0,
             message_size: 0,
             message_interval_ns: 0,
+            streams: 1,
         }
     }
 
@@ -164,10 +186,10 @@ impl Request {
                 expected: transport,
             });
         }
-        if buf[field::VERSION] != VERSION {
+        if buf[field::VERSION] != transport.version() {
             return Err(Error::UnsupportedVersion {
                 found: buf[field::VERSION],
-                expected: VERSION,
+                expected: transport.version(),
             });
         }
         let mode = Mode::from_byte(buf[field::MODE], transport)?;
@@ -204,10 +226,12 @@ impl Request {
             object_count: get_u64(buf, field::OBJECT_COUNT)?,
             message_size: 0,
             message_interval_ns: 0,
+            streams: 1,
         };
         if transport == Transport::Quic {
             r.message_size = get_u64(buf, field::MESSAGE_SIZE)?;
             r.message_interval_ns = get_u64(buf, field::MESSAGE_INTERVAL_NS)?;
+            r.streams = get_u64(buf, field::STREAMS)?;
         }
         Ok(r)
     }
@@ -227,19 +251,26 @@ impl Request {
                     "messages request needs size >= 16, an interval and a duration",
                 ))
             }
+            _ if self.streams == 0 || self.streams > MAX_STREAMS => {
+                Err(Error::Invalid("request needs 1 to 9999 streams"))
+            }
+            Mode::Messages if self.streams != 1 => Err(Error::Invalid("messages request runs on one stream")),
             _ => Ok(()),
         }
     }
 
     /// Writes the request for `transport` over the first `transport.request_len()` bytes of `buf`.
-    /// TCP has no messages mode and carries no message fields.
+    /// TCP has no messages mode, carries no message fields and runs on one stream.
     pub fn emit(&self, transport: Transport, buf: &mut [u8]) -> Result<(), Error> {
         check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
         }
+        if transport == Transport::Tcp && self.streams != 1 {
+            return Err(Error::Invalid("several streams are QUIC only"));
+        }
         buf[field::MAGIC].copy_from_slice(&transport.magic());
-        buf[field::VERSION] = VERSION;
+        buf[field::VERSION] = transport.version();
         buf[field::MODE] = self.mode as u8;
         buf[field::MESSAGE_SENDER] = match transport {
             Transport::Tcp => 0,
@@ -254,6 +285,7 @@ impl Request {
         if transport == Transport::Quic {
             put_u64(buf, field::MESSAGE_SIZE, self.message_size)?;
             put_u64(buf, field::MESSAGE_INTERVAL_NS, self.message_interval_ns)?;
+            put_u64(buf, field::STREAMS, self.streams)?;
         }
         Ok(())
     }
@@ -306,7 +338,8 @@ mod tests {
         assert_eq!(b, expected);
     }
 
-    /// The bytes the agent's QUIC client sent before this module existed.
+    /// The QUIC request, version 2: version 1's 56 bytes (with the version byte 2), then
+    /// `streams`.
     #[test]
     fn quic_layout_is_fixed() {
         let r = Request {
@@ -318,10 +351,11 @@ mod tests {
             object_count: 4,
             message_size: 100,
             message_interval_ns: 6,
+            streams: 7,
         };
         let b = r.encode(Transport::Quic).unwrap();
-        let mut expected = b"TLQC\x01\x04\x01\x00".to_vec();
-        for v in [1u64, 2, 3, 4, 100, 6] {
+        let mut expected = b"TLQC\x02\x04\x01\x00".to_vec();
+        for v in [1u64, 2, 3, 4, 100, 6, 7] {
             expected.extend_from_slice(&v.to_be_bytes());
         }
         assert_eq!(b, expected);
@@ -331,6 +365,64 @@ mod tests {
             ..Request::new(Mode::Download)
         };
         assert_eq!(download.encode(Transport::Quic).unwrap()[field::MESSAGE_SENDER], 2);
+    }
+
+    /// A version-1 QUIC client's request (56 bytes, then its upload's payload of zeros) is
+    /// refused for its version, not misread.
+    #[test]
+    fn quic_version_1_is_refused() {
+        let mut v1 = b"TLQC\x01\x01\x01\x00".to_vec();
+        v1.extend_from_slice(&20_000_000u64.to_be_bytes());
+        v1.resize(QUIC_LEN, 0);
+        assert_eq!(
+            Request::decode(Transport::Quic, &v1),
+            Err(Error::UnsupportedVersion { found: 1, expected: 2 })
+        );
+    }
+
+    #[test]
+    fn streams_are_quic_only_and_bounded() {
+        let two = Request {
+            bytes: 5,
+            streams: 2,
+            ..Request::new(Mode::Upload)
+        };
+        assert!(two.encode(Transport::Tcp).is_err());
+        let b = two.encode(Transport::Quic).unwrap();
+        assert_eq!(b[field::STREAMS], 2u64.to_be_bytes());
+        assert_eq!(Request::decode(Transport::Quic, &b), Ok(two));
+        assert_eq!(
+            Request::decode(
+                Transport::Tcp,
+                &Request::new(Mode::Upload).encode(Transport::Tcp).unwrap()
+            )
+            .unwrap()
+            .streams,
+            1
+        );
+        assert!(two.validate().is_ok());
+        assert!(Request {
+            streams: MAX_STREAMS,
+            ..two
+        }
+        .validate()
+        .is_ok());
+        let e = Request {
+            streams: MAX_STREAMS + 1,
+            ..two
+        }
+        .validate()
+        .unwrap_err();
+        assert!(e.to_string().contains(&format!("1 to {MAX_STREAMS} streams")), "{e}");
+        assert!(Request { streams: 0, ..two }.validate().is_err());
+        let m = Request {
+            message_size: 16,
+            message_interval_ns: 1,
+            duration_ns: 1,
+            ..Request::new(Mode::Messages)
+        };
+        assert!(m.validate().is_ok());
+        assert!(Request { streams: 2, ..m }.validate().is_err());
     }
 
     #[test]

@@ -38,7 +38,9 @@ impl fmt::Display for Error {
         match self {
             Error::Truncated { needed, got } => write!(f, "truncated: {got} of {needed} bytes"),
             Error::NotIpv4 { version } => write!(f, "IP version {version}, not 4"),
-            Error::BadHeaderLen { header_len } => write!(f, "header length {header_len} below the minimum"),
+            Error::BadHeaderLen { header_len } => {
+                write!(f, "header length {header_len} below the minimum")
+            }
         }
     }
 }
