@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
+use engine::wire::ipv4::{Ecn, Ipv4Packet};
 use engine::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
 use crate::attach::Egress;
-use crate::log::{reason, Event, PacketLog, NO_DIRECTION};
+use crate::log::{flag, reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
 use engine::config::Config;
 
@@ -22,6 +23,24 @@ pub struct Carried {
     key: FlowKey,
     route: u32,
     hop: u16,
+}
+
+impl Carried {
+    /// Writes the codepoint the model gave the packet into its IP header if a queue
+    /// marked it CE; returns whether it did (the header was ECT(0)/ECT(1) until now).
+    fn write_ce(&mut self, model: Ecn) -> bool {
+        if model != Ecn::Ce {
+            return false;
+        }
+        // The packet passed `flow_key` at ingress, so it holds a whole IPv4 header.
+        let mut ip = Ipv4Packet::new_unchecked(&mut self.bytes[..]);
+        if ip.ecn() == Ecn::Ce {
+            return false;
+        }
+        ip.set_ecn(Ecn::Ce);
+        ip.fill_checksum();
+        true
+    }
 }
 
 /// A packet inside a multipath direction is logged on its legs with its flow key.
@@ -149,7 +168,7 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::NOT_IPV4,
-                false,
+                0,
             );
             return;
         };
@@ -164,7 +183,7 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::NO_ROUTE,
-                false,
+                0,
             );
             return;
         };
@@ -179,17 +198,19 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::OVERSIZE,
-                false,
+                0,
             );
             return;
         }
+        let ecn = Ipv4Packet::new_unchecked(bytes).ecn();
         let carried = Carried {
             bytes: bytes.into(),
             key,
             route,
             hop: 0,
         };
-        self.enter_hop(Packet::new(id, size, carried), now, stamp);
+        let packet = Packet::new(id, size, carried).with_flow(key.flow_hash()).with_ecn(ecn);
+        self.enter_hop(packet, now, stamp);
         self.run_due(now);
     }
 
@@ -215,7 +236,7 @@ impl Forwarder {
             dir,
             Event::Arrival,
             0,
-            packet.copy,
+            flag::copy(packet.copy),
         );
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
@@ -228,6 +249,8 @@ impl Forwarder {
     fn handle(&mut self, dir: u16, ev: DirectionEvent<Carried>) {
         match ev {
             DirectionEvent::Departed { mut packet, at } => {
+                let marked = packet.payload.write_ce(packet.ecn);
+                let flags = flag::copy(packet.copy) | if marked { flag::CE_MARKED } else { 0 };
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
@@ -236,10 +259,10 @@ impl Forwarder {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
-                    let (key, id, size, copy) = (packet.payload.key, packet.id, packet.size, packet.copy);
+                    let (key, id, size) = (packet.payload.key, packet.id, packet.size);
                     let handed = self.deliver(egress, packet, at);
                     self.log
-                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
+                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, flags);
                 } else {
                     let now = (self.clock)();
                     self.log.record(
@@ -251,7 +274,7 @@ impl Forwarder {
                         dir,
                         Event::Departure,
                         0,
-                        packet.copy,
+                        flags,
                     );
                     self.enter_hop(packet, at, now);
                 }
@@ -270,7 +293,7 @@ impl Forwarder {
                     leg,
                     Event::Arrival,
                     0,
-                    info.copy,
+                    flag::copy(info.copy),
                 );
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
@@ -288,7 +311,7 @@ impl Forwarder {
                     leg,
                     Event::Departure,
                     0,
-                    info.copy,
+                    flag::copy(info.copy),
                 );
             }
             DirectionEvent::LegDropped {
@@ -305,11 +328,13 @@ impl Forwarder {
             DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
             // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
             DirectionEvent::GapSkipped { .. } => {}
-            // The engine hands every packet to the model as not ECN-capable (`Packet::new`),
-            // so a queue with ECN on drops instead of marking and nothing is ever marked
-            // yet; reading and rewriting the ECN field and logging marks come with the
-            // engine's ECN support.
-            DirectionEvent::Marked { .. } | DirectionEvent::LegMarked { .. } => {}
+            // Counted when they happen; logged as a flag on the departure, where the engine
+            // rewrites the header (a mark of a packet already CE changes nothing there).
+            DirectionEvent::Marked { .. } => self.directions[dir as usize].marks += 1,
+            DirectionEvent::LegMarked { leg, .. } => {
+                let leg = self.leg_index[dir as usize][leg];
+                self.directions[leg as usize].marks += 1;
+            }
         }
     }
 
@@ -332,7 +357,7 @@ impl Forwarder {
             dir,
             Event::Drop,
             reason as u8,
-            packet.copy,
+            flag::copy(packet.copy),
         );
     }
 
@@ -359,7 +384,7 @@ impl Forwarder {
                     NO_DIRECTION,
                     Event::Drop,
                     reason::TUN_WRITE_FAILED,
-                    packet.copy,
+                    flag::copy(packet.copy),
                 );
             }
         }
@@ -428,8 +453,8 @@ mod tests {
         p
     }
 
-    /// (t_ns, packet_id, direction, event, reason) of a log record.
-    type Record = (u64, u64, u16, u8, u8);
+    /// (t_ns, packet_id, direction, event, reason, flags) of a log record.
+    type Record = (u64, u64, u16, u8, u8, u8);
 
     fn read_log(path: &std::path::Path) -> Vec<Record> {
         let bytes = std::fs::read(path).unwrap();
@@ -437,16 +462,28 @@ mod tests {
             .chunks(RECORD_SIZE)
             .map(|r| {
                 let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap());
-                (u64_at(0), u64_at(8), u16::from_le_bytes([r[30], r[31]]), r[33], r[34])
+                (
+                    u64_at(0),
+                    u64_at(8),
+                    u16::from_le_bytes([r[30], r[31]]),
+                    r[33],
+                    r[34],
+                    r[35],
+                )
             })
             .collect()
     }
 
-    /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one
-    /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
-    /// in virtual time. `route_extra` is appended to the route. Returns the log records,
-    /// the direction statistics and the bytes host b received.
-    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+    /// Runs `packets` (each with the time it comes out of host a) through the engine
+    /// configured with `directions` (JSON list) and `route_extra` appended to the one
+    /// route, a → b over direction 0, in virtual time. Returns the log records, the
+    /// direction statistics and the bytes host b received.
+    fn run_config(
+        test: &str,
+        directions: &str,
+        route_extra: &str,
+        packets: &[(Vec<u8>, u64)],
+    ) -> (Vec<Record>, Vec<DirectionStats>, Vec<u8>) {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
@@ -455,13 +492,8 @@ mod tests {
         let cfg = Config::parse(&format!(
             r#"{{"log_path": "unused", "stats_path": "unused",
                 "hosts": [{{"name": "a", "tun_fd": {w0}}}, {{"name": "b", "tun_fd": {w1}}}],
-                "directions": [{{"name": "dc", "seed": 3, "spec": {{
-                    "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
-                    "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}],
-                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#,
-            d1 = 10 * MS,
-            d2 = 30 * MS,
-            t = 100 * MS
+                "directions": {directions},
+                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#
         ))
         .unwrap();
         let egress = cfg
@@ -473,24 +505,41 @@ mod tests {
             })
             .collect();
         let mut fwd = Forwarder::new(&cfg, egress, PacketLog::create(&log_path).unwrap()).unwrap();
-        for i in 0..n {
-            fwd.ingress(0, &udp_packet(), T0 + i * MS);
+        for (bytes, at) in packets {
+            fwd.ingress(0, bytes, *at);
         }
         fwd.run_due(u64::MAX);
         assert_eq!(fwd.next_due(), None);
-        assert_eq!(fwd.packets_out, n);
         let stats = fwd.take_direction_stats();
         fwd.close_log().unwrap();
         let log = read_log(&log_path);
-        let mut buf = vec![0u8; 4096];
+        let mut buf = vec![0u8; 65536];
         // SAFETY: valid buffer; the pipe holds everything written (< its 64 KiB).
-        let received = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) } as usize;
+        let received = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) };
+        buf.truncate(received.max(0) as usize);
         for fd in [r0, w0, r1, w1] {
             // SAFETY: fds this test opened.
             unsafe { libc::close(fd) };
         }
         std::fs::remove_dir_all(&dir).unwrap();
-        (log, stats, received)
+        (log, stats, buf)
+    }
+
+    /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one
+    /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
+    /// in virtual time. `route_extra` is appended to the route.
+    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+        let directions = format!(
+            r#"[{{"name": "dc", "seed": 3, "spec": {{
+                    "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
+                    "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}]"#,
+            d1 = 10 * MS,
+            d2 = 30 * MS,
+            t = 100 * MS
+        );
+        let packets: Vec<_> = (0..n).map(|i| (udp_packet(), T0 + i * MS)).collect();
+        let (log, stats, received) = run_config(test, &directions, route_extra, &packets);
+        (log, stats, received.len())
     }
 
     const T0: u64 = 1_000 * MS;
@@ -499,7 +548,7 @@ mod tests {
         let mut got: Vec<_> = log
             .iter()
             .filter(|r| r.1 == id)
-            .map(|&(t, _, d, e, r)| (t, d, e, r))
+            .map(|&(t, _, d, e, r, _)| (t, d, e, r))
             .collect();
         got.sort();
         got
@@ -582,5 +631,67 @@ mod tests {
             (n, n, 0, n)
         );
         assert_eq!(stats[0].merge.unwrap().delivered, 0);
+    }
+
+    /// A 100-byte UDP packet from port `sport` with ECN codepoint `ecn` and a valid
+    /// header checksum.
+    fn udp_packet_ecn(sport: u16, ecn: Ecn) -> Vec<u8> {
+        let mut p = udp_packet();
+        p.resize(100, 0);
+        p[2..4].copy_from_slice(&100u16.to_be_bytes());
+        p[20..22].copy_from_slice(&sport.to_be_bytes());
+        let mut ip = Ipv4Packet::new_unchecked(&mut p[..]);
+        ip.set_dscp(0b101110);
+        ip.set_ecn(ecn);
+        ip.fill_checksum();
+        p
+    }
+
+    /// A CoDel queue with ECN on (target 1 ms, interval 10 ms) at 1 Mbit/s, offered a
+    /// burst of 200 packets alternating between an ECT(0) flow and a not-ECT flow: the
+    /// ECT(0) packets are all delivered, some as CE with the header checksum recomputed
+    /// and the DSCP untouched, each such departure flagged `ce_marked` in the log; the
+    /// not-ECT flow is dropped (reason 4) and never marked; the statistics count the marks.
+    #[test]
+    fn ecn_marks_are_written_into_the_header_and_logged() {
+        let directions = r#"[{"name": "ab", "seed": 1, "spec": {"rate": {"constant": {"bits_per_sec": 1000000}},
+            "queue": {"discipline": "codel", "packets": 1000, "target_ns": 1000000,
+                      "interval_ns": 10000000, "ecn": true}}}]"#;
+        let packets: Vec<_> = (0..200u64)
+            .map(|i| {
+                let ecn = if i % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                (udp_packet_ecn(4000 + (i % 2) as u16, ecn), T0)
+            })
+            .collect();
+        let (log, stats, received) = run_config("ecn", directions, "", &packets);
+
+        let mut ce = 0;
+        let mut per_flow = [0u64; 2];
+        for p in received.chunks(100) {
+            let ip = Ipv4Packet::new_checked(p).unwrap();
+            assert!(ip.verify_checksum(), "delivered with a valid checksum");
+            assert_eq!(ip.dscp(), 0b101110, "DSCP untouched");
+            let flow = (u16::from_be_bytes([p[20], p[21]]) - 4000) as usize;
+            per_flow[flow] += 1;
+            match (flow, ip.ecn()) {
+                (0, Ecn::Ce) => ce += 1,
+                (0, Ecn::Ect0) | (1, Ecn::NotEct) => {}
+                other => panic!("flow and codepoint {other:?}"),
+            }
+        }
+        assert_eq!(per_flow[0], 100, "every ECT(0) packet delivered");
+        assert!(ce > 0, "some ECT(0) packets marked");
+        let aqm_drops = log.iter().filter(|r| r.3 == Event::Drop as u8 && r.4 == 4).count() as u64;
+        assert!(
+            aqm_drops > 0 && per_flow[1] + aqm_drops == 100,
+            "the not-ECT flow dropped, not marked"
+        );
+        let flagged = log
+            .iter()
+            .filter(|r| r.3 == Event::Departure as u8 && r.5 & flag::CE_MARKED != 0)
+            .count();
+        assert_eq!(flagged, ce, "one ce_marked departure per CE packet delivered");
+        assert_eq!(stats[0].marks, ce as u64);
+        assert_eq!(stats[0].drops_aqm, aqm_drops);
     }
 }

@@ -32,6 +32,24 @@ pub mod reason {
     pub const OVERSIZE: u8 = 13;
 }
 
+/// Bits of a record's `flags` byte.
+pub mod flag {
+    /// The record is about a duplicate copy.
+    pub const COPY: u8 = 1;
+    /// A departure whose ECN codepoint the direction's queue changed from ECT(0)/ECT(1) to
+    /// CE (the engine rewrote the IP header, checksum included, before passing it on).
+    pub const CE_MARKED: u8 = 2;
+
+    /// `COPY` if `copy`, else no bit.
+    pub fn copy(copy: bool) -> u8 {
+        if copy {
+            COPY
+        } else {
+            0
+        }
+    }
+}
+
 /// `direction` value of records that are not about a link direction.
 pub const NO_DIRECTION: u16 = u16::MAX;
 
@@ -78,7 +96,7 @@ impl PacketLog {
         direction: u16,
         event: Event,
         reason: u8,
-        copy: bool,
+        flags: u8,
     ) {
         let b = &mut self.batch;
         b.extend_from_slice(&t_ns.to_le_bytes());
@@ -92,7 +110,7 @@ impl PacketLog {
         b.push(key.proto);
         b.push(event as u8);
         b.push(reason);
-        b.push(copy as u8);
+        b.push(flags);
         b.extend_from_slice(&key.tcp_seq.to_le_bytes());
         b.extend_from_slice(&t_actual_ns.to_le_bytes());
         if b.len() >= BATCH_RECORDS * RECORD_SIZE {
@@ -175,7 +193,7 @@ mod tests {
             proto: 6,
             tcp_seq: 123_456_789,
         };
-        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, false);
+        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, 0);
         log.record(
             1_025_000_000,
             1_025_000_850,
@@ -185,9 +203,9 @@ mod tests {
             0,
             Event::Departure,
             0,
-            false,
+            flag::CE_MARKED,
         );
-        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, true);
+        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, flag::COPY);
         log.close().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);

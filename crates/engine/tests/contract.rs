@@ -49,7 +49,7 @@ fn written(name: &str, records: &[Record]) -> Vec<u8> {
             r.direction,
             r.event,
             r.reason,
-            r.copy,
+            log::flag::copy(r.copy),
         );
     }
     log.close().unwrap();
@@ -179,6 +179,22 @@ fn a_written_log_carries_the_contract_version_and_record_size() {
         "header record size"
     );
     assert_eq!(bytes.len(), HEADER_SIZE + records.len() * RECORD_SIZE);
+}
+
+#[test]
+fn flags_match_the_contract() {
+    let contract = contract();
+    let file: Vec<(u64, &str)> = contract["packet_log_flags"]
+        .as_array()
+        .expect("packet_log_flags is a list")
+        .iter()
+        .map(|f| (f["bit"].as_u64().unwrap(), f["name"].as_str().unwrap()))
+        .collect();
+    let ours = [(log::flag::COPY, "copy"), (log::flag::CE_MARKED, "ce_marked")];
+    let ours: Vec<(u64, &str)> = ours.iter().map(|&(b, n)| (u64::from(b.trailing_zeros()), n)).collect();
+    assert_eq!(file, ours);
+    assert_eq!(log::flag::copy(true), log::flag::COPY);
+    assert_eq!(log::flag::copy(false), 0);
 }
 
 #[test]

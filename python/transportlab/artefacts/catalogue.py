@@ -31,6 +31,7 @@ FLOW_SCALARS = [
     "goodput_bps",
     "completion_s",
     "loss_rate",
+    "marks",
     "retransmissions",
     "lost_packets",
     "packets_sent_by_data_sender",

@@ -145,6 +145,7 @@ class FlowMetrics(_Record):
     queueing_delay_ms: Stats | None = None
     loss_rate: float | None = None
     drops: dict[str, int] = {}
+    marks: int = 0  # ECN marks on the flow's packets (CE set by a queue)
     retransmissions: int | None = None
     window_limited: bool | None = None
     lost_packets: int | None = None
@@ -177,6 +178,7 @@ class LinkMetrics(_Record):
     capacity_bps: float | None = None
     utilisation: float | None = None
     drops: dict[str, int] = {}
+    marks: int = 0
 
 
 class WindowMetrics(_Record):

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
+from transportlab import contract
 from transportlab import metrics as M
 from transportlab.artefacts.records import MetricsRecord
 from transportlab.artefacts.rundir import RunDir
 from transportlab.kinds import kind
 from transportlab.metrics._records import actual_t
+
+# A link's drops by reason: the link model's own reasons (the engine's are unintended and
+# counted for the run as a whole).
+_LINK_REASONS = tuple(
+    name for code, name in contract.drop_reasons().items() if code not in contract.unintended_reasons()
+)
 
 
 def _ip(addr: str) -> int:
@@ -95,6 +102,7 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}
+    out["marks"] = loss["marks"]
     out.update(_wire_counts(records, f))
     return out
 
@@ -173,10 +181,8 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             "delivered_bits": delivered_bits,
             "capacity_bps": cap,
             "utilisation": M.link_utilisation(records, i, cap, *window) if cap else None,
-            "drops": {
-                "queue_full": int(row.get("queue_full", 0)),
-                "random_loss": int(row.get("random_loss", 0)),
-            },
+            "drops": {name: int(row.get(name, 0)) for name in _LINK_REASONS},
+            "marks": int(row["marks"]),
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
     record = MetricsRecord.model_validate(

@@ -26,6 +26,7 @@ def _path(d: PathSpec, queue_packets: int | None) -> Direction:
         trace_ms=d.trace_ms,
         queue_packets=queue_packets,
         queue_bytes=d.queue.bytes if d.queue is not None else None,
+        queue_discipline=tuple(d.queue.engine_discipline().items()) if d.queue is not None else (),
         delay=d.delay,
         jitter=d.jitter,
         distribution=d.distribution,
