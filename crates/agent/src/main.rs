@@ -325,6 +325,10 @@ pub struct QuicCommonArgs {
     /// Arrow IPC per-message path (messages mode, the receiving end: seq, send/recv time).
     #[arg(long)]
     pub message_series: Option<PathBuf>,
+    /// qlog of each connection (JSON-SEQ, `.sqlog`; qvis opens it). A server's connection
+    /// n > 0 writes beside it with `-n` before the extension.
+    #[arg(long)]
+    pub qlog: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

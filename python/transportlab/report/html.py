@@ -499,10 +499,26 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
     body.append('<h2 id="scenario">Scenario</h2>' + scenario_section(rd.scenario))
     files = sorted(p for p in rd.raw.glob("*") if p.is_file()) if rd.raw.is_dir() else []
     if files:
+        qlogs = [p for p in files if p.suffix == ".sqlog"]
+        note = (
+            '<p class="small">QUIC connections\' qlog (JSON-SEQ): '
+            + ", ".join(f'<a href="raw/{escape(p.name)}">{escape(p.name)}</a>' for p in qlogs)
+            + " — open them in qvis.</p>"
+            if qlogs
+            else ""
+        )
         body.append(
-            "<h2>Raw artefacts</h2>"
+            '<h2 id="raw">Raw artefacts</h2>'
+            + note
             + table(
-                ["file", "size"], [[cell(f"raw/{p.name}", False), cell(fmt_bytes(p.stat().st_size))] for p in files]
+                ["file", "size"],
+                [
+                    [
+                        f'<td><a href="raw/{escape(p.name)}">raw/{escape(p.name)}</a></td>',
+                        cell(fmt_bytes(p.stat().st_size)),
+                    ]
+                    for p in files
+                ],
             )
         )
     return page(title, "".join(body))

@@ -12,11 +12,13 @@ mod server;
 mod transfer;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use quinn::{MtuDiscoveryConfig, TransportConfig, VarInt};
+use quinn_proto::{QlogConfig, QlogStream};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -90,9 +92,11 @@ impl Options {
         }
     }
 
-    /// Transport parameters of one connection, with its own controller factory and probe.
-    pub fn transport(&self, probe: Arc<cc::Probe>) -> TransportConfig {
+    /// Transport parameters of one connection, with its own controller factory and probe,
+    /// and its qlog written to `qlog` if given.
+    pub fn transport(&self, probe: Arc<cc::Probe>, qlog: Option<QlogStream>) -> TransportConfig {
         let mut t = TransportConfig::default();
+        t.qlog_stream(qlog);
         let window = VarInt::from_u64(WINDOW_BYTES).expect("fits a varint");
         t.stream_receive_window(window)
             .receive_window(window)
@@ -109,6 +113,32 @@ impl Options {
         }
         t
     }
+}
+
+/// A qlog stream (JSON-SEQ) into a new file at `path`, titled `title`, its event times
+/// relative to now.
+pub fn qlog_file(path: &Path, title: &str) -> anyhow::Result<QlogStream> {
+    let file = std::fs::File::create(path).with_context(|| format!("--qlog {}", path.display()))?;
+    let mut cfg = QlogConfig::default();
+    cfg.writer(Box::new(std::io::BufWriter::new(file)))
+        .title(Some(title.to_string()))
+        .start_time(std::time::Instant::now());
+    cfg.into_stream()
+        .with_context(|| format!("--qlog {}: quinn made no qlog stream", path.display()))
+}
+
+/// Where a server writes the qlog of its connection `index`: `path` itself for the first,
+/// `stem-index.ext` beside it for later ones.
+pub fn qlog_path(path: &Path, index: u32) -> std::path::PathBuf {
+    if index == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{index}"),
+    };
+    path.with_file_name(name)
 }
 
 #[derive(Serialize)]
