@@ -12,6 +12,7 @@ use engine::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
 use crate::attach::Egress;
+use crate::capture::Capture;
 use crate::log::{flag, reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
 use engine::config::Config;
@@ -75,6 +76,7 @@ pub struct Forwarder {
     route_of: HashMap<(usize, Ipv4Addr), u32>,
     next_id: u64,
     log: PacketLog,
+    capture: Option<Capture>,
     pub directions: Vec<DirectionStats>,
     pub unintended: UnintendedDrops,
     pub lateness: Lateness,
@@ -134,12 +136,18 @@ impl Forwarder {
             route_of,
             next_id: 0,
             log,
+            capture: None,
             directions,
             unintended: UnintendedDrops::default(),
             lateness: Lateness::default(),
             packets_in: 0,
             packets_out: 0,
         })
+    }
+
+    /// Captures the packets leaving the directions `capture` lists (pcapng).
+    pub fn set_capture(&mut self, capture: Capture) {
+        self.capture = Some(capture);
     }
 
     pub fn next_due(&self) -> Option<Nanos> {
@@ -222,7 +230,7 @@ impl Forwarder {
         let hop = packet.payload.hop as usize;
         let Some(&dir) = route.directions.get(hop) else {
             let egress = route.egress;
-            self.deliver(egress, packet, at);
+            self.deliver(egress, &packet, at);
             return;
         };
         let pinned = route.pinned.get(hop).copied().flatten();
@@ -259,10 +267,13 @@ impl Forwarder {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
+                    let handed = self.deliver(egress, &packet, at);
                     let (key, id, size) = (packet.payload.key, packet.id, packet.size);
-                    let handed = self.deliver(egress, packet, at);
                     self.log
                         .record(at, handed, id, &key, size, dir, Event::Departure, 0, flags);
+                    if let Some(c) = &mut self.capture {
+                        c.packet(dir, handed, &packet.payload.bytes);
+                    }
                 } else {
                     let now = (self.clock)();
                     self.log.record(
@@ -276,6 +287,9 @@ impl Forwarder {
                         0,
                         flags,
                     );
+                    if let Some(c) = &mut self.capture {
+                        c.packet(dir, now, &packet.payload.bytes);
+                    }
                     self.enter_hop(packet, at, now);
                 }
             }
@@ -362,7 +376,7 @@ impl Forwarder {
     }
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
-    fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) -> Nanos {
+    fn deliver(&mut self, egress: usize, packet: &Packet<Carried>, due: Nanos) -> Nanos {
         // Lateness is taken as the hand-over starts: the write itself runs the host's
         // receive path (IP, transport, waking the reader) in this thread.
         let now = (self.clock)();
@@ -422,8 +436,14 @@ impl Forwarder {
         std::mem::take(&mut self.directions)
     }
 
-    pub fn close_log(self) -> std::io::Result<()> {
-        self.log.close()
+    /// Writes out the packet log and the capture; the first I/O error, naming which.
+    pub fn close_outputs(self) -> Result<(), String> {
+        let log = self.log.close().map_err(|e| format!("packet log: {e}"));
+        let capture = match self.capture {
+            Some(c) => c.close().map_err(|e| format!("capture: {e}")),
+            None => Ok(()),
+        };
+        log.and(capture)
     }
 }
 
@@ -511,7 +531,7 @@ mod tests {
         fwd.run_due(u64::MAX);
         assert_eq!(fwd.next_due(), None);
         let stats = fwd.take_direction_stats();
-        fwd.close_log().unwrap();
+        fwd.close_outputs().unwrap();
         let log = read_log(&log_path);
         let mut buf = vec![0u8; 65536];
         // SAFETY: valid buffer; the pipe holds everything written (< its 64 KiB).

@@ -5,6 +5,7 @@
 //! statistics. See docs/architecture.md (Layers).
 
 mod attach;
+mod capture;
 mod clock;
 mod forwarder;
 mod log;
@@ -74,6 +75,17 @@ fn run(cfg: Config) -> Result<(), String> {
     }
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
     let mut fwd = Forwarder::new(&cfg, egress, log)?;
+    if let Some(c) = &cfg.capture {
+        let captured: Vec<(usize, String)> = c
+            .directions
+            .iter()
+            .map(|&d| (d, cfg.directions[d].name.clone()))
+            .collect();
+        let mono_to_real = clock::real_ns() as i64 - clock::now_ns() as i64;
+        let capture = capture::Capture::create(&c.path, c.snaplen, &captured, cfg.log_directions(), mono_to_real)
+            .map_err(|e| format!("capture.path {}: {e}", c.path.display()))?;
+        fwd.set_capture(capture);
+    }
     // After the log thread exists, so only the forwarding thread runs real-time.
     if let Some(prio) = cfg.realtime_priority {
         sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
@@ -228,7 +240,7 @@ fn run(cfg: Config) -> Result<(), String> {
         fwd.packets_in,
         fwd.packets_out,
     );
-    let log_error = fwd.close_log().err().map(|e| e.to_string());
+    let log_error = fwd.close_outputs().err();
     let stats = RunStats {
         directions,
         unintended_drops: unintended,
@@ -249,7 +261,7 @@ fn run(cfg: Config) -> Result<(), String> {
     let json = serde_json::to_string_pretty(&stats).expect("stats serialise");
     std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
     match log_error {
-        Some(e) => Err(format!("{}: {e}", cfg.log_path.display())),
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

@@ -90,8 +90,11 @@ class Network:
         spin_us: float = 20.0,
         realtime_priority: int | None = 10,
         attach: str | None = None,
+        capture: tuple[int, tuple[str, ...]] | None = None,
     ):
         self.topology = topology
+        # (snaplen, direction names): the engine writes `capture_path` (pcapng).
+        self.capture = capture
         self.workdir = Path(workdir)
         self.seed = seed
         self.run_id = run_id or secrets.token_hex(3)
@@ -139,6 +142,10 @@ class Network:
     @property
     def stats_path(self) -> Path:
         return self.workdir / "engine.json"
+
+    @property
+    def capture_path(self) -> Path:
+        return self.workdir / "capture.pcapng"
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Network:
@@ -195,6 +202,14 @@ class Network:
         if self.attach == "veth":
             config["netns"] = self.engine_namespace
             config["mtu"] = TUN_MTU
+        if self.capture is not None:
+            snaplen, names = self.capture
+            index = {name: i for i, (name, _) in enumerate(self.topology.directions())}
+            config["capture"] = {
+                "path": str(self.capture_path),
+                "snaplen": snaplen,
+                "directions": [index[n] for n in names],
+            }
         config["spin_ns"] = int(self.spin_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config_path = self.workdir / "engine-config.json"

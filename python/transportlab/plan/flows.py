@@ -79,6 +79,14 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Capture:
+    """pcapng capture: the first `snaplen` bytes of the packets leaving `directions`."""
+
+    snaplen: int
+    directions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A validated scenario (one sweep point) lowered for the runner."""
 
@@ -94,3 +102,4 @@ class Resolved:
     probes: tuple[Probe, ...]
     sysctls: dict[str, dict[str, str]]
     analysis: Analysis
+    capture: Capture | None = None

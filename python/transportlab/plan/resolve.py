@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from transportlab.kinds import kind
-from transportlab.plan.flows import Analysis, Flow, Objects, Probe, Resolved
+from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Probe, Resolved
 from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.scenario.queues import bdp_packets
 from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
@@ -169,4 +169,12 @@ def resolve(s: Scenario) -> Resolved:
             fairness_hold=a.fairness_hold,
             bottleneck=a.bottleneck,
         ),
+        capture=Capture(
+            snaplen=s.capture.snaplen,
+            directions=tuple(
+                s.capture.directions or [f"{link.name}.{w}" for link in s.links for w in ("forward", "reverse")]
+            ),
+        )
+        if s.capture is not None
+        else None,
     )

@@ -55,7 +55,8 @@ def execute(
     for p in r.probes:
         jobs += probe_jobs(p, r.topology.address(p.to), raw, r.duration)
 
-    with Network(r.topology, raw, seed=run.seed, run_id=run_id, sysctls=r.sysctls) as net:
+    capture = (r.capture.snaplen, r.capture.directions) if r.capture else None
+    with Network(r.topology, raw, seed=run.seed, run_id=run_id, sysctls=r.sysctls, capture=capture) as net:
         servers: list[tuple[Job, subprocess.Popen]] = []
         for job in (j for j in jobs if j.server):
             servers.append((job, net.start_server(job.host, job.argv, _stderr_path(raw, job))))

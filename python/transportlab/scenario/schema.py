@@ -488,6 +488,14 @@ class ProbeSpec(_Table):
 # --- the scenario ------------------------------------------------------------------
 
 
+class CaptureSpec(_Table):
+    """pcapng capture of the packets leaving link directions (`tlab pcap`)."""
+
+    snaplen: Annotated[int, Field(ge=20, le=65535)] = 128
+    # "link.forward" / "link.reverse" names; default: every direction of every link.
+    directions: list[str] | None = None
+
+
 class AnalysisSpec(_Table):
     bin: PositiveDuration = 0.100
     window: Annotated[list[Duration], Field(min_length=2, max_length=2)] | None = None
@@ -544,6 +552,7 @@ class Scenario(_Table):
     sysctls: dict[HostName, dict[SysctlKey, int | str]] = Field(default_factory=dict)
     sweep: Annotated[dict[str, Any], BeforeValidator(_check_sweep)] = Field(default_factory=dict)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    capture: CaptureSpec | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:
