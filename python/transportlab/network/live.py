@@ -23,10 +23,11 @@ from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
 
 TUN_MTU = 1500
-# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "tun" until the
-# veth attachment has passed the whole e2e suite, or "veth" (AF_PACKET ring with
-# kernel receive timestamps) or "tun".
-DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "tun")
+# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "veth" (the
+# engine reads AF_PACKET rings whose frames carry the kernel's receive timestamp, so its
+# own wake-up never delays an arrival: bench/engine measures it closer to the floor than
+# TUN) or "tun" (arrival = when the engine read the TUN device).
+DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
