@@ -37,7 +37,12 @@ def _cmd_run(args) -> int:
     from transportlab.pipeline import run_scenario
 
     outcome = run_scenario(
-        Path(args.scenario), Path(args.out), args.set, progress=not args.quiet, smoke_s=getattr(args, "smoke", None)
+        Path(args.scenario),
+        Path(args.out),
+        args.set,
+        progress=not args.quiet,
+        smoke_s=getattr(args, "smoke", None),
+        simulated=getattr(args, "simulate", False),
     )
     _print_outcome(outcome)
     return 1 if outcome.failed else 0
@@ -175,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
         const=5.0,
         metavar="SECONDS",
         help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
+    )
+    run.add_argument(
+        "--simulate",
+        action="store_true",
+        help="run it in the simulator (virtual time, tlab-sim) instead of the emulated network, into OUT/simulated/",
     )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)

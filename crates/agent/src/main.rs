@@ -10,14 +10,14 @@
 mod echo;
 mod output;
 mod quic;
-mod stats;
 mod sys;
 mod tcp;
 mod tcpinfo;
 mod tcpstream;
-mod tls;
 mod udp;
 mod units;
+
+use agent::{stats, tls};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

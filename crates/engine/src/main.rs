@@ -84,6 +84,12 @@ fn run(cfg: Config) -> Result<(), String> {
                 rings.push(Some(ring));
                 egress.push(eg);
             }
+            Attach::Simulated => {
+                return Err(format!(
+                    "hosts[{i}] ({}): a simulated host (tlab-sim runs those; tlab-engine needs a TUN or veth)",
+                    h.name
+                ))
+            }
         }
     }
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;

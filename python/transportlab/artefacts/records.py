@@ -7,7 +7,7 @@ lists them). Records written before versions existed read as version 1."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -98,6 +98,10 @@ class ScenarioRecord(_Record):
     probes: list[ProbeRecord]
     sysctls: dict[str, dict[str, Any]] = {}
     analysis: dict[str, Any] = {}
+    # "emulated" (namespaces and the engine) or "simulated" (tlab-sim, virtual time), and
+    # in a simulated run which stack played each protocol ("quinn-proto", …).
+    mode: Literal["emulated", "simulated"] = "emulated"
+    stacks: dict[str, str] = {}
 
     def flow(self, name: str) -> FlowRecord | None:
         return next((f for f in self.flows if f.name == name), None)
