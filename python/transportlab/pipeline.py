@@ -19,8 +19,8 @@ from transportlab.metrics.collect import write_metrics
 from transportlab.plan.runs import PlannedRun, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
-from transportlab.run.simulate import STACKS, refusals, simulate
 from transportlab.run.record import scenario_record
+from transportlab.run.simulate import STACKS, refusals, simulate
 from transportlab.scenario.errors import Issue, ScenarioError
 
 

@@ -127,9 +127,7 @@ def simulate(run: PlannedRun, record: ScenarioRecord) -> list[AgentFailure]:
     write_json(run_dir / SCENARIO, record.dump())
     config = raw / "sim-config.json"
     config.write_text(json.dumps(sim_config(run, raw), indent=1))
-    res = subprocess.run(
-        [str(binary("tlab-sim")), str(config)], capture_output=True, text=True, timeout=SIM_TIMEOUT_S
-    )
+    res = subprocess.run([str(binary("tlab-sim")), str(config)], capture_output=True, text=True, timeout=SIM_TIMEOUT_S)
     (raw / "sim.stderr").write_text(res.stderr)
     if res.returncode != 0:
         message = " ".join(res.stderr.strip().splitlines()[-3:]) or "(no message)"
