@@ -37,7 +37,7 @@ pub struct SimConfig {
 #[serde(deny_unknown_fields)]
 pub struct FlowConfig {
     pub name: String,
-    /// "quic" or "udp" (the runner refuses the others before writing this file).
+    /// "quic", "tcp" or "udp" (the runner refuses the others before writing this file).
     pub protocol: String,
     /// Host indices.
     pub client: usize,
@@ -107,9 +107,9 @@ impl SimConfig {
             if f.client >= hosts || f.server >= hosts {
                 return Err(format!("flows[{i}] ({}): host index out of range", f.name));
             }
-            if !matches!(f.protocol.as_str(), "quic" | "udp") {
+            if !matches!(f.protocol.as_str(), "quic" | "tcp" | "udp") {
                 return Err(format!(
-                    "flows[{i}] ({}): protocol {:?}: the simulator runs quic and udp flows",
+                    "flows[{i}] ({}): protocol {:?}: the simulator runs quic, tcp and udp flows",
                     f.name, f.protocol
                 ));
             }

@@ -24,8 +24,10 @@ use engine::stats::{Lateness, RunStats};
 use config::SimConfig;
 use datagram::at;
 use endpoint::probe::{Echo, Probe};
-use endpoint::quic::{Clock, Delivered, QuicClient, QuicServer, QuicSetup};
+use endpoint::quic::{Clock, QuicClient, QuicServer, QuicSetup};
+use endpoint::tcp::{TcpClient, TcpServer, TcpSetup};
 use endpoint::udp::{Schedule, UdpReceiver, UdpSender};
+use endpoint::Delivered;
 use world::{SimHosts, World};
 
 /// Client ports: flows from 40000, probes from 50000, one each (ephemeral in a kernel).
@@ -82,6 +84,21 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                 let upload = f.direction == "upload";
                 let client_end = QuicClient::new(setup().map_err(name)?, client, server, start, end, upload, f.bytes)
                     .map_err(name)?;
+                world.add(Box::new(client_end), true).map_err(name)?;
+            }
+            "tcp" => {
+                let delivered = Rc::new(Cell::new(Delivered::default()));
+                let setup = || TcpSetup {
+                    name: f.name.clone(),
+                    cc: f.cc.clone().unwrap_or_else(|| "cubic".into()),
+                    seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
+                    delivered: delivered.clone(),
+                };
+                world
+                    .add(Box::new(TcpServer::new(setup(), server, start).map_err(name)?), false)
+                    .map_err(name)?;
+                let upload = f.direction == "upload";
+                let client_end = TcpClient::new(setup(), client, server, start, end, upload, f.bytes).map_err(name)?;
                 world.add(Box::new(client_end), true).map_err(name)?;
             }
             "udp" => {

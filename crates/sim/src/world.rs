@@ -9,7 +9,8 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use engine::forwarder::{Forwarder, Hosts};
 use linkem::Nanos;
 
-use crate::datagram::Datagram;
+use engine::wire::flow_key;
+
 use crate::endpoint::Endpoint;
 
 /// Passes at one instant after which the simulator gives up: endpoints that keep
@@ -39,11 +40,11 @@ pub struct World {
     endpoints: Vec<Box<dyn Endpoint>>,
     /// Which of them are flows' clients: the run may end when they have all finished.
     clients: Vec<usize>,
-    by_address: HashMap<SocketAddrV4, usize>,
+    /// (IP protocol, address) → endpoint.
+    by_address: HashMap<(u8, SocketAddrV4), usize>,
     host_of: HashMap<Ipv4Addr, usize>,
-    ident: u16,
-    /// Datagrams delivered to a host with no endpoint at their address (a host would
-    /// answer ICMP port unreachable).
+    /// Packets delivered to a host with no endpoint at their address (a host would
+    /// answer ICMP port unreachable or a reset), or sent from no host's address.
     pub unclaimed: u64,
     /// Simulation events processed: endpoint polls and packet hand-overs.
     pub events: u64,
@@ -57,7 +58,6 @@ impl World {
             clients: Vec::new(),
             by_address: HashMap::new(),
             host_of: addresses.iter().enumerate().map(|(i, a)| (*a, i)).collect(),
-            ident: 0,
             unclaimed: 0,
             events: 0,
         }
@@ -65,11 +65,11 @@ impl World {
 
     /// Adds an endpoint; `client`: a flow's client, whose end may end the run.
     pub fn add(&mut self, endpoint: Box<dyn Endpoint>, client: bool) -> Result<(), String> {
-        let addr = endpoint.address();
+        let (proto, addr) = endpoint.address();
         if !self.host_of.contains_key(addr.ip()) {
             return Err(format!("{addr}: no host has this address"));
         }
-        if self.by_address.insert(addr, self.endpoints.len()).is_some() {
+        if self.by_address.insert((proto, addr), self.endpoints.len()).is_some() {
             return Err(format!("{addr}: two endpoints at one address"));
         }
         if client {
@@ -79,11 +79,16 @@ impl World {
         Ok(())
     }
 
-    fn send(&mut self, datagrams: &mut Vec<Datagram>, now: Nanos) {
-        for d in datagrams.drain(..) {
-            let host = self.host_of[d.src.ip()];
-            self.ident = self.ident.wrapping_add(1);
-            self.fwd.ingress(host, &d.to_packet(self.ident), now);
+    /// Puts the endpoints' packets on the network at their source hosts.
+    fn send(&mut self, packets: &mut Vec<Vec<u8>>, now: Nanos) {
+        for p in packets.drain(..) {
+            let host = flow_key(&p)
+                .ok()
+                .and_then(|k| self.host_of.get(&Ipv4Addr::from(k.src)).copied());
+            match host {
+                Some(h) => self.fwd.ingress(h, &p, now),
+                None => self.unclaimed += 1,
+            }
         }
     }
 
@@ -96,9 +101,12 @@ impl World {
             let mut touched = vec![false; self.endpoints.len()];
             for (_, packet) in inbox {
                 self.events += 1;
-                match Datagram::from_packet(&packet).and_then(|d| self.by_address.get(&d.dst).map(|&i| (i, d))) {
-                    Some((i, d)) => {
-                        self.endpoints[i].receive(now, d);
+                let to = flow_key(&packet)
+                    .ok()
+                    .map(|k| (k.proto, SocketAddrV4::new(Ipv4Addr::from(k.dst), k.dport)));
+                match to.and_then(|to| self.by_address.get(&to)) {
+                    Some(&i) => {
+                        self.endpoints[i].receive(now, &packet);
                         touched[i] = true;
                     }
                     None => self.unclaimed += 1,

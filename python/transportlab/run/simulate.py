@@ -24,7 +24,9 @@ from transportlab.run.execute import AgentFailure
 # The simulated run's time 0 (virtual ns): away from 0 so no time is ever negative.
 T0_NS = 1_000_000_000
 # Which stack plays each protocol in the simulator (recorded in scenario.json).
-STACKS = {"quic": "quinn-proto", "udp": "transportlab udp"}
+STACKS = {"quic": "quinn-proto", "tcp": "smoltcp", "udp": "transportlab udp"}
+# smoltcp's congestion controls (crates/sim/src/endpoint/tcp.rs, CONTROLLERS).
+SMOLTCP_CC = ("reno", "cubic")
 SIM_TIMEOUT_S = 3600
 
 
@@ -35,12 +37,11 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
     for f in r.flows:
         where = f"flows.{f.name}"
         if f.protocol not in STACKS:
-            why = (
-                "the simulator has no TCP stack yet (smoltcp is planned); run it emulated"
-                if f.protocol == "tcp"
-                else f"protocol {f.protocol!r} is not simulated; run it emulated"
-            )
-            out.append((where, why))
+            out.append((where, f"protocol {f.protocol!r} is not simulated; run it emulated"))
+        elif f.protocol == "tcp" and f.cc not in SMOLTCP_CC:
+            out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
+        elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.mss):
+            out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS or MSS"))
         elif f.protocol == "quic" and (f.objects is not None or f.size is not None or f.streams > 1):
             out.append((where, "the simulator runs QUIC bulk transfers (bytes or a duration) on one stream only"))
         elif f.protocol == "quic" and f.rcvbuf:
@@ -74,7 +75,9 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             "direction": f.direction,
             "bytes": f.bytes,
         }
-        if f.protocol == "quic":
+        if f.protocol == "tcp":
+            flow["cc"] = f.cc
+        elif f.protocol == "quic":
             flow["cc"] = f.cc
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}
             flow["size"] = f.mss

@@ -12,7 +12,7 @@ use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
 
-use super::{write_summary, Endpoint};
+use super::{packets, udp, write_summary, Endpoint};
 use crate::datagram::Datagram;
 
 pub struct Probe {
@@ -77,11 +77,14 @@ struct ProbeResults {
 }
 
 impl Endpoint for Probe {
-    fn address(&self) -> SocketAddrV4 {
-        self.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
     }
 
-    fn receive(&mut self, now: Nanos, datagram: Datagram) {
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
         let Ok(p) = ProbeStamp::decode(&datagram.payload) else {
             return;
         };
@@ -90,7 +93,7 @@ impl Endpoint for Probe {
         }
     }
 
-    fn poll(&mut self, now: Nanos, out: &mut Vec<Datagram>) {
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
         while self.next <= now && !self.done_sending() {
             let mut payload = vec![0u8; self.size];
             let stamp = ProbeStamp {
@@ -99,12 +102,13 @@ impl Endpoint for Probe {
                 echo_ns: 0,
             };
             stamp.emit(&mut payload).expect("payload holds a probe stamp");
-            out.push(Datagram {
+            let d = Datagram {
                 src: self.addr,
                 dst: self.to,
                 ecn: Ecn::NotEct,
                 payload,
-            });
+            };
+            packets([d], out);
             self.sent += 1;
             self.next += self.interval;
         }
@@ -165,11 +169,14 @@ impl Echo {
 }
 
 impl Endpoint for Echo {
-    fn address(&self) -> SocketAddrV4 {
-        self.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
     }
 
-    fn receive(&mut self, now: Nanos, mut datagram: Datagram) {
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(mut datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
         if set_echo_ns(&mut datagram.payload, now).is_ok() {
             self.pending.push(Datagram {
                 src: self.addr,
@@ -180,8 +187,8 @@ impl Endpoint for Echo {
         }
     }
 
-    fn poll(&mut self, _now: Nanos, out: &mut Vec<Datagram>) {
-        out.append(&mut self.pending);
+    fn poll(&mut self, _now: Nanos, out: &mut Vec<Vec<u8>>) {
+        packets(self.pending.drain(..), out);
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {

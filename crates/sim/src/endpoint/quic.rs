@@ -32,10 +32,9 @@ use quinn_proto::{
 };
 use serde::Serialize;
 
-use super::{write_summary, Endpoint};
+use super::{packets, parse_request, request, udp, write_summary, Delivered, Endpoint, REQUEST_LEN};
 use crate::datagram::Datagram;
 
-const REQUEST_LEN: usize = 9;
 static CHUNK: [u8; 65536] = [0; 65536];
 /// Largest UDP payload quinn may send (the 1500-byte MTU less IPv4 and UDP headers).
 const MAX_UDP_PAYLOAD: usize = 1472;
@@ -68,27 +67,6 @@ pub struct QuicSetup {
     /// What the receiving end has read, shared by both ends of the flow: the client's
     /// summary reports what arrived, as the agent's does from the server's final report.
     pub delivered: Rc<Cell<Delivered>>,
-}
-
-/// Payload the receiving application has read, and when it read the first and last of it.
-#[derive(Clone, Copy, Default)]
-pub struct Delivered {
-    pub bytes: u64,
-    pub first_ns: Option<Nanos>,
-    pub last_ns: Option<Nanos>,
-}
-
-impl Delivered {
-    fn add(cell: &Cell<Delivered>, bytes: u64, now: Nanos) {
-        if bytes == 0 {
-            return;
-        }
-        let mut d = cell.get();
-        d.bytes += bytes;
-        d.first_ns.get_or_insert(now);
-        d.last_ns = Some(now);
-        cell.set(d);
-    }
 }
 
 fn rng_seed(seed: u64, role: u8) -> [u8; 32] {
@@ -403,10 +381,7 @@ impl QuicClient {
             }
             if connected.is_some() && t.stream.is_none() {
                 if let Some(id) = conn.streams().open(Dir::Bi) {
-                    let mut req = [0u8; REQUEST_LEN];
-                    req[0] = u8::from(!t.upload);
-                    req[1..].copy_from_slice(&t.limit.to_be_bytes());
-                    let _ = conn.send_stream(id).write(&req);
+                    let _ = conn.send_stream(id).write(&request(t.upload, t.limit));
                     if !t.upload {
                         let _ = conn.send_stream(id).finish();
                     }
@@ -444,15 +419,18 @@ struct ClientResults {
 }
 
 impl Endpoint for QuicClient {
-    fn address(&self) -> SocketAddrV4 {
-        self.stack.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.stack.addr)
     }
 
-    fn receive(&mut self, now: Nanos, datagram: Datagram) {
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
         self.stack.receive(now, datagram);
     }
 
-    fn poll(&mut self, now: Nanos, out: &mut Vec<Datagram>) {
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
         if now >= self.start && self.stack.conns.is_empty() && !self.closed {
             match self.stack.endpoint.connect(
                 self.stack.clock.at(now),
@@ -470,7 +448,7 @@ impl Endpoint for QuicClient {
             }
         }
         self.app(now);
-        out.append(&mut self.stack.out);
+        packets(self.stack.out.drain(..), out);
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
@@ -566,15 +544,18 @@ struct ServerResults {
 }
 
 impl Endpoint for QuicServer {
-    fn address(&self) -> SocketAddrV4 {
-        self.stack.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.stack.addr)
     }
 
-    fn receive(&mut self, now: Nanos, datagram: Datagram) {
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
         self.stack.receive(now, datagram);
     }
 
-    fn poll(&mut self, now: Nanos, out: &mut Vec<Datagram>) {
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
         let t = &mut self.transfer;
         let connected = &mut self.connected_ns;
         let delivered = &*self.delivered;
@@ -591,8 +572,7 @@ impl Endpoint for QuicServer {
             if !request_known || t.upload {
                 let ended = t.read(conn, true, delivered, now);
                 if t.request.len() == REQUEST_LEN && !request_known {
-                    t.upload = t.request[0] == 0;
-                    t.limit = u64::from_be_bytes(t.request[1..].try_into().expect("8 bytes"));
+                    (t.upload, t.limit) = parse_request(&t.request);
                 }
                 if ended && t.upload && !t.complete {
                     t.complete = true;
@@ -607,7 +587,7 @@ impl Endpoint for QuicServer {
                 t.quic = counters(conn);
             }
         });
-        out.append(&mut self.stack.out);
+        packets(self.stack.out.drain(..), out);
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {

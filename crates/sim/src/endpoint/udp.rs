@@ -11,7 +11,7 @@ use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
 
-use super::{write_summary, Endpoint};
+use super::{packets, udp, write_summary, Endpoint};
 use crate::datagram::Datagram;
 
 /// What a sender sends: `burst` datagrams of `size` bytes back to back every `interval`,
@@ -67,13 +67,13 @@ struct SendResults {
 }
 
 impl Endpoint for UdpSender {
-    fn address(&self) -> SocketAddrV4 {
-        self.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
     }
 
-    fn receive(&mut self, _now: Nanos, _datagram: Datagram) {}
+    fn receive(&mut self, _now: Nanos, _packet: &[u8]) {}
 
-    fn poll(&mut self, now: Nanos, out: &mut Vec<Datagram>) {
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
         while self.next <= now && !self.done() {
             for _ in 0..self.burst {
                 if self.count.is_some_and(|c| self.sent >= c) {
@@ -85,12 +85,13 @@ impl Endpoint for UdpSender {
                     send_ns: self.next,
                 };
                 stamp.emit(&mut payload).expect("payload holds a stamp");
-                out.push(Datagram {
+                let d = Datagram {
                     src: self.addr,
                     dst: self.to,
                     ecn: Ecn::NotEct,
                     payload,
-                });
+                };
+                packets([d], out);
                 self.sent += 1;
             }
             self.next += self.interval;
@@ -164,17 +165,20 @@ struct RecvResults {
 }
 
 impl Endpoint for UdpReceiver {
-    fn address(&self) -> SocketAddrV4 {
-        self.addr
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
     }
 
-    fn receive(&mut self, now: Nanos, datagram: Datagram) {
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
         if let Ok(s) = Stamp::decode(&datagram.payload) {
             self.got.push((s.seq, s.send_ns, now, datagram.payload.len()));
         }
     }
 
-    fn poll(&mut self, _now: Nanos, _out: &mut Vec<Datagram>) {}
+    fn poll(&mut self, _now: Nanos, _out: &mut Vec<Vec<u8>>) {}
 
     fn next_wakeup(&self) -> Option<Nanos> {
         None
