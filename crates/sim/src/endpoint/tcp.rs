@@ -282,10 +282,7 @@ impl Endpoint for TcpClient {
             let (ip, port, local) = (*self.server.ip(), self.server.port(), self.stack.addr.port());
             let cx = self.stack.iface.context();
             let socket = self.stack.sockets.get_mut::<Socket>(self.stack.socket);
-            if socket
-                .connect(cx, (IpAddress::Ipv4(ip), port), local)
-                .is_err()
-            {
+            if socket.connect(cx, (IpAddress::Ipv4(ip), port), local).is_err() {
                 self.closed = true;
                 return;
             }
