@@ -61,6 +61,10 @@ fn check_every_record_once(c: &serde_json::Value, s: &serde_json::Value) {
     assert_eq!(r["duplicate_ids"], 0);
     assert_eq!(r["malformed"], 0);
     assert_eq!(r["latency"]["count"], sent);
+    assert_eq!(
+        r["stream_latency"]["count"], sent,
+        "the stream alone completes every record too"
+    );
     assert!(r["latency"]["max_ms"].as_f64().unwrap() < 1000.0);
     assert_eq!(
         r["via_packet"].as_u64().unwrap() + r["via_stream"].as_u64().unwrap(),

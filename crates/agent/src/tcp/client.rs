@@ -199,7 +199,12 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         }
     };
     let samples = sampler.finish();
-    let tap_counts = tap.map(TapReader::finish).transpose()?;
+    // A failing tap ends in exit 1 after the summary, like a transfer failing midway.
+    let (tap_counts, tap_error) = match tap.map(TapReader::finish) {
+        Some(Ok(c)) => (Some(c), None),
+        Some(Err(e)) => (None, Some(format!("{e:#}"))),
+        None => (None, None),
+    };
     let final_info = tcpinfo::read(&tcp).ok();
     drop(tcp);
     let closed_ns = sys::now_ns();
@@ -280,7 +285,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         series::write(p, &samples)?;
     }
     output::write_summary(&a.summary, &summary)?;
-    if let Some(e) = t.error {
+    if let Some(e) = t.error.or(tap_error) {
         bail!("{e}");
     }
     Ok(())

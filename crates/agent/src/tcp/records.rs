@@ -4,7 +4,13 @@
 //! the namespace, through a packet tap; the socket still supplies what the tap lacks, such
 //! as bytes lost on the wire and retransmitted). Either way every record is handed over
 //! once, by the path that completed it first, and its delivery time is taken then.
+//!
+//! The receiver also keeps a second assembler fed by the socket's stream alone, so each
+//! record has the time the in-order stream gave it too (`stream_ns`): in the unordered
+//! arm that is what the ordered receiver would have got in the same run, from the same
+//! packets.
 
+use std::collections::HashMap;
 use std::net::SocketAddrV4;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,7 +102,7 @@ pub fn send_records(
         }
         let send_ns = sys::now_ns();
         let frame = RecordHeader { id, send_ns }.framed(size)?;
-        late.push((send_ns - deadline.min(send_ns)) as f64);
+        late.push(send_ns.saturating_sub(deadline) as f64);
         if !write_all(s, &frame)? {
             stopped = true;
             break;
@@ -125,11 +131,18 @@ pub struct RecordRow {
     pub via: Via,
     /// Packet path: the kernel's receive time of the segment that completed the record.
     pub wire_ns: Option<u64>,
+    /// When the socket's in-order stream completed it (None if it never did: the
+    /// connection ended first).
+    pub stream_ns: Option<u64>,
 }
 
 #[derive(Default)]
 struct ReceiverState {
     assembler: Assembler,
+    /// The same records from the socket's stream alone.
+    stream_only: Assembler,
+    /// Record id → when the stream alone completed it.
+    stream_ns: HashMap<u64, u64>,
     rows: Vec<RecordRow>,
     /// Decoded records shorter than a header.
     short_records: u64,
@@ -147,6 +160,15 @@ impl RecordReceiver {
     pub fn feed(&self, offset: u64, bytes: &[u8], via: Via, wire_ns: Option<u64>) {
         let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let done = st.assembler.insert(offset, bytes);
+        if via == Via::Stream {
+            let stream_done = st.stream_only.insert(offset, bytes);
+            let now = sys::now_ns();
+            for d in stream_done {
+                if let Ok(h) = RecordHeader::parse(&d.record) {
+                    st.stream_ns.entry(h.id).or_insert(now);
+                }
+            }
+        }
         if done.is_empty() {
             return;
         }
@@ -161,6 +183,7 @@ impl RecordReceiver {
                     deliver_ns,
                     via,
                     wire_ns: wire_ns.filter(|_| via == Via::Packet),
+                    stream_ns: None,
                 }),
                 Err(_) => st.short_records += 1,
             }
@@ -292,6 +315,9 @@ pub struct ReceivedRecords {
     pub malformed: u64,
     /// Latency = deliver_ns − send_ns (ms statistics).
     pub latency: Option<Scaled>,
+    /// Latency had the records come from the socket's stream only: stream_ns − send_ns
+    /// (ms statistics; the same as `latency` when ordered).
+    pub stream_latency: Option<Scaled>,
     /// Packet path counters (unordered only).
     pub tap: Option<TapCounts>,
 }
@@ -305,11 +331,19 @@ pub fn finish_receiver(
     series: Option<&Path>,
 ) -> anyhow::Result<ReceivedRecords> {
     let mut st = receiver.take();
+    for r in st.rows.iter_mut() {
+        r.stream_ns = st.stream_ns.get(&r.id).copied();
+    }
     st.rows.sort_by_key(|r| (r.id, r.deliver_ns));
     let total = st.rows.len() as u64;
     st.rows.dedup_by_key(|r| r.id);
     let delivered = st.rows.len() as u64;
     let latencies: Vec<f64> = st.rows.iter().map(|r| r.deliver_ns as f64 - r.send_ns as f64).collect();
+    let stream_latencies: Vec<f64> = st
+        .rows
+        .iter()
+        .filter_map(|r| r.stream_ns.map(|t| t as f64 - r.send_ns as f64))
+        .collect();
     let summary = ReceivedRecords {
         delivery,
         record_size: req.record_size,
@@ -321,6 +355,7 @@ pub fn finish_receiver(
         duplicate_ids: total - delivered,
         malformed: st.assembler.malformed() + st.short_records,
         latency: stats::scaled(&latencies, 1e6, "ms"),
+        stream_latency: stats::scaled(&stream_latencies, 1e6, "ms"),
         tap,
     };
     if let Some(p) = series {
@@ -330,6 +365,8 @@ pub fn finish_receiver(
 }
 
 /// The per-record series (`--record-series`), one row per record in id order.
+/// A nullable column with no null is written as such (`output::write_series` marks a
+/// column nullable only when it holds a null).
 fn write_series(path: &Path, rows: &[RecordRow]) -> anyhow::Result<()> {
     let i64s = |f: fn(&RecordRow) -> u64| -> ArrayRef {
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| f(r) as i64)))
@@ -366,6 +403,12 @@ fn write_series(path: &Path, rows: &[RecordRow]) -> anyhow::Result<()> {
             (
                 "wire_ns",
                 Arc::new(Int64Array::from_iter(rows.iter().map(|r| r.wire_ns.map(|w| w as i64)))),
+            ),
+            (
+                "stream_ns",
+                Arc::new(Int64Array::from_iter(
+                    rows.iter().map(|r| r.stream_ns.map(|w| w as i64)),
+                )),
             ),
         ],
     )

@@ -404,7 +404,8 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
                 .map_err(|e| anyhow::anyhow!("bad records request: {e}"))?;
             let start = sys::now_ns();
             t.first_byte_ns = Some(start);
-            let (sent, stopped) = send_records(s, req, start, start + h.duration_ns, counter, &mut t.bytes_sent)?;
+            let end = start.saturating_add(h.duration_ns);
+            let (sent, stopped) = send_records(s, req, start, end, counter, &mut t.bytes_sent)?;
             t.records = Some(sent);
             t.last_byte_ns = Some(sys::now_ns());
             if stopped {
