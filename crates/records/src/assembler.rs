@@ -17,7 +17,10 @@
 //!
 //! Choices: when ranges overlap, the bytes that arrived first are kept (the later copy is
 //! not compared); the stream's first byte is taken as a delimiter's place only if it is a
-//! delimiter (a sender starts the stream with one, see [`crate::frame`]).
+//! delimiter (a sender starts the stream with one, see [`crate::frame`]). Limit: a run of
+//! bytes without a delimiter is kept whole until one arrives, so a peer that never sends
+//! one makes the receiver hold everything it sends (the agent's records are at most
+//! 16 MiB, but the assembler does not enforce a bound).
 
 use std::collections::BTreeMap;
 
