@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
         for d in a.insert(offset, bytes) {
             assert!(seen.insert(d.start), "record at {} handed over twice", d.start);
             assert!(d.end > d.start + 1);
-            let inner: Vec<u8> = (d.start + 1..d.end).map(|o| first[o as usize].expect("a byte never given")).collect();
+            let inner: Vec<u8> = (d.start + 1..d.end)
+                .map(|o| first[o as usize].expect("a byte never given"))
+                .collect();
             assert_eq!(first[d.start as usize], Some(0));
             assert_eq!(first[d.end as usize], Some(0));
             assert_eq!(frame::unframe(&inner).as_ref(), Ok(&d.record));
