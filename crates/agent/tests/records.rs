@@ -106,3 +106,77 @@ extern "C" {
     #[link_name = "geteuid"]
     fn libc_geteuid() -> u32;
 }
+
+/// A server that answers a records request with hand-made frames: two good records
+/// around a frame that is no COBS encoding and a record shorter than its header, then
+/// closes. The client counts both bad frames, skips them, and delivers the good ones.
+fn malformed_run(delivery: &str) -> (i32, String, serde_json::Value) {
+    use records::frame::frame;
+    use records::RecordHeader;
+    use std::io::{Read, Write};
+
+    let d = TempDir::new(&format!("records-malformed-{delivery}"));
+    let cli_sum = d.file("cli.json");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut request = [0u8; 56];
+        s.read_exact(&mut request).unwrap();
+        let mut out = Vec::new();
+        out.extend(RecordHeader { id: 0, send_ns: 1 }.framed(100).unwrap());
+        out.extend([0x00, 0x09, 0x41, 0x42, 0x00]); // code 9 runs past the frame's end
+        out.extend(frame(&[1, 2, 3])); // decodes, but shorter than a header
+        out.extend(RecordHeader { id: 1, send_ns: 2 }.framed(100).unwrap());
+        s.write_all(&out).unwrap();
+        s.shutdown(std::net::Shutdown::Write).unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
+    });
+    let out = Command::new(AGENT)
+        .args([
+            "tcp-client",
+            "--connect",
+            &format!("127.0.0.1:{port}"),
+            "--record-size",
+            "100",
+            "--record-interval",
+            "10ms",
+            "--duration",
+            "1s",
+            "--delivery",
+            delivery,
+            "--summary",
+            &cli_sum,
+        ])
+        .stderr(Stdio::piped())
+        .output()
+        .expect("spawn agent");
+    server.join().unwrap();
+    let rc = out.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let s = if rc == 0 {
+        summary(&cli_sum)
+    } else {
+        serde_json::Value::Null
+    };
+    (rc, stderr, s)
+}
+
+#[test]
+fn malformed_frames_are_counted_and_skipped_by_the_client() {
+    let deliveries: &[&str] = if unsafe { libc_geteuid() } == 0 {
+        &["ordered", "unordered"]
+    } else {
+        &["ordered"]
+    };
+    for delivery in deliveries {
+        let (rc, err, c) = malformed_run(delivery);
+        assert_eq!(rc, 0, "{delivery}: {err}");
+        let r = &c["results"]["records"];
+        assert_eq!(r["delivered"], 2, "{delivery}");
+        assert_eq!(r["malformed"], 2, "{delivery}");
+        assert_eq!(r["missing"], 0);
+        assert_eq!(r["duplicate_ids"], 0);
+        assert_eq!(c["results"]["complete"], true);
+    }
+}
