@@ -39,6 +39,9 @@ FLOW_SCALARS = [
     "complete",
     "window_limited",
     "bottleneck",
+    "records_sent",
+    "records_delivered",
+    "records_late_share",
 ]
 STATS = ("mean", "p50", "p95", "p99")
 PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
@@ -75,7 +78,11 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
     for name, f in m.flows.items():
         row = dict(base, flow=name, protocol=f.protocol, cc=f.cc, **{"from": f.from_, "to": f.to})
         row.update({k: getattr(f, k) for k in FLOW_SCALARS})
-        for metric, stats in (("queueing_delay", f.queueing_delay_ms), ("rtt", f.rtt_ms)):
+        for metric, stats in (
+            ("queueing_delay", f.queueing_delay_ms),
+            ("rtt", f.rtt_ms),
+            ("record_latency", f.record_latency_ms),
+        ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None
         row["window_bytes"] = w.bytes.get(name) if w else None

@@ -163,6 +163,14 @@ class FlowMetrics(_Record):
     bytes_sent_by_data_sender: int | None = None
     packets_sent_by_data_receiver: int | None = None
     bytes_sent_by_data_receiver: int | None = None
+    # tcp records workload (docs/metrics.md): sent by the server, handed over by the client.
+    records_sent: int | None = None
+    records_delivered: int | None = None
+    records_malformed: int | None = None
+    records_via_packet: int | None = None
+    record_latency_ms: Stats | None = None
+    records_late_share: float | None = None
+    records_rtt_ms: float | None = None
 
 
 class ProbeMetrics(_Record):
