@@ -57,12 +57,12 @@ int main(int argc, char** argv) {
 
   Ipv4AddressHelper ip;
   NetDeviceContainer core = bottleneck.Install(routers.Get(0), routers.Get(1));
-  // No queue discipline above the device: its drop-tail queue is the bottleneck, as in
-  // the lab's link model.
-  TrafficControlHelper tch;
-  tch.Uninstall(core);
   ip.SetBase("10.0.0.0", "255.255.255.0");
   ip.Assign(core);
+  // No queue discipline above the device (Assign installs one): its drop-tail queue is
+  // the bottleneck, as in the lab's link model.
+  TrafficControlHelper tch;
+  tch.Uninstall(core);
   std::vector<Ipv4Address> sinks;
   for (uint32_t i = 0; i < flows; ++i) {
     NetDeviceContainer l = access.Install(left.Get(i), routers.Get(0));

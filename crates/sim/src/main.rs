@@ -53,6 +53,14 @@ fn main() {
     }
 }
 
+/// The process's peak resident set (VmHWM), in MiB; None where /proc does not say.
+fn max_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
 fn addr(cfg: &SimConfig, host: usize) -> Ipv4Addr {
     cfg.addresses[host]
 }
@@ -196,6 +204,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
             "packets": packets,
             "unclaimed_datagrams": unclaimed,
             "speedup": (end - cfg.t0_ns) as f64 / 1e9 / wall_s,
+            "max_rss_mb": max_rss_mb(),
         })
     );
     Ok(())
