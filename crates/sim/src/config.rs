@@ -56,7 +56,8 @@ pub struct FlowConfig {
     pub cc: Option<String>,
     #[serde(default)]
     pub cc_params: BTreeMap<String, String>,
-    /// QUIC: fixed datagram size (UDP payload); UDP: the datagram payload size.
+    /// QUIC: fixed datagram size (UDP payload); UDP: the datagram payload size; TCP: the
+    /// MSS.
     #[serde(default)]
     pub size: Option<u32>,
     /// UDP: `burst` datagrams every `interval_ns`, at most `count` in all.

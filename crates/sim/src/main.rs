@@ -100,6 +100,7 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                     name: f.name.clone(),
                     cc: f.cc.clone().unwrap_or_else(|| "cubic".into()),
                     seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
+                    mss: f.size.map(|s| s as u16),
                     delivered: delivered.clone(),
                 };
                 world

@@ -29,6 +29,8 @@ FLOW_SCALARS = [
     "bytes_delivered",
     "throughput_bps",
     "goodput_bps",
+    "throughput_arrivals_bps",
+    "path_ipdv_ms",
     "completion_s",
     "loss_rate",
     "marks",
@@ -82,6 +84,7 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
             ("queueing_delay", f.queueing_delay_ms),
             ("rtt", f.rtt_ms),
             ("record_latency", f.record_latency_ms),
+            ("path_delay", f.path_delay_ms),
         ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None

@@ -147,6 +147,12 @@ class FlowMetrics(_Record):
     complete: bool | None = None
     rtt_ms: Stats | None = None
     queueing_delay_ms: Stats | None = None
+    # The S4 study's definitions, from the log, for every protocol: bytes delivered over
+    # (last − first arrival at the receiver); data packets' one-way delay across the path
+    # and its mean absolute ipdv.
+    throughput_arrivals_bps: float | None = None
+    path_delay_ms: Stats | None = None
+    path_ipdv_ms: float | None = None
     loss_rate: float | None = None
     drops: dict[str, int] = {}
     marks: int = 0  # ECN marks on the flow's packets (CE set by a queue)

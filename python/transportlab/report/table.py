@@ -35,7 +35,7 @@ SHOWN_WHEN_NONZERO = {"marks"}
 # Columns holding numbers (NaN where a run has none).
 NUMERIC = (
     set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
-    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency") for k in PROBE_STATS}
+    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency", "path_delay") for k in PROBE_STATS}
     | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
 )
 

@@ -40,8 +40,8 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
             out.append((where, f"protocol {f.protocol!r} is not simulated; run it emulated"))
         elif f.protocol == "tcp" and f.cc not in SMOLTCP_CC:
             out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
-        elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.mss):
-            out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS or MSS"))
+        elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
+            out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
         elif f.protocol == "quic" and (f.objects is not None or f.size is not None or f.streams > 1):
             out.append((where, "the simulator runs QUIC bulk transfers (bytes or a duration) on one stream only"))
         elif f.protocol == "quic" and f.rcvbuf:
@@ -77,6 +77,7 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
         }
         if f.protocol == "tcp":
             flow["cc"] = f.cc
+            flow["size"] = f.mss
         elif f.protocol == "quic":
             flow["cc"] = f.cc
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}

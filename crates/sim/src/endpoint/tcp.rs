@@ -31,11 +31,12 @@ static CHUNK: [u8; 65536] = [0; 65536];
 /// The congestion controls smoltcp has, by the lab's names.
 pub const CONTROLLERS: [&str; 2] = ["reno", "cubic"];
 
-/// smoltcp's device: the packets the simulator delivered, and those smoltcp sends.
-#[derive(Default)]
+/// smoltcp's device: the packets the simulator delivered, and those smoltcp sends; its
+/// IP MTU sets smoltcp's MSS (MTU − 40).
 struct Wire {
     rx: VecDeque<Vec<u8>>,
     tx: Vec<Vec<u8>>,
+    mtu: usize,
 }
 
 struct Rx(Vec<u8>);
@@ -72,7 +73,7 @@ impl Device for Wire {
     fn capabilities(&self) -> DeviceCapabilities {
         let mut c = DeviceCapabilities::default();
         c.medium = Medium::Ip;
-        c.max_transmission_unit = MTU;
+        c.max_transmission_unit = self.mtu;
         c
     }
 }
@@ -92,8 +93,12 @@ struct Stack {
 }
 
 impl Stack {
-    fn new(addr: SocketAddrV4, cc: CongestionControl, seed: u64) -> Stack {
-        let mut wire = Wire::default();
+    fn new(addr: SocketAddrV4, cc: CongestionControl, seed: u64, mss: Option<u16>) -> Stack {
+        let mut wire = Wire {
+            rx: VecDeque::new(),
+            tx: Vec::new(),
+            mtu: mss.map_or(MTU, |m| usize::from(m) + 40),
+        };
         let mut config = Config::new(HardwareAddress::Ip);
         config.random_seed = seed;
         let mut iface = Interface::new(config, &mut wire, SmolInstant::ZERO);
@@ -189,6 +194,8 @@ pub struct TcpSetup {
     pub name: String,
     pub cc: String,
     pub seed: u64,
+    /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
+    pub mss: Option<u16>,
     pub delivered: Rc<Cell<Delivered>>,
 }
 
@@ -228,7 +235,7 @@ impl TcpClient {
         upload: bool,
         bytes: Option<u64>,
     ) -> Result<TcpClient, String> {
-        let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed);
+        let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss);
         Ok(TcpClient {
             name: setup.name,
             cc: setup.cc,
@@ -371,7 +378,7 @@ pub struct TcpServer {
 
 impl TcpServer {
     pub fn new(setup: TcpSetup, addr: SocketAddrV4, start: Nanos) -> Result<TcpServer, String> {
-        let mut stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed ^ 0x5EED);
+        let mut stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed ^ 0x5EED, setup.mss);
         stack
             .socket()
             .listen(addr.port())
