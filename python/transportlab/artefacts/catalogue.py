@@ -23,7 +23,7 @@ from transportlab.artefacts.rundir import RunDir
 
 FILE = "summary.parquet"
 AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
-RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
+RUN_COLUMNS = ["run_dir", "run_id", "scenario", "mode", "point", "repetition", "seed"]
 # Scalar flow metrics copied as they are, in display order.
 FLOW_SCALARS = [
     "bytes_delivered",
@@ -55,6 +55,7 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
         "run_dir": str(run_dir),
         "run_id": r.run_id,
         "scenario": r.scenario,
+        "mode": scenario.mode if scenario else "emulated",
         "point": r.point,
         "repetition": r.repetition,
         "seed": r.seed,
