@@ -152,3 +152,18 @@ def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
     res = simulate(tmp_path, text.replace('cc = "bbr"', "tls = true"))
     assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
     assert not (tmp_path / "out" / "simulated" / "sim-refused").exists() or not run_dirs(tmp_path)
+
+
+def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):
+    """quinn sends ECT(0): DualPI2 classifies it classic and, with `ecn`, marks it with
+    p_C = p'² instead of dropping; quinn reacts to new CE counts with congestion events
+    (at most one per mark); nothing is dropped or lost."""
+    text = QUIC.replace("{cc}", "cubic").replace(
+        "queue = { packets = 100 }", 'queue = { packets = 1000, discipline = "dualpi2", ecn = true }'
+    )
+    res = simulate(tmp_path, text)
+    assert res.returncode == 0, res.stderr
+    (run,) = run_dirs(tmp_path)
+    flow = json.loads((run / "metrics.json").read_text())["flows"]["bulk"]
+    assert flow["marks"] > 0 and flow["drops"] == {} and flow["lost_packets"] == 0, flow
+    assert 0 < flow["congestion_events"] <= flow["marks"]

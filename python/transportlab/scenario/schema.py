@@ -156,6 +156,10 @@ class QueueSpec(_Table):
     mark_ecnth: Annotated[float, Field(ge=0, le=1)] | None = None
     flows: Annotated[int, Field(ge=1, le=65536)] | None = None
     quantum: Size | None = None
+    k: Annotated[float, Field(gt=0)] | None = None
+    l_threshold: Duration | None = None
+    l_range: Duration | None = None
+    tshift: Duration | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> QueueSpec:
