@@ -272,8 +272,8 @@ mod tests {
 
     /// A classic packet waits from time 0; the updates at 16, 32 and 48 ms see it
     /// 16, 32 and 48 ms old: p' = 0.16·(0.016 − 0.015) + 3.2·(0.016 − 0) = 0.05136, then
-    /// + 0.16·0.017 + 3.2·0.016 = 0.10528, then + 0.16·0.033 + 3.2·0.016 = 0.16176;
-    /// p_C = p'², p_CL = 2·p'.
+    /// 0.05136 + 0.16·0.017 + 3.2·0.016 = 0.10528, then 0.10528 + 0.16·0.033 + 3.2·0.016 =
+    /// 0.16176; and p_C = p'², p_CL = 2·p'.
     #[test]
     fn pi_update_by_hand() {
         let mut h = Harness::new(DualPi2Params::default(), false);
