@@ -87,6 +87,10 @@ pub struct Forwarder<H: Hosts> {
     pub directions: Vec<DirectionStats>,
     pub unintended: UnintendedDrops,
     pub lateness: Lateness,
+    /// How much later than its stamp each arrival from a host entered the model: 0 unless
+    /// the engine had already run the model past the stamp (it fell behind), which shifts
+    /// that packet's timing and can bunch arrivals.
+    pub arrival_shift: Lateness,
     pub packets_in: u64,
     pub packets_out: u64,
 }
@@ -146,6 +150,7 @@ impl<H: Hosts> Forwarder<H> {
             directions,
             unintended: UnintendedDrops::default(),
             lateness: Lateness::default(),
+            arrival_shift: Lateness::default(),
             packets_in: 0,
             packets_out: 0,
         })
@@ -166,6 +171,7 @@ impl<H: Hosts> Forwarder<H> {
         // Everything due before this arrival happens first, so no direction is ever
         // offered a packet earlier than one it has already handed out.
         let now = stamp.max(self.watermark);
+        self.arrival_shift.add(now - stamp);
         self.run_due(now);
         self.packets_in += 1;
         let id = self.next_id;

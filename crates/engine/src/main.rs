@@ -253,6 +253,7 @@ fn run(cfg: Config) -> Result<(), String> {
     fwd.unintended.ring_full = rings.iter().map(|r| r.as_ref().map_or(0, |r| r.drops)).collect();
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
+    let arrival_shift = fwd.arrival_shift.summary();
     let (directions, unintended, packets_in, packets_out) = (
         fwd.take_direction_stats(),
         std::mem::take(&mut fwd.unintended),
@@ -267,6 +268,7 @@ fn run(cfg: Config) -> Result<(), String> {
         packets_in,
         packets_out,
         handover_lateness: lateness,
+        arrival_shift,
         timer_calibration: calibration,
         read_delay: read_delay.summary(),
         attach: cfg.hosts.iter().map(|h| h.attach.kind().to_string()).collect(),

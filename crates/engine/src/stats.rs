@@ -141,6 +141,9 @@ pub struct RunStats {
     pub packets_in: u64,
     pub packets_out: u64,
     pub handover_lateness: LatenessSummary,
+    /// How much later than their stamps arrivals entered the model (non-zero only when
+    /// the engine fell behind: the packet's timing was shifted by that much).
+    pub arrival_shift: LatenessSummary,
     /// The engine's own timer lateness measured at start, and the spin it chose from it.
     pub timer_calibration: Option<Calibration>,
     /// Real time from the kernel's receive timestamp to the engine reading the packet

@@ -173,6 +173,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
     let stats = RunStats {
         unintended_drops_total: fwd.unintended.total(),
         handover_lateness: fwd.lateness.summary(),
+        arrival_shift: fwd.arrival_shift.summary(),
         directions: fwd.take_direction_stats(),
         unintended_drops: std::mem::take(&mut fwd.unintended),
         packets_in: fwd.packets_in,
