@@ -271,8 +271,17 @@ def test_render_run_writes_plots_and_report(tmp_path):
     for name in ("bulk", "cbr", "probe0", "bottleneck.forward", "cubic"):
         assert name in html
     pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
-    assert pngs == ["cwnd.png", "delay_cdf.png", "queueing_delay.png", "rtt.png", "throughput.png"]
-    assert _pngs(html) == 5
+    assert pngs == [
+        "cwnd.png",
+        "delay_cdf.png",
+        "interarrival.png",
+        "queueing_delay.png",
+        "rtt.png",
+        "rtt_cdf.png",
+        "throughput.png",
+        "utilisation.png",
+    ]
+    assert _pngs(html) == 8
     assert "Plots not drawn" not in html
     assert "unintended drop" in html and 'class="banner bad"' not in html
     # every embedded image decodes to a PNG

@@ -5,7 +5,7 @@ DuckDB over all of them) and the report's sweep tables use the same rows.
 Row columns: run_dir, run_id, scenario, point, repetition, seed; one column per swept
 field path (the value as written); `axis:<name>` per sweep axis (the point's step label);
 flow, protocol, cc, from, to; the flow's metrics (`docs/metrics.md`) with distributions
-as `<metric>_{mean,p50,p95,p99}_ms`; the run's jain_index, unintended_drops and the
+as `<metric>_{mean,p50,p95,p99}_ms` (queueing_delay, rtt, one_way_delay: the packet log's); the run's jain_index, unintended_drops and the
 analysis window's window_bytes, window_byte_difference, window_utilisation,
 convergence_s. Probe rows have protocol "probe", the probe's name in `flow`, and
 sent/received/lost, loss_rate and rtt_{mean,std,min,max,p50,p95,p99}_ms."""
@@ -39,7 +39,11 @@ FLOW_SCALARS = [
     "complete",
     "window_limited",
     "bottleneck",
+    "jitter_rfc3550_ms",
+    "ipdv_rfc3393_ms",
 ]
+# Scalars an agent reports (a number, or absent): anything else reads as None.
+AGENT_SCALARS = {"jitter_rfc3550_ms", "ipdv_rfc3393_ms"}
 STATS = ("mean", "p50", "p95", "p99")
 PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
 
@@ -61,6 +65,10 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
     return row
 
 
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> list[dict[str, Any]]:
     base = _base(m, scenario, run_dir)
     w = m.window
@@ -74,8 +82,12 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
     rows = []
     for name, f in m.flows.items():
         row = dict(base, flow=name, protocol=f.protocol, cc=f.cc, **{"from": f.from_, "to": f.to})
-        row.update({k: getattr(f, k) for k in FLOW_SCALARS})
-        for metric, stats in (("queueing_delay", f.queueing_delay_ms), ("rtt", f.rtt_ms)):
+        row.update({k: _number(getattr(f, k)) if k in AGENT_SCALARS else getattr(f, k) for k in FLOW_SCALARS})
+        for metric, stats in (
+            ("queueing_delay", f.queueing_delay_ms),
+            ("rtt", f.rtt_ms),
+            ("one_way_delay", f.one_way_delay_log_ms),
+        ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None
         row["window_bytes"] = w.bytes.get(name) if w else None

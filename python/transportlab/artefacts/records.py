@@ -143,6 +143,9 @@ class FlowMetrics(_Record):
     complete: bool | None = None
     rtt_ms: Stats | None = None
     queueing_delay_ms: Stats | None = None
+    # One-way delay across the flow's path from the packet log (real times, every flow
+    # kind); `one_way_delay_ms` below is the UDP receiver's own measurement.
+    one_way_delay_log_ms: Stats | None = None
     loss_rate: float | None = None
     drops: dict[str, int] = {}
     marks: int = 0  # ECN marks on the flow's packets (CE set by a queue)

@@ -99,6 +99,9 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
             records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9)
         )
         out["queueing_delay_ms"] = _stats_ms(q["queueing_ns"].to_numpy())
+    if path:
+        owd = M.one_way_delay(records, f, path)
+        out["one_way_delay_log_ms"] = _stats_ms(owd["delay_ns"].to_numpy())
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}

@@ -160,7 +160,7 @@ def plots_section(plots: list[Plot]) -> str:
             f'<figure id="plot-{escape(p.key)}">{img_tag(p.path, p.title)}'
             f"<figcaption><b>{escape(p.title)}.</b> {escape(p.caption)}</figcaption></figure>"
         )
-    skipped = [p for p in plots if p.path is None]
+    skipped = [p for p in plots if p.path is None and p.applies]
     if skipped:
         items = "".join(f"<li><b>{escape(p.title)}</b>: not drawn — {escape(p.skipped or '')}</li>" for p in skipped)
         parts.append(f'<h3>Plots not drawn</h3><ul class="skipped">{items}</ul>')

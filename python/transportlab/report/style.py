@@ -42,6 +42,10 @@ class Colors:
         for n in names:
             self[n]
 
+    def assign(self, name: str, color) -> None:
+        """Gives `name` a colour chosen elsewhere (a series drawn in its flow's colour)."""
+        self._map[name] = color
+
     def __getitem__(self, name: str):
         if name not in self._map:
             self._map[name] = PALETTE[len(self._map) % len(PALETTE)]
