@@ -85,6 +85,18 @@ def _cmd_report(args) -> int:
     return 0
 
 
+def _cmd_compare(args) -> int:
+    """Several runs or sweeps side by side in one report."""
+    from transportlab.report.compare import CompareError, render_compare
+
+    try:
+        print(render_compare(args.dirs, args.out))
+    except CompareError as e:
+        print(f"tlab compare: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _cmd_query(args) -> int:
     import pandas as pd
 
@@ -181,6 +193,10 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
     rep.add_argument("dir")
     rep.set_defaults(func=_cmd_report)
+    cmp = sub.add_parser("compare", help="several runs or sweeps side by side in one HTML report")
+    cmp.add_argument("dirs", nargs="+", metavar="RUN_OR_SWEEP_DIR")
+    cmp.add_argument("--out", required=True, help="folder for report.html and plots/")
+    cmp.set_defaults(func=_cmd_compare)
     q = sub.add_parser("query", help="SQL over the run catalogue (a view named `runs`)")
     q.add_argument("dir")
     q.add_argument("sql")

@@ -689,4 +689,56 @@ def render_sweep_html(
     return page(title, "".join(body))
 
 
-__all__ = ["render_run_html", "render_sweep_html", "RUN_COLUMNS"]
+# ---- comparison report ----------------------------------------------------------------
+
+_COMPARE_FMT = {**_SWEEP_FMT, "one_way_delay_p95_ms": fmt_ms, "jitter_rfc3550_ms": fmt_ms}
+
+
+def compare_table_html(agg: pd.DataFrame) -> str:
+    from transportlab.report.compare import COLUMNS
+
+    shown = [(c, l) for c, l in COLUMNS if f"{c}_mean" in agg and not agg[f"{c}_mean"].isna().all()]
+    headers = ["source", "point", "flow", "protocol / cc", "runs"] + [l for _, l in shown]
+    rows = []
+    for _, row in agg.iterrows():
+        pc = "/".join(str(x) for x in (row.get("protocol"), row.get("cc")) if not _nan(x))
+        rows.append(
+            [
+                f"<td><b>{escape(str(row['source']))}</b></td>",
+                cell(str(row.get("point") or "default"), False),
+                cell(str(row["flow"]), False),
+                cell(pc or "—", False),
+                cell(fmt_num(row["n"])),
+            ]
+            + [_mean_std(row, c, _COMPARE_FMT.get(c, fmt_num)) for c, _ in shown]
+        )
+    absent = [l for c, l in COLUMNS if (c, l) not in shown]
+    note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
+    return table(headers, rows) + note
+
+
+def render_compare_html(sources, agg: pd.DataFrame, plots: list[Plot]) -> str:
+    runs = [rd for s in sources for rd in s.runs]
+    title = "transportlab comparison — " + ", ".join(s.label for s in sources)
+    sub = f"{len(sources)} source(s), {len(runs)} run(s) · report generated {_now()}"
+    body = [
+        f'<h1>{escape(title)}</h1><p class="sub">{escape(sub)}</p>',
+        '<nav><a href="#table">Table</a><a href="#plots">Plots</a><a href="#sources">Sources</a></nav>',
+    ]
+    bad = [rd for rd in runs if as_float(rd.metrics.get("unintended_drops")) > 0]
+    total = sum(int(as_float(rd.metrics.get("unintended_drops"))) for rd in bad)
+    body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs" if bad else f"all {len(runs)} runs"))
+    body.append(
+        '<h2 id="table">Flows per source and point</h2><p class="small">Catalogue rows of every run, mean '
+        "(sample std) over a point's repetitions.</p>" + compare_table_html(agg)
+    )
+    body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
+    rows = [
+        [f"<td><b>{escape(s.label)}</b></td>", cell(str(s.path.resolve()), False), cell(fmt_num(len(s.runs)))]
+        for s in sources
+    ]
+    body.append('<h2 id="sources">Sources</h2>' + table(["source", "folder", "runs"], rows))
+    return page(title, "".join(body))
+
+
+__all__ = ["render_run_html", "render_sweep_html", "render_compare_html", "RUN_COLUMNS"]

@@ -30,6 +30,20 @@ from transportlab.report.table import parse_value
 # ---- per run ------------------------------------------------------------------------
 
 
+def flow_throughput(rd: RunData, name: str, bin_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bin start ns, bit/s) of the flow's data packets leaving the last direction of its
+    path (`metrics.throughput_by_flow`); empty arrays without a path or log packets."""
+    f = rd.flows.get(name) or {}
+    path = f.get("path") or ([f["bottleneck"]] if f.get("bottleneck") is not None else [])
+    concrete = rd.log_flows(name)
+    if rd.records is None or not path or not concrete:
+        return np.zeros(0, np.int64), np.zeros(0)
+    tp = M.throughput_by_flow(
+        rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns, flows={str(c): c for c in concrete}
+    )
+    return tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64)
+
+
 def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
     key, title = "throughput", "Throughput over time"
     bin_s = rd.bin_s
@@ -49,10 +63,7 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         concrete = rd.log_flows(name)
         if not path or not concrete:
             continue
-        tp = M.throughput_by_flow(
-            rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns, flows={str(c): c for c in concrete}
-        )
-        curves[name] = (tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64))
+        curves[name] = flow_throughput(rd, name, bin_ns)
         if f.get("bottleneck") is not None:
             b = int(f["bottleneck"])
             cap = rd.capacity_bps(b)
@@ -78,7 +89,7 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
-def _flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
+def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
     b = f.get("bottleneck")
     concrete = rd.log_flows(name)
     if b is None or not concrete:
@@ -105,7 +116,7 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     data = {}
     for name, f in rd.flows.items():
-        q, how = _flow_queueing(rd, name, f)
+        q, how = flow_queueing(rd, name, f)
         if q is not None and len(q):
             data[name] = (q, int(f["bottleneck"]), how)
     if not data:
