@@ -716,8 +716,8 @@ def render_sweep_html(
             rows = [[cell(str(i), False)] + [cell(str(v)) for v in row] for i, row in zip(t.index, t.to_numpy())]
             body.append(f"<h3>{escape(heading)}</h3>" + table([t.index.name or ""] + [str(c) for c in t.columns], rows))
     body.append(
-        '<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
-        "and min / median / max.</p>" + sweep_summary_table(agg)
+        '<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: the mean, the sample '
+        "standard deviation under it; min / median / max below the table.</p>" + sweep_summary_table(agg)
     )
     if jain is not None and not jain.empty and not jain["jain_index_mean"].isna().all():
         body.append(

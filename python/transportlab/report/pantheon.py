@@ -97,8 +97,13 @@ def draw_pantheon(panels: dict[str, Groups], title: str = "Throughput vs 95th-pe
     return fig
 
 
-def _label(row: pd.Series, cols: Sequence[str]) -> str:
-    return " · ".join(str(row[c]) for c in cols if c in row and not pd.isna(row[c]) and str(row[c]) != "")
+def _label(row: pd.Series, cols: Sequence[str], named: bool = False) -> str:
+    """The row's values of `cols` joined; `named`: each as "<last path part> = value"."""
+    return " · ".join(
+        (f"{c.rsplit('.', 1)[-1]} = {row[c]}" if named else str(row[c]))
+        for c in cols
+        if c in row and not pd.isna(row[c]) and str(row[c]) != ""
+    )
 
 
 def pantheon_groups(df: pd.DataFrame, scheme_cols: Sequence[str], panel_cols: Sequence[str]) -> dict[str, Groups]:
@@ -107,7 +112,7 @@ def pantheon_groups(df: pd.DataFrame, scheme_cols: Sequence[str], panel_cols: Se
     d = df.dropna(subset=[DELAY, THROUGHPUT])
     panels: dict[str, Groups] = {}
     labels = d.assign(
-        _panel=d.apply(lambda r: _label(r, panel_cols), axis=1) if panel_cols else "",
+        _panel=d.apply(lambda r: _label(r, panel_cols, named=True), axis=1) if panel_cols else "",
         _scheme=d.apply(lambda r: _label(r, scheme_cols), axis=1),
     )
     for (panel, scheme), g in labels.groupby(["_panel", "_scheme"], sort=False):
