@@ -34,11 +34,28 @@ def _scenario_errors(fn):
 
 @_scenario_errors
 def _cmd_run(args) -> int:
+    from transportlab.cluster import ClusterError
     from transportlab.pipeline import run_scenario
 
-    outcome = run_scenario(
-        Path(args.scenario), Path(args.out), args.set, progress=not args.quiet, smoke_s=getattr(args, "smoke", None)
-    )
+    cluster, workers = getattr(args, "cluster", None), getattr(args, "workers", None)
+    if workers is not None and cluster is None:
+        cluster = "local"
+    if workers is not None and workers < 1:
+        print(f"tlab run: --workers must be at least 1, got {workers}", file=sys.stderr)
+        return 2
+    try:
+        outcome = run_scenario(
+            Path(args.scenario),
+            Path(args.out),
+            args.set,
+            progress=not args.quiet,
+            smoke_s=getattr(args, "smoke", None),
+            cluster=cluster,
+            workers=workers,
+        )
+    except ClusterError as e:
+        print(f"tlab run: {e}", file=sys.stderr)
+        return 2
     _print_outcome(outcome)
     return 1 if outcome.failed else 0
 
@@ -187,6 +204,15 @@ def build_parser() -> argparse.ArgumentParser:
         const=5.0,
         metavar="SECONDS",
         help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
+    )
+    run.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the sweep's runs on a Dask cluster: a scheduler address (workers started with "
+        "`--nthreads 1 --resources machine=1`), or `local` for worker processes on this machine",
+    )
+    run.add_argument(
+        "--workers", type=int, metavar="N", help="with --cluster local (implied): N local worker processes (default 1)"
     )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)
