@@ -21,7 +21,7 @@ def _two_sweeps(tmp_path):
         for r in _sweep(root):
             m = json.loads((r / "metrics.json").read_text())
             for f in m["flows"].values():
-                f["one_way_delay_log_ms"] = {"mean": 20.0, "p50": 19.0, "p95": 30.0 if root is a else 60.0, "p99": 70.0}
+                f["path_delay_ms"] = {"mean": 20.0, "p50": 19.0, "p95": 30.0 if root is a else 60.0, "p99": 70.0}
             (r / "metrics.json").write_text(json.dumps(m))
     return a, b
 
@@ -36,7 +36,7 @@ def test_sources_labelled_apart_and_rows_from_the_catalogue(tmp_path):
     agg = compare_table(df)
     assert len(agg) == 2 * 2 * 2  # source × point × flow
     row = agg[(agg["source"] == "b/demo") & (agg["point"] == "rate=20Mbit") & (agg["flow"] == "bulk")].iloc[0]
-    assert row["n"] == 2 and row["throughput_bps_mean"] == 17e6 and row["one_way_delay_p95_ms_mean"] == 60.0
+    assert row["n"] == 2 and row["throughput_bps_mean"] == 17e6 and row["path_delay_p95_ms_mean"] == 60.0
 
 
 def test_compare_report_has_table_overlays_and_pantheon(tmp_path):

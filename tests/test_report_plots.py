@@ -213,7 +213,7 @@ def test_pantheon_markers_ellipses_and_reversed_delay_axis():
 def _pantheon_table(tmp_path):
     runs = _sweep(tmp_path)
     df = sweep_table(runs)
-    df["one_way_delay_p95_ms"] = 20.0 + df["throughput_bps"] / 1e6
+    df["path_delay_p95_ms"] = 20.0 + df["throughput_bps"] / 1e6
     return df
 
 
@@ -251,8 +251,8 @@ def test_sweep_report_shows_pantheon_with_caption(tmp_path):
     for r in runs:  # the catalogue's one-way delay p95 comes from metrics.json
         m = json.loads((r / "metrics.json").read_text())
         for f in m["flows"].values():
-            f["one_way_delay_log_ms"] = {"mean": 20.0, "p50": 19.0, "p95": 30.0, "p99": 33.0}
+            f["path_delay_ms"] = {"mean": 20.0, "p50": 19.0, "p95": 30.0, "p99": 33.0}
         (r / "metrics.json").write_text(json.dumps(m))
     html = render_sweep(tmp_path / "sweep", runs).read_text()
     assert 'id="plot-pantheon"' in html and "95th percentile of the per-packet one-way delay" in html
-    assert sweep_table(runs)["one_way_delay_p95_ms"].eq(30.0).all()
+    assert sweep_table(runs)["path_delay_p95_ms"].eq(30.0).all()

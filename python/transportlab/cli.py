@@ -43,6 +43,9 @@ def _cmd_run(args) -> int:
     if workers is not None and workers < 1:
         print(f"tlab run: --workers must be at least 1, got {workers}", file=sys.stderr)
         return 2
+    if cluster is not None and getattr(args, "simulate", False):
+        print("tlab run: --cluster runs emulated runs; --simulate runs here (drop one of them)", file=sys.stderr)
+        return 2
     try:
         outcome = run_scenario(
             Path(args.scenario),
@@ -50,6 +53,7 @@ def _cmd_run(args) -> int:
             args.set,
             progress=not args.quiet,
             smoke_s=getattr(args, "smoke", None),
+            simulated=getattr(args, "simulate", False),
             cluster=cluster,
             workers=workers,
         )
@@ -204,6 +208,11 @@ def build_parser() -> argparse.ArgumentParser:
         const=5.0,
         metavar="SECONDS",
         help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
+    )
+    run.add_argument(
+        "--simulate",
+        action="store_true",
+        help="run it in the simulator (virtual time, tlab-sim) instead of the emulated network, into OUT/simulated/",
     )
     run.add_argument(
         "--cluster",

@@ -117,6 +117,9 @@ pub enum Attach {
         #[serde(deserialize_with = "mac")]
         peer_mac: [u8; 6],
     },
+    /// A host of the simulator (`tlab-sim`): its endpoints live in the simulator's
+    /// process, in virtual time. The real-time engine refuses it.
+    Simulated,
 }
 
 impl Attach {
@@ -124,6 +127,7 @@ impl Attach {
         match self {
             Attach::Tun { .. } => "tun",
             Attach::Veth { .. } => "veth",
+            Attach::Simulated => "simulated",
         }
     }
 }

@@ -7,15 +7,24 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use engine::wire::ipv4::{Ecn, Ipv4Packet};
-use engine::wire::{flow_key, FlowKey};
+use crate::wire::ipv4::{Ecn, Ipv4Packet};
+use crate::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
-use crate::attach::Egress;
 use crate::capture::Capture;
+use crate::config::Config;
 use crate::log::{flag, reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
-use engine::config::Config;
+
+/// The hosts the network hands packets to, and the time: the real-time engine writes to
+/// TUN devices or veth ends and reads CLOCK_MONOTONIC; the simulator queues packets for
+/// its endpoints and answers its virtual time.
+pub trait Hosts {
+    /// Hands IPv4 packet `packet` to host `host`; `false` if that failed (an unintended drop).
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool;
+    /// The actual time now (what the log records as `t_actual_ns`).
+    fn now(&self) -> Nanos;
+}
 
 /// What the engine carries through the model with each packet.
 #[derive(Clone)]
@@ -59,16 +68,14 @@ struct Route {
     egress: usize,
 }
 
-pub struct Forwarder {
-    egress: Vec<Egress>,
+pub struct Forwarder<H: Hosts> {
+    hosts: H,
     /// The latest time the model has been run to: an arrival stamped earlier (the
     /// kernel's timestamp of a packet read after a later due event was processed) enters
     /// the model at this time instead, so no direction sees time go backwards.
     watermark: Nanos,
     /// Largest IP packet a host may send (its link MTU); a larger one is an unintended drop.
     mtu: u32,
-    /// The real clock (CLOCK_MONOTONIC; tests may stop it).
-    clock: fn() -> Nanos,
     models: Vec<Direction<Carried>>,
     /// `leg_index[d][k]`: the log/stats direction index of leg k of direction d.
     leg_index: Vec<Vec<u16>>,
@@ -84,8 +91,8 @@ pub struct Forwarder {
     pub packets_out: u64,
 }
 
-impl Forwarder {
-    pub fn new(cfg: &Config, egress: Vec<Egress>, log: PacketLog) -> Result<Forwarder, String> {
+impl<H: Hosts> Forwarder<H> {
+    pub fn new(cfg: &Config, hosts: H, log: PacketLog) -> Result<Forwarder<H>, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
             let m =
@@ -123,10 +130,9 @@ impl Forwarder {
             });
         }
         Ok(Forwarder {
-            egress,
+            hosts,
             watermark: 0,
             mtu: cfg.mtu,
-            clock: crate::clock::now_ns,
             models,
             leg_index: leg_index
                 .into_iter()
@@ -275,7 +281,7 @@ impl Forwarder {
                         c.packet(dir, handed, &packet.payload.bytes);
                     }
                 } else {
-                    let now = (self.clock)();
+                    let now = self.hosts.now();
                     self.log.record(
                         at,
                         now,
@@ -297,7 +303,7 @@ impl Forwarder {
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
-                let now = (self.clock)();
+                let now = self.hosts.now();
                 self.log.record(
                     at,
                     now,
@@ -315,7 +321,7 @@ impl Forwarder {
                 let st = &mut self.directions[leg as usize];
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
-                let now = (self.clock)();
+                let now = self.hosts.now();
                 self.log.record(
                     at,
                     now,
@@ -361,7 +367,7 @@ impl Forwarder {
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
-        let now = (self.clock)();
+        let now = self.hosts.now();
         self.log.record(
             at,
             now,
@@ -379,28 +385,25 @@ impl Forwarder {
     fn deliver(&mut self, egress: usize, packet: &Packet<Carried>, due: Nanos) -> Nanos {
         // Lateness is taken as the hand-over starts: the write itself runs the host's
         // receive path (IP, transport, waking the reader) in this thread.
-        let now = (self.clock)();
+        let now = self.hosts.now();
         let late = now.saturating_sub(due);
-        match self.egress[egress].send(&packet.payload.bytes) {
-            Ok(()) => {
-                self.packets_out += 1;
-                self.lateness.add(late);
-            }
-            Err(_) => {
-                self.unintended.tun_write_failed += 1;
-                let key = packet.payload.key;
-                self.log.record(
-                    due,
-                    now,
-                    packet.id,
-                    &key,
-                    packet.size,
-                    NO_DIRECTION,
-                    Event::Drop,
-                    reason::TUN_WRITE_FAILED,
-                    flag::copy(packet.copy),
-                );
-            }
+        if self.hosts.deliver(egress, &packet.payload.bytes) {
+            self.packets_out += 1;
+            self.lateness.add(late);
+        } else {
+            self.unintended.tun_write_failed += 1;
+            let key = packet.payload.key;
+            self.log.record(
+                due,
+                now,
+                packet.id,
+                &key,
+                packet.size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::TUN_WRITE_FAILED,
+                flag::copy(packet.copy),
+            );
         }
         now
     }
@@ -436,6 +439,11 @@ impl Forwarder {
         std::mem::take(&mut self.directions)
     }
 
+    /// The hosts (the simulator takes the packets delivered to them from here).
+    pub fn hosts_mut(&mut self) -> &mut H {
+        &mut self.hosts
+    }
+
     /// Writes out the packet log and the capture; the first I/O error, naming which.
     pub fn close_outputs(self) -> Result<(), String> {
         let log = self.log.close().map_err(|e| format!("packet log: {e}"));
@@ -451,15 +459,24 @@ impl Forwarder {
 mod tests {
     use super::*;
     use crate::log::RECORD_SIZE;
-    use std::os::fd::RawFd;
 
     const MS: u64 = 1_000_000;
 
-    fn pipe() -> (RawFd, RawFd) {
-        let mut fds = [0; 2];
-        // SAFETY: valid pointer to two ints.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        (fds[0], fds[1])
+    /// Hosts that keep what they are handed; time stands still at `now`.
+    #[derive(Default)]
+    struct Collect {
+        delivered: Vec<(usize, Vec<u8>)>,
+        now: Nanos,
+    }
+
+    impl Hosts for Collect {
+        fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+            self.delivered.push((host, packet.to_vec()));
+            true
+        }
+        fn now(&self) -> Nanos {
+            self.now
+        }
     }
 
     fn udp_packet() -> Vec<u8> {
@@ -507,42 +524,30 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
-        let (r0, w0) = pipe();
-        let (r1, w1) = pipe();
         let cfg = Config::parse(&format!(
             r#"{{"log_path": "unused", "stats_path": "unused",
-                "hosts": [{{"name": "a", "tun_fd": {w0}}}, {{"name": "b", "tun_fd": {w1}}}],
+                "hosts": [{{"name": "a", "tun_fd": 100}}, {{"name": "b", "tun_fd": 101}}],
                 "directions": {directions},
                 "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#
         ))
         .unwrap();
-        let egress = cfg
-            .hosts
-            .iter()
-            .map(|h| match h.attach {
-                engine::config::Attach::Tun { fd } => Egress::Tun { fd },
-                _ => unreachable!(),
-            })
-            .collect();
-        let mut fwd = Forwarder::new(&cfg, egress, PacketLog::create(&log_path).unwrap()).unwrap();
+        let mut fwd = Forwarder::new(&cfg, Collect::default(), PacketLog::create(&log_path).unwrap()).unwrap();
         for (bytes, at) in packets {
             fwd.ingress(0, bytes, *at);
         }
         fwd.run_due(u64::MAX);
         assert_eq!(fwd.next_due(), None);
         let stats = fwd.take_direction_stats();
+        let delivered = std::mem::take(&mut fwd.hosts_mut().delivered);
         fwd.close_outputs().unwrap();
         let log = read_log(&log_path);
-        let mut buf = vec![0u8; 65536];
-        // SAFETY: valid buffer; the pipe holds everything written (< its 64 KiB).
-        let received = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) };
-        buf.truncate(received.max(0) as usize);
-        for fd in [r0, w0, r1, w1] {
-            // SAFETY: fds this test opened.
-            unsafe { libc::close(fd) };
-        }
+        let received: Vec<u8> = delivered
+            .into_iter()
+            .inspect(|(host, _)| assert_eq!(*host, 1, "delivered to b"))
+            .flat_map(|(_, p)| p)
+            .collect();
         std::fs::remove_dir_all(&dir).unwrap();
-        (log, stats, buf)
+        (log, stats, received)
     }
 
     /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one

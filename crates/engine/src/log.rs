@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
-use engine::wire::FlowKey;
+use crate::wire::FlowKey;
 
 pub const RECORD_SIZE: usize = 48;
 const HEADER: &[u8; 8] = b"TLABLOG\0";

@@ -5,21 +5,18 @@
 //! statistics. See docs/architecture.md (Layers).
 
 mod attach;
-mod capture;
 mod clock;
-mod forwarder;
-mod log;
-mod stats;
 mod sys;
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use attach::{Egress, RxRing};
-// The configuration parser lives in the library, so tests parse configs with it too.
 use engine::config::{Attach, Config};
-use forwarder::Forwarder;
-use stats::{Calibration, Lateness, RunStats};
+use engine::forwarder::{Forwarder, Hosts};
+use engine::stats::{Calibration, Lateness, RunStats};
+use engine::{capture, log};
+use linkem::Nanos;
 
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -42,6 +39,22 @@ fn main() {
     if let Err(e) = run(cfg) {
         eprintln!("tlab-engine: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The hosts as the real-time engine reaches them: their TUN devices or veth ends, and
+/// CLOCK_MONOTONIC.
+struct RealHosts {
+    egress: Vec<Egress>,
+}
+
+impl Hosts for RealHosts {
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+        self.egress[host].send(packet).is_ok()
+    }
+
+    fn now(&self) -> Nanos {
+        clock::now_ns()
     }
 }
 
@@ -71,10 +84,16 @@ fn run(cfg: Config) -> Result<(), String> {
                 rings.push(Some(ring));
                 egress.push(eg);
             }
+            Attach::Simulated => {
+                return Err(format!(
+                    "hosts[{i}] ({}): a simulated host (tlab-sim runs those; tlab-engine needs a TUN or veth)",
+                    h.name
+                ))
+            }
         }
     }
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
-    let mut fwd = Forwarder::new(&cfg, egress, log)?;
+    let mut fwd = Forwarder::new(&cfg, RealHosts { egress }, log)?;
     if let Some(c) = &cfg.capture {
         let captured: Vec<(usize, String)> = c
             .directions

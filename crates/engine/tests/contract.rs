@@ -5,17 +5,11 @@
 //! reads, tests/data/packets_v<version>.tlog, is checked by the writer's own unit test in
 //! src/log.rs.)
 
-// The writer lives in the binary's modules; compiling its source here tests the very
-// code the engine runs. Parts of it this test does not call are not dead in the engine.
-#[allow(dead_code)]
-#[path = "../src/log.rs"]
-mod log;
-
 use std::path::{Path, PathBuf};
 
+use engine::log::{self, reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
 use engine::wire::FlowKey;
 use linkem::DropReason;
-use log::{reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
 use serde_json::Value;
 
 const HEADER_SIZE: usize = 16;

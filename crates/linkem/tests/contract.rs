@@ -110,6 +110,10 @@ fn queue_disciplines_match_the_contract() {
         ("mark_ecnth", "0.2"),
         ("flows", "64"),
         ("quantum_bytes", "300"),
+        ("k", "2.5"),
+        ("l_threshold_ns", "1000000"),
+        ("l_range_ns", "0"),
+        ("tshift_ns", "30000000"),
     ];
     let parse = |json: String| {
         serde_json::from_str::<QueueSpec>(&json).and_then(|q| {

@@ -26,6 +26,7 @@ mod common;
 use std::collections::{HashMap, HashSet};
 
 use linkem::queue::codel::CodelParams;
+use linkem::queue::dualpi2::DualPi2Params;
 use linkem::queue::fq_codel::FqCodelParams;
 use linkem::queue::pie::PieParams;
 use linkem::queue::red::RedParams;
@@ -148,7 +149,23 @@ fn aqm() -> impl Strategy<Value = DisciplineSpec> {
         );
     let fq = (1u32..=16, 1u32..=3000, codel_params())
         .prop_map(|(flows, quantum, codel)| DisciplineSpec::FqCodel(FqCodelParams { flows, quantum, codel }));
-    prop_oneof![red, codel_params().prop_map(DisciplineSpec::Codel), pie, fq]
+    let dualpi2 = (
+        (1u64..=30 * MS, MS..=30 * MS, 0.0..=20.0f64, 0.0..=20.0f64),
+        (0.1..=4.0f64, 0u64..=5 * MS, 0u64..=5 * MS, 0u64..=100 * MS),
+    )
+        .prop_map(|((target, t_update, alpha, beta), (k, l_threshold, l_range, tshift))| {
+            DisciplineSpec::DualPi2(DualPi2Params {
+                target,
+                t_update,
+                alpha,
+                beta,
+                k,
+                l_threshold,
+                l_range,
+                tshift,
+            })
+        });
+    prop_oneof![red, codel_params().prop_map(DisciplineSpec::Codel), pie, fq, dualpi2]
 }
 
 /// Drop-tail as often as everything else together (its old forms), drop-head, and the
@@ -468,7 +485,8 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         );
         let at_arrival = match discipline {
             DisciplineSpec::DropTail | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => true,
-            DisciplineSpec::Codel(_) => reason == DropReason::QueueFull,
+            // At dequeue: CoDel's and DualPI2's classic drops; only the limit at arrival.
+            DisciplineSpec::Codel(_) | DisciplineSpec::DualPi2(_) => reason == DropReason::QueueFull,
             DisciplineSpec::DropHead | DisciplineSpec::FqCodel(_) => reason == DropReason::RandomLoss,
         };
         if at_arrival || reason == DropReason::RandomLoss {
@@ -501,19 +519,15 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         }
     }
 
-    // (f) Marks: at most one per packet, by a queue with ECN on, of an ECN-capable packet
+    // (f) Marks: at most one per packet, by a queue that may mark it (ECN on, or DualPI2's
+    // L4S queue), of an ECN-capable packet
     // (reported with its codepoint), at or after its arrival; a marked packet departs, no
     // earlier than its mark, with CE; every other one departs with its own codepoint.
     let mut marked: HashMap<(u64, bool), Nanos> = HashMap::new();
     for e in ev {
         if let DirectionEvent::Marked { mark, at, .. } = e {
             let a = by_id[&mark.id];
-            prop_assert!(
-                spec.queue.ecn && discipline.is_aqm(),
-                "{:?} marked by {:?}",
-                mark,
-                spec.queue
-            );
+            prop_assert!(spec.queue.may_mark(mark.from), "{:?} marked by {:?}", mark, spec.queue);
             prop_assert!(
                 mark.from == a.ecn && a.ecn.is_capable(),
                 "{:?} arrived {:?}",
@@ -827,13 +841,7 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
             }
             DirectionEvent::LegMarked { leg, mark, .. } => {
                 let q = &spec.legs[*leg].queue;
-                prop_assert!(
-                    q.ecn && q.discipline.is_aqm(),
-                    "leg {} marked {:?} with {:?}",
-                    leg,
-                    mark,
-                    q
-                );
+                prop_assert!(q.may_mark(mark.from), "leg {} marked {:?} with {:?}", leg, mark, q);
                 prop_assert!(mark.from.is_capable() && mark.from == by_id[&mark.id].ecn, "{:?}", mark);
                 prop_assert!(
                     leg_marked.insert((mark.id, *leg, mark.copy)),

@@ -5,7 +5,7 @@ DuckDB over all of them) and the report's sweep tables use the same rows.
 Row columns: run_dir, run_id, scenario, point, repetition, seed; one column per swept
 field path (the value as written); `axis:<name>` per sweep axis (the point's step label);
 flow, protocol, cc, from, to; the flow's metrics (`docs/metrics.md`) with distributions
-as `<metric>_{mean,p50,p95,p99}_ms` (queueing_delay, rtt, one_way_delay: the packet log's); the run's jain_index, unintended_drops and the
+as `<metric>_{mean,p50,p95,p99}_ms`; the run's jain_index, unintended_drops and the
 analysis window's window_bytes, window_byte_difference, window_utilisation,
 convergence_s. Probe rows have protocol "probe", the probe's name in `flow`, and
 sent/received/lost, loss_rate and rtt_{mean,std,min,max,p50,p95,p99}_ms."""
@@ -23,12 +23,14 @@ from transportlab.artefacts.rundir import RunDir
 
 FILE = "summary.parquet"
 AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
-RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
+RUN_COLUMNS = ["run_dir", "run_id", "scenario", "mode", "point", "repetition", "seed"]
 # Scalar flow metrics copied as they are, in display order.
 FLOW_SCALARS = [
     "bytes_delivered",
     "throughput_bps",
     "goodput_bps",
+    "throughput_arrivals_bps",
+    "path_ipdv_ms",
     "completion_s",
     "loss_rate",
     "marks",
@@ -39,11 +41,13 @@ FLOW_SCALARS = [
     "complete",
     "window_limited",
     "bottleneck",
+    "records_sent",
+    "records_delivered",
+    "records_late_share",
     "jitter_rfc3550_ms",
-    "ipdv_rfc3393_ms",
 ]
 # Scalars an agent reports (a number, or absent): anything else reads as None.
-AGENT_SCALARS = {"jitter_rfc3550_ms", "ipdv_rfc3393_ms"}
+AGENT_SCALARS = {"jitter_rfc3550_ms"}
 STATS = ("mean", "p50", "p95", "p99")
 PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
 
@@ -54,6 +58,7 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
         "run_dir": str(run_dir),
         "run_id": r.run_id,
         "scenario": r.scenario,
+        "mode": scenario.mode if scenario else "emulated",
         "point": r.point,
         "repetition": r.repetition,
         "seed": r.seed,
@@ -86,7 +91,8 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
         for metric, stats in (
             ("queueing_delay", f.queueing_delay_ms),
             ("rtt", f.rtt_ms),
-            ("one_way_delay", f.one_way_delay_log_ms),
+            ("record_latency", f.record_latency_ms),
+            ("path_delay", f.path_delay_ms),
         ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None

@@ -19,6 +19,7 @@ from transportlab.metrics.jitter import (
 )
 from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
 from transportlab.metrics.loss import drops_by_reason, flow_loss, link_loss, unintended_drops
+from transportlab.metrics.record_latency import late_share, record_latencies
 from transportlab.metrics.retransmissions import (
     count_retransmissions_from_log,
     retransmissions_from_log,
@@ -65,6 +66,8 @@ __all__ = [
     "utilisation_over_time",
     "crossing_time",
     "delta_fair_convergence",
+    "record_latencies",
+    "late_share",
     "probe_rtts",
     "rtt_stats",
     "summarize",

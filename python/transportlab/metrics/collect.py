@@ -99,14 +99,31 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
             records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9)
         )
         out["queueing_delay_ms"] = _stats_ms(q["queueing_ns"].to_numpy())
-    if path:
-        owd = M.one_way_delay(records, f, path)
-        out["one_way_delay_log_ms"] = _stats_ms(owd["delay_ns"].to_numpy())
+    out.update(_path_metrics(records, f, path, delivered, dep))
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}
     out["marks"] = loss["marks"]
     out.update(_wire_counts(records, f))
+    return out
+
+
+def _path_metrics(records, f: M.Flow, path: list[int], delivered: int, dep) -> dict:
+    """The S4 study's per-flow definitions, from the packet log, for every protocol:
+    throughput over the span of arrivals at the receiver, the one-way delay of every data
+    packet across the path, and its RFC 3393 ipdv."""
+    out: dict = {"throughput_arrivals_bps": None, "path_delay_ms": None, "path_ipdv_ms": None}
+    if dep is not None and len(dep) > 1:
+        t = actual_t(dep)
+        span_ns = int(t.max()) - int(t.min())
+        if span_ns > 0:
+            out["throughput_arrivals_bps"] = delivered * 8 / (span_ns / 1e9)
+    if path:
+        d = M.one_way_delay(records, f, path=path)
+        d = d[~d["copy"]] if len(d) else d
+        if len(d):
+            out["path_delay_ms"] = _stats_ms(d["delay_ns"].to_numpy())
+            out["path_ipdv_ms"] = M.ipdv_rfc3393(d["delay_ns"].to_numpy(dtype=float)) / 1e6
     return out
 
 

@@ -28,7 +28,7 @@ COLUMNS = [
     ("completion_s", "completion"),
     ("queueing_delay_mean_ms", "queueing delay mean"),
     ("queueing_delay_p99_ms", "queueing delay p99"),
-    ("one_way_delay_p95_ms", "one-way delay p95"),
+    ("path_delay_p95_ms", "path delay p95"),
     ("rtt_mean_ms", "RTT mean"),
     ("jitter_rfc3550_ms", "jitter (RFC 3550)"),
     ("loss_rate", "loss"),

@@ -298,7 +298,7 @@ def _flows_table(rd: RunData) -> str:
     headers = ["flow", "protocol / cc", "from → to", "complete", "throughput", "goodput", "completion"]
     headers += [
         "queueing delay mean / p99",
-        "one-way delay mean / p99",
+        "path delay mean / p99",
         "RTT mean / p99",
         "loss",
         "retrans\u00admissions",
@@ -306,7 +306,7 @@ def _flows_table(rd: RunData) -> str:
     headers += (["ECN marks"] if marks else []) + ["bottleneck"]
     rows, details = [], []
     for name, f in rd.flows.items():
-        q, r, o = f.get("queueing_delay_ms"), f.get("rtt_ms"), f.get("one_way_delay_log_ms")
+        q, r, o = f.get("queueing_delay_ms"), f.get("rtt_ms"), f.get("path_delay_ms")
         pc = "/".join(str(x) for x in (f.get("protocol"), f.get("cc")) if x)
         rows.append(
             [
@@ -332,11 +332,11 @@ def _flows_table(rd: RunData) -> str:
             + [cell(fmt_ms(f.get("jitter_rfc3550_ms"))), cell(fmt_num(f.get("marks")))]
         )
     more = ["flow", "bytes delivered"]
-    more += [f"{what} {k}" for what in ("queueing delay", "one-way delay", "RTT") for k in ("p50", "p95", "p99")]
+    more += [f"{what} {k}" for what in ("queueing delay", "path delay", "RTT") for k in ("p50", "p95", "p99")]
     more += ["jitter (RFC 3550)", "ECN marks"]
     return (
         table(headers, rows)
-        + '<p class="small">Queueing delay at the bottleneck and one-way delay across the path: the engine\'s '
+        + '<p class="small">Queueing delay at the bottleneck and path delay (one-way, across the path): the engine\'s '
         "packet log (real times); RTT: the sender's smoothed RTT.</p>"
         + "<details><summary>every statistic per flow</summary>"
         + table(more, details)
@@ -581,7 +581,7 @@ _SWEEP_FMT = {
     "completion_s": fmt_s,
     "queueing_delay_mean_ms": fmt_ms,
     "queueing_delay_p99_ms": fmt_ms,
-    "one_way_delay_p95_ms": fmt_ms,
+    "path_delay_p95_ms": fmt_ms,
     "rtt_mean_ms": fmt_ms,
     "loss_rate": fmt_pct,
     "retransmissions": fmt_num,
@@ -751,7 +751,7 @@ def render_sweep_html(
 
 # ---- comparison report ----------------------------------------------------------------
 
-_COMPARE_FMT = {**_SWEEP_FMT, "one_way_delay_p95_ms": fmt_ms, "jitter_rfc3550_ms": fmt_ms}
+_COMPARE_FMT = {**_SWEEP_FMT, "path_delay_p95_ms": fmt_ms, "jitter_rfc3550_ms": fmt_ms}
 
 
 def compare_table_html(agg: pd.DataFrame) -> str:

@@ -2,7 +2,7 @@
 marker per scheme at the mean over its runs with the 1-σ ellipse of the runs (the
 covariance of delay and throughput), the delay axis reversed so "better" is up and to
 the right. Built from catalogue rows (`sweep_table`): `throughput_bps` and
-`one_way_delay_p95_ms` (the packet log's per-packet one-way delay across the path)."""
+`path_delay_p95_ms` (the packet log's per-packet one-way delay across the path)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from matplotlib.patches import Ellipse
 from transportlab.report.figures import Plot, not_applicable, skip
 from transportlab.report.style import Colors, figure, rate_scale, save
 
-DELAY = "one_way_delay_p95_ms"
+DELAY = "path_delay_p95_ms"
 THROUGHPUT = "throughput_bps"
 MAX_PANELS = 6
 
@@ -26,7 +26,7 @@ CAPTION = (
     "over its runs (repetitions), the ellipse its runs' 1-σ spread (covariance of delay and throughput; drawn "
     "with two or more runs). Throughput: bytes delivered by the last link direction ÷ the flow's active time; "
     "delay: 95th percentile of the per-packet one-way delay across the flow's path (real times in the engine's "
-    "packet log). The delay axis is reversed: better is up and to the right."
+    "packet log, the flow's path_delay_ms). The delay axis is reversed: better is up and to the right."
 )
 
 # scheme label → (delays ms, throughputs bit/s) of its runs

@@ -20,7 +20,7 @@ FLOW_METRICS = [
     ("completion_s", "completion", "s"),
     ("queueing_delay_mean_ms", "queueing delay (mean)", "ms"),
     ("queueing_delay_p99_ms", "queueing delay (p99)", "ms"),
-    ("one_way_delay_p95_ms", "one-way delay (p95)", "ms"),
+    ("path_delay_p95_ms", "path delay (p95)", "ms"),
     ("rtt_mean_ms", "RTT (mean)", "ms"),
     ("loss_rate", "loss", ""),
     ("retransmissions", "retransmissions", "segments"),
@@ -36,7 +36,7 @@ SHOWN_WHEN_NONZERO = {"marks"}
 # Columns holding numbers (NaN where a run has none).
 NUMERIC = (
     set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
-    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "one_way_delay") for k in PROBE_STATS}
+    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency", "path_delay") for k in PROBE_STATS}
     | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
 )
 

@@ -156,6 +156,10 @@ class QueueSpec(_Table):
     mark_ecnth: Annotated[float, Field(ge=0, le=1)] | None = None
     flows: Annotated[int, Field(ge=1, le=65536)] | None = None
     quantum: Size | None = None
+    k: Annotated[float, Field(gt=0)] | None = None
+    l_threshold: Duration | None = None
+    l_range: Duration | None = None
+    tshift: Duration | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> QueueSpec:
@@ -410,7 +414,8 @@ class FlowSpec(_Table):
     objects: ObjectsSpec | None = None
     count: Count | None = None
     # Sending pattern of udp datagrams and of quic messages (constant-rate messages on one
-    # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline.
+    # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline;
+    # tcp records: `size` (bytes in the stream, framing included) every `interval`.
     rate: Rate | None = None
     interval: PositiveDuration | None = None
     size: Size | None = None
@@ -418,6 +423,9 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
+    # tcp records (`size` bytes every `interval`, sent by the server): how the client
+    # receives them, from the socket's stream only or also from the arriving segments.
+    delivery: Literal["ordered", "unordered"] | None = None
     # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).

@@ -255,6 +255,8 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
             Mode::Objects => objects == req.object_count,
             Mode::Upload | Mode::Download => req.bytes == 0 || bytes == req.bytes,
             Mode::Messages => true,
+            // Refused by the QUIC request's encoder before the connection starts.
+            Mode::Records => false,
         };
     let stopped_by = if stopped_by_signal {
         Stop::Signal.name()
@@ -340,6 +342,7 @@ async fn transfer_for(
         .await
         .context("cannot send the request")?;
     match req.mode {
+        Mode::Records => anyhow::bail!("records mode is TCP only"),
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);

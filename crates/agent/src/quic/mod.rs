@@ -5,7 +5,6 @@
 //! runtime (so a transfer uses one core, like a single-threaded QUIC stack, and CPU per
 //! gigabit is comparable), the rest of the agent stays synchronous.
 
-mod cc;
 mod client;
 mod series;
 mod server;
@@ -17,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use quinn::{MtuDiscoveryConfig, TransportConfig, VarInt};
+use quinn::TransportConfig;
 use quinn_proto::{QlogConfig, QlogStream};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
@@ -27,19 +26,8 @@ pub use client::client;
 pub use server::server;
 
 use crate::sys;
+use agent::cc;
 
-/// Receive windows (per stream and per connection) and the send window: 64 MiB, more than
-/// the bandwidth-delay product of a 1 Gbit/s × 200 ms path (25 MB) plus the data a receiver
-/// holds while a loss is repaired, so flow control never limits a transfer before the
-/// congestion window does.
-pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
-/// Concurrent bidirectional streams, and unidirectional streams, each end allows its peer
-/// (objects mode opens a bidirectional one per object in flight, plus the control stream;
-/// a bulk transfer on N streams opens N − 1 unidirectional ones beside the control stream).
-pub const MAX_STREAMS: u64 = 10_000;
-const _: () = assert!(agent::wire::request::MAX_STREAMS < MAX_STREAMS);
-/// Connections go idle (and fail) after this long without any packet.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a closing endpoint waits for its CONNECTION_CLOSE to go out and drain.
 pub const CLOSE_WAIT: Duration = Duration::from_secs(3);
 /// How often the stop flag (set by SIGTERM/SIGINT) is polled.
@@ -95,23 +83,7 @@ impl Options {
     /// Transport parameters of one connection, with its own controller factory and probe,
     /// and its qlog written to `qlog` if given.
     pub fn transport(&self, probe: Arc<cc::Probe>, qlog: Option<QlogStream>) -> TransportConfig {
-        let mut t = TransportConfig::default();
-        t.qlog_stream(qlog);
-        let window = VarInt::from_u64(WINDOW_BYTES).expect("fits a varint");
-        t.stream_receive_window(window)
-            .receive_window(window)
-            .send_window(WINDOW_BYTES)
-            .max_concurrent_bidi_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
-            .max_concurrent_uni_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
-            .max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("fits")))
-            .congestion_controller_factory(Arc::new(cc::Factory::new(self.cc.clone(), probe)));
-        if let Some(n) = self.datagram_size {
-            t.initial_mtu(n).min_mtu(n).mtu_discovery_config(None);
-        } else {
-            // quinn's default: start at 1200 bytes, discover up to 1452.
-            t.mtu_discovery_config(Some(MtuDiscoveryConfig::default()));
-        }
-        t
+        agent::transport::config(&self.cc, probe, self.datagram_size, qlog)
     }
 }
 

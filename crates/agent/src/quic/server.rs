@@ -446,6 +446,8 @@ async fn serve_request(
         t.track_streams(req.streams);
     }
     match req.mode {
+        // The QUIC request's decoder refuses mode 5.
+        Mode::Records => anyhow::bail!("records mode is TCP only"),
         Mode::Upload => {
             served.duration_over =
                 transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;

@@ -24,7 +24,8 @@
 //! see [`red`]).
 //!
 //! Disciplines, one per module: [`drop_tail`], [`drop_head`], [`red`] (with gentle mode),
-//! [`codel`] (RFC 8289), [`pie`] (RFC 8033), [`fq_codel`] (RFC 8290).
+//! [`codel`] (RFC 8289), [`pie`] (RFC 8033), [`fq_codel`] (RFC 8290), [`dualpi2`]
+//! (RFC 9332, L4S).
 
 use std::collections::VecDeque;
 
@@ -34,6 +35,7 @@ use crate::{DropReason, Dropped, Mark, Nanos, Notice, Packet};
 pub mod codel;
 pub mod drop_head;
 pub mod drop_tail;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod pie;
 pub mod red;
@@ -178,6 +180,11 @@ impl<P> Fifo<P> {
 
     pub fn backlog(&self) -> Backlog {
         self.backlog
+    }
+
+    /// When the head packet was enqueued.
+    pub fn head_time(&self) -> Option<Nanos> {
+        self.items.front().map(|&(_, at)| at)
     }
 
     pub fn len(&self) -> usize {

@@ -14,7 +14,9 @@
 //!   - `codel`: `target_ns`, `interval_ns`, `mtu_bytes`;
 //!   - `pie`: `target_ns`, `t_update_ns`, `alpha`, `beta`, `max_burst_ns`,
 //!     `mean_packet_bytes`, `mark_ecnth`;
-//!   - `fq_codel`: `flows`, `quantum_bytes`, `target_ns`, `interval_ns`, `mtu_bytes`.
+//!   - `fq_codel`: `flows`, `quantum_bytes`, `target_ns`, `interval_ns`, `mtu_bytes`;
+//!   - `dualpi2`: `target_ns`, `t_update_ns`, `alpha`, `beta`, `k`, `l_threshold_ns`,
+//!     `l_range_ns`, `tshift_ns`.
 //!
 //! A field that is not a parameter of the discipline is an error naming it.
 
@@ -24,6 +26,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::QueueLimit;
 use crate::link::Link;
 use crate::queue::codel::{self, Codel, CodelParams};
+use crate::queue::dualpi2::{self, DualPi2, DualPi2Params};
 use crate::queue::fq_codel::{self, FqCodel, FqCodelParams, MAX_FLOWS};
 use crate::queue::pie::{self, Pie, PieParams};
 use crate::queue::red::{self, Red, RedParams};
@@ -49,10 +52,11 @@ pub enum DisciplineSpec {
     Codel(CodelParams),
     Pie(PieParams),
     FqCodel(FqCodelParams),
+    DualPi2(DualPi2Params),
 }
 
 /// The disciplines' names in JSON.
-pub const DISCIPLINES: [&str; 6] = ["drop_tail", "drop_head", "red", "codel", "pie", "fq_codel"];
+pub const DISCIPLINES: [&str; 7] = ["drop_tail", "drop_head", "red", "codel", "pie", "fq_codel", "dualpi2"];
 
 impl DisciplineSpec {
     pub fn name(&self) -> &'static str {
@@ -63,6 +67,7 @@ impl DisciplineSpec {
             DisciplineSpec::Codel(_) => "codel",
             DisciplineSpec::Pie(_) => "pie",
             DisciplineSpec::FqCodel(_) => "fq_codel",
+            DisciplineSpec::DualPi2(_) => "dualpi2",
         }
     }
 
@@ -74,6 +79,7 @@ impl DisciplineSpec {
             DisciplineSpec::Codel(_) => codel::DEFAULT_LIMIT,
             DisciplineSpec::Pie(_) => pie::DEFAULT_LIMIT,
             DisciplineSpec::FqCodel(_) => fq_codel::DEFAULT_LIMIT,
+            DisciplineSpec::DualPi2(_) => dualpi2::DEFAULT_LIMIT,
         }
     }
 
@@ -82,9 +88,9 @@ impl DisciplineSpec {
         !matches!(self, DisciplineSpec::DropTail | DisciplineSpec::DropHead)
     }
 
-    /// Whether packets leave in arrival order (all but FQ-CoDel).
+    /// Whether packets leave in arrival order (all but FQ-CoDel and DualPI2's two queues).
     pub fn is_fifo(&self) -> bool {
-        !matches!(self, DisciplineSpec::FqCodel(_))
+        !matches!(self, DisciplineSpec::FqCodel(_) | DisciplineSpec::DualPi2(_))
     }
 }
 
@@ -120,6 +126,15 @@ impl QueueSpec {
 
     pub fn with_limit(self, limit: QueueLimit) -> Self {
         QueueSpec { limit, ..self }
+    }
+
+    /// Whether this queue may ECN-mark a packet of codepoint `ecn`: an AQM with `ecn` on
+    /// marks ECN-capable packets; DualPI2 marks its L4S packets (ECT(1), CE) always —
+    /// L4S senders ask for it by their codepoint.
+    pub fn may_mark(&self, ecn: crate::Ecn) -> bool {
+        let l4s =
+            matches!(self.discipline, DisciplineSpec::DualPi2(_)) && matches!(ecn, crate::Ecn::Ect1 | crate::Ecn::Ce);
+        l4s || (self.ecn && self.discipline.is_aqm() && ecn.is_capable())
     }
 
     pub fn with_ecn(self, ecn: bool) -> Self {
@@ -210,6 +225,23 @@ impl QueueSpec {
                 check(f.quantum > 0, "quantum_bytes", "> 0", f.quantum)?;
                 codel(&f.codel)
             }
+            DisciplineSpec::DualPi2(d) => {
+                check(d.target > 0, "target_ns", "> 0", d.target)?;
+                check(
+                    d.t_update >= pie::MIN_T_UPDATE,
+                    "t_update_ns",
+                    "≥ 100000 (100 µs)",
+                    d.t_update,
+                )?;
+                check(
+                    d.alpha.is_finite() && d.alpha >= 0.0,
+                    "alpha",
+                    "a number ≥ 0 (Hz)",
+                    d.alpha,
+                )?;
+                check(d.beta.is_finite() && d.beta >= 0.0, "beta", "a number ≥ 0 (Hz)", d.beta)?;
+                check(d.k.is_finite() && d.k > 0.0, "k", "a number > 0", d.k)
+            }
         }
     }
 
@@ -224,6 +256,7 @@ impl QueueSpec {
             DisciplineSpec::Codel(c) => Box::new(Codel::new(*c, limit, ecn)),
             DisciplineSpec::Pie(p) => Box::new(Pie::new(*p, limit, ecn)),
             DisciplineSpec::FqCodel(f) => Box::new(FqCodel::new(*f, limit, ecn)),
+            DisciplineSpec::DualPi2(d) => Box::new(DualPi2::new(*d, limit, ecn)),
         }
     }
 }
@@ -278,11 +311,19 @@ struct RawQueue {
     flows: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     quantum_bytes: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    k: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    l_threshold_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    l_range_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tshift_ns: Option<u64>,
 }
 
 /// The JSON names of [`RawQueue`]'s fields.
 #[cfg(feature = "serde")]
-const FIELDS: [&str; 21] = [
+const FIELDS: [&str; 25] = [
     "discipline",
     "packets",
     "bytes",
@@ -304,6 +345,10 @@ const FIELDS: [&str; 21] = [
     "mark_ecnth",
     "flows",
     "quantum_bytes",
+    "k",
+    "l_threshold_ns",
+    "l_range_ns",
+    "tshift_ns",
 ];
 
 #[cfg(feature = "serde")]
@@ -351,6 +396,10 @@ impl RawQueue {
                 "mark_ecnth" => value(m, &mut r.mark_ecnth, &key)?,
                 "flows" => value(m, &mut r.flows, &key)?,
                 "quantum_bytes" => value(m, &mut r.quantum_bytes, &key)?,
+                "k" => value(m, &mut r.k, &key)?,
+                "l_threshold_ns" => value(m, &mut r.l_threshold_ns, &key)?,
+                "l_range_ns" => value(m, &mut r.l_range_ns, &key)?,
+                "tshift_ns" => value(m, &mut r.tshift_ns, &key)?,
                 other => {
                     return Err(A::Error::custom(format!(
                         "queue: unknown field `{other}`, expected one of {}",
@@ -385,7 +434,11 @@ impl RawQueue {
             mean_packet_bytes,
             mark_ecnth,
             flows,
-            quantum_bytes
+            quantum_bytes,
+            k,
+            l_threshold_ns,
+            l_range_ns,
+            tshift_ns
         );
         v
     }
@@ -462,6 +515,30 @@ impl RawQueue {
                 };
                 let fields: &[&str] = &["flows", "quantum_bytes", "target_ns", "interval_ns", "mtu_bytes"];
                 (DisciplineSpec::FqCodel(f), fields)
+            }
+            "dualpi2" => {
+                let d = DualPi2Params::default();
+                let p = DualPi2Params {
+                    target: self.target_ns.unwrap_or(d.target),
+                    t_update: self.t_update_ns.unwrap_or(d.t_update),
+                    alpha: self.alpha.unwrap_or(d.alpha),
+                    beta: self.beta.unwrap_or(d.beta),
+                    k: self.k.unwrap_or(d.k),
+                    l_threshold: self.l_threshold_ns.unwrap_or(d.l_threshold),
+                    l_range: self.l_range_ns.unwrap_or(d.l_range),
+                    tshift: self.tshift_ns.unwrap_or(d.tshift),
+                };
+                let fields: &[&str] = &[
+                    "target_ns",
+                    "t_update_ns",
+                    "alpha",
+                    "beta",
+                    "k",
+                    "l_threshold_ns",
+                    "l_range_ns",
+                    "tshift_ns",
+                ];
+                (DisciplineSpec::DualPi2(p), fields)
             }
             other => {
                 return Err(format!(
@@ -545,6 +622,16 @@ impl RawQueue {
                 r.flows = Some(f.flows);
                 r.quantum_bytes = Some(f.quantum);
                 codel(&mut r, &f.codel);
+            }
+            DisciplineSpec::DualPi2(d) => {
+                r.target_ns = Some(d.target);
+                r.t_update_ns = Some(d.t_update);
+                r.alpha = Some(d.alpha);
+                r.beta = Some(d.beta);
+                r.k = Some(d.k);
+                r.l_threshold_ns = Some(d.l_threshold);
+                r.l_range_ns = Some(d.l_range);
+                r.tshift_ns = Some(d.tshift);
             }
         }
         r
