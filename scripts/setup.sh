@@ -8,6 +8,8 @@ command -v ip >/dev/null || need_apt+=(iproute2)
 command -v sysctl >/dev/null || need_apt+=(procps)
 # Tests open the engine's pcapng captures with the tool people use (tshark).
 command -v tshark >/dev/null || need_apt+=(tshark)
+# Tests open the reports in a real browser (headless Chromium over the DevTools Protocol).
+command -v chromium >/dev/null || need_apt+=(chromium)
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
@@ -15,7 +17,7 @@ fi
 
 # Python package and its dependencies (editable, so `tlab` runs this checkout).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v 'Running pip as the' || true
-python3 -c 'import transportlab, pyroute2, pydantic, pyarrow, duckdb, matplotlib, rich' \
+python3 -c 'import transportlab, pyroute2, pydantic, pyarrow, duckdb, matplotlib, rich, websockets, distributed' \
   || { echo "setup: Python dependencies failed to install" >&2; exit 1; }
 
 cargo build --release --quiet

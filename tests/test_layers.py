@@ -17,6 +17,7 @@ BESIDE = {
     "locations": None,
     "contract": None,
     "kinds": "metrics",
+    "cluster": "run",  # runs on Dask workers; the pipeline analyses what comes back
     "pipeline": "report",
     "cli": "cli",  # above every stage
     "__main__": "__main__",  # above `cli`

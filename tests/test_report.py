@@ -271,8 +271,17 @@ def test_render_run_writes_plots_and_report(tmp_path):
     for name in ("bulk", "cbr", "probe0", "bottleneck.forward", "cubic"):
         assert name in html
     pngs = sorted(p.name for p in (run / "plots").glob("*.png"))
-    assert pngs == ["cwnd.png", "delay_cdf.png", "queueing_delay.png", "rtt.png", "throughput.png"]
-    assert _pngs(html) == 5
+    assert pngs == [
+        "cwnd.png",
+        "delay_cdf.png",
+        "interarrival.png",
+        "queueing_delay.png",
+        "rtt.png",
+        "rtt_cdf.png",
+        "throughput.png",
+        "utilisation.png",
+    ]
+    assert _pngs(html) == 8
     assert "Plots not drawn" not in html
     assert "unintended drop" in html and 'class="banner bad"' not in html
     # every embedded image decodes to a PNG
@@ -386,8 +395,9 @@ def test_render_sweep_min_median_max(tmp_path):
 
     assert "8 Mbit/s / 9 Mbit/s / 10 Mbit/s" in html
     assert "15 Mbit/s / 17 Mbit/s / 19 Mbit/s" in html
-    assert "9 Mbit/s (1.41 Mbit/s)" in html
-    assert html.count("<tr><td>rate=10Mbit</td><td><b>bulk</b>") == 1
+    assert '9 Mbit/s<span class="std">(1.41 Mbit/s)</span>' in html
+    # the mean (std) table and the min / median / max table
+    assert html.count("<tr><td>rate=10Mbit</td><td><b>bulk</b>") == 2
     assert "0 unintended drops in all 4 runs" in html
     assert _pngs(html) >= 8  # metric plots + box plots
     assert (tmp_path / "sweep" / "plots" / "sweep_throughput_bps.png").is_file()

@@ -34,16 +34,32 @@ def _scenario_errors(fn):
 
 @_scenario_errors
 def _cmd_run(args) -> int:
+    from transportlab.cluster import ClusterError
     from transportlab.pipeline import run_scenario
 
-    outcome = run_scenario(
-        Path(args.scenario),
-        Path(args.out),
-        args.set,
-        progress=not args.quiet,
-        smoke_s=getattr(args, "smoke", None),
-        simulated=getattr(args, "simulate", False),
-    )
+    cluster, workers = getattr(args, "cluster", None), getattr(args, "workers", None)
+    if workers is not None and cluster is None:
+        cluster = "local"
+    if workers is not None and workers < 1:
+        print(f"tlab run: --workers must be at least 1, got {workers}", file=sys.stderr)
+        return 2
+    if cluster is not None and getattr(args, "simulate", False):
+        print("tlab run: --cluster runs emulated runs; --simulate runs here (drop one of them)", file=sys.stderr)
+        return 2
+    try:
+        outcome = run_scenario(
+            Path(args.scenario),
+            Path(args.out),
+            args.set,
+            progress=not args.quiet,
+            smoke_s=getattr(args, "smoke", None),
+            simulated=getattr(args, "simulate", False),
+            cluster=cluster,
+            workers=workers,
+        )
+    except ClusterError as e:
+        print(f"tlab run: {e}", file=sys.stderr)
+        return 2
     _print_outcome(outcome)
     return 1 if outcome.failed else 0
 
@@ -87,6 +103,18 @@ def _cmd_report(args) -> int:
         return 2
     reports = [analyse(r) for r in runs]
     print(reports[0] if len(runs) == 1 else render_sweep(d, runs))
+    return 0
+
+
+def _cmd_compare(args) -> int:
+    """Several runs or sweeps side by side in one report."""
+    from transportlab.report.compare import CompareError, render_compare
+
+    try:
+        print(render_compare(args.dirs, args.out))
+    except CompareError as e:
+        print(f"tlab compare: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -186,11 +214,24 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run it in the simulator (virtual time, tlab-sim) instead of the emulated network, into OUT/simulated/",
     )
+    run.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the sweep's runs on a Dask cluster: a scheduler address (workers started with "
+        "`--nthreads 1 --resources machine=1`), or `local` for worker processes on this machine",
+    )
+    run.add_argument(
+        "--workers", type=int, metavar="N", help="with --cluster local (implied): N local worker processes (default 1)"
+    )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
     rep.add_argument("dir")
     rep.set_defaults(func=_cmd_report)
+    cmp = sub.add_parser("compare", help="several runs or sweeps side by side in one HTML report")
+    cmp.add_argument("dirs", nargs="+", metavar="RUN_OR_SWEEP_DIR")
+    cmp.add_argument("--out", required=True, help="folder for report.html and plots/")
+    cmp.set_defaults(func=_cmd_compare)
     q = sub.add_parser("query", help="SQL over the run catalogue (a view named `runs`)")
     q.add_argument("dir")
     q.add_argument("sql")

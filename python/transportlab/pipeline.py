@@ -30,6 +30,13 @@ class FailedRun:
     label: str
     failures: list[AgentFailure]
 
+    @classmethod
+    def of_error(cls, run: PlannedRun, error: BaseException) -> FailedRun:
+        """A run that ended with an error of its own (not an agent's), e.g. on a cluster worker."""
+        return cls(
+            run.run_dir, run.label, [AgentFailure("run", "runner", "runner", -1, f"{type(error).__name__}: {error}")]
+        )
+
     def line(self) -> str:
         return f"FAILED {self.label} ({self.run_dir}): " + "; ".join(f.line() for f in self.failures)
 
@@ -65,6 +72,12 @@ def run_one(run: PlannedRun, on_progress=None, simulated: bool = False) -> Faile
         failures = simulate(run, scenario_record(run, run_id, stacks))
     else:
         failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
+    return finish(run, failures)
+
+
+def finish(run: PlannedRun, failures: list[AgentFailure]) -> FailedRun | None:
+    """After a run's raw artefacts are in its folder: records its failures, or analyses
+    it and marks it DONE."""
     if failures:
         write_json(run.run_dir / "raw" / FAILURES, [asdict(f) for f in failures])
         return FailedRun(run.run_dir, run.label, failures)
@@ -88,10 +101,15 @@ def run_scenario(
     progress: bool = True,
     smoke_s: float | None = None,
     simulated: bool = False,
+    cluster: str | None = None,
+    workers: int | None = None,
 ) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
     report when there is more than one run. `smoke_s`: see `plan`. `simulated`: in the
-    simulator, into `out/simulated/` (refused before anything runs if a flow cannot be)."""
+    simulator, into `out/simulated/` (refused before anything runs if a flow cannot be).
+    `cluster` (a Dask scheduler address, or "local" for `workers` local worker
+    processes): the emulated runs go to the cluster's workers (`transportlab.cluster`)
+    and come back into `out`."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     sweep_dir, runs = plan(Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s)
@@ -110,6 +128,17 @@ def run_scenario(
     )
     with Progress(*columns, disable=not progress, transient=False) as bar:
         overall = bar.add_task(f"{sweep_dir.name}", total=len(runs), completed=len(runs) - len(todo))
+        if cluster is not None:
+            from transportlab.cluster import run_on_cluster
+
+            for run, result in run_on_cluster(todo, cluster, workers):
+                outcome = finish(run, result) if isinstance(result, list) else FailedRun.of_error(run, result)
+                if outcome is not None:
+                    failed.append(outcome)
+                    if progress:
+                        bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
+                bar.advance(overall)
+            todo = []
         current = bar.add_task("", total=1.0)
         for run in todo:
             bar.update(current, description=f"  {run.label}", completed=0)

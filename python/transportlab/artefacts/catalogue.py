@@ -44,7 +44,10 @@ FLOW_SCALARS = [
     "records_sent",
     "records_delivered",
     "records_late_share",
+    "jitter_rfc3550_ms",
 ]
+# Scalars an agent reports (a number, or absent): anything else reads as None.
+AGENT_SCALARS = {"jitter_rfc3550_ms"}
 STATS = ("mean", "p50", "p95", "p99")
 PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
 
@@ -67,6 +70,10 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
     return row
 
 
+def _number(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> list[dict[str, Any]]:
     base = _base(m, scenario, run_dir)
     w = m.window
@@ -80,7 +87,7 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
     rows = []
     for name, f in m.flows.items():
         row = dict(base, flow=name, protocol=f.protocol, cc=f.cc, **{"from": f.from_, "to": f.to})
-        row.update({k: getattr(f, k) for k in FLOW_SCALARS})
+        row.update({k: _number(getattr(f, k)) if k in AGENT_SCALARS else getattr(f, k) for k in FLOW_SCALARS})
         for metric, stats in (
             ("queueing_delay", f.queueing_delay_ms),
             ("rtt", f.rtt_ms),

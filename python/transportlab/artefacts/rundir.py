@@ -178,6 +178,15 @@ class RunDir:
         """Direction indices that are legs inside a multipath direction."""
         return {i for i, d in enumerate(self.engine_stats.get("directions") or []) if d.get("leg_of") is not None}
 
+    @cached_property
+    def legs(self) -> dict[int, list[int]]:
+        """Multipath direction index → the indices of its legs, from the engine's table."""
+        out: dict[int, list[int]] = {}
+        for i, d in enumerate(self.engine_stats.get("directions") or []):
+            if d.get("leg_of") is not None:
+                out.setdefault(int(d["leg_of"]), []).append(i)
+        return out
+
     def summary(self, stem: str) -> dict | None:
         """An agent's summary (`raw/<stem>.json`), None if it wrote none."""
         return read_json(self.raw / f"{stem}.json")

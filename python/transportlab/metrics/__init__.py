@@ -10,7 +10,13 @@ from transportlab.metrics.convergence import crossing_time, delta_fair_convergen
 from transportlab.metrics.delay import one_way_delay, queueing_delay, sojourn
 from transportlab.metrics.delivery import bytes_delivered, goodput
 from transportlab.metrics.fairness import byte_difference, jain_index, pairwise_byte_difference
-from transportlab.metrics.jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
+from transportlab.metrics.jitter import (
+    interarrival,
+    ipdv_rfc3393,
+    ipdv_rfc3393_series,
+    jitter_rfc3550,
+    jitter_rfc3550_series,
+)
 from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
 from transportlab.metrics.loss import drops_by_reason, flow_loss, link_loss, unintended_drops
 from transportlab.metrics.record_latency import late_share, record_latencies
@@ -23,7 +29,7 @@ from transportlab.metrics.retransmissions import (
 from transportlab.metrics.rtt import probe_rtts, rtt_stats
 from transportlab.metrics.summary import summarize
 from transportlab.metrics.throughput import throughput, throughput_by_flow
-from transportlab.metrics.utilisation import link_utilisation, utilisation
+from transportlab.metrics.utilisation import link_utilisation, utilisation, utilisation_over_time
 
 __all__ = [
     "Flow",
@@ -41,6 +47,7 @@ __all__ = [
     "queueing_delay",
     "jitter_rfc3550",
     "jitter_rfc3550_series",
+    "interarrival",
     "ipdv_rfc3393",
     "ipdv_rfc3393_series",
     "drops_by_reason",
@@ -56,6 +63,7 @@ __all__ = [
     "pairwise_byte_difference",
     "utilisation",
     "link_utilisation",
+    "utilisation_over_time",
     "crossing_time",
     "delta_fair_convergence",
     "record_latencies",

@@ -74,3 +74,10 @@ def ipdv_rfc3393(delay) -> float:
     |D(n) − D(n−1)|, input unit. NaN if fewer than two packets were received."""
     v = ipdv_rfc3393_series(delay)
     return float(np.abs(v).mean()) if len(v) else float("nan")
+
+
+def interarrival(times_ns) -> np.ndarray:
+    """Inter-arrival times (ns) of a stream of packet arrivals: the differences of
+    consecutive arrival times after sorting them; n arrivals give n − 1 values."""
+    t = np.sort(np.asarray(times_ns, dtype=np.int64))
+    return np.diff(t)

@@ -26,7 +26,7 @@ CSS = """
 * { box-sizing: border-box; }
 body { font: 14px/1.5 -apple-system, "Segoe UI", "Helvetica Neue", Arial, sans-serif; color: var(--fg);
        background: var(--bg); margin: 0; }
-main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 60px; }
+main { max-width: 1360px; margin: 0 auto; padding: 24px 28px 60px; }
 h1 { font-size: 24px; margin: 0 0 4px; }
 h2 { font-size: 18px; margin: 34px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
 h3 { font-size: 15px; margin: 22px 0 8px; }
@@ -37,11 +37,15 @@ h3 { font-size: 15px; margin: 22px 0 8px; }
 .banner.ok { background: var(--okbg); border-color: #4ac26b; color: var(--ok); }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
-th { background: var(--alt); text-align: left; font-weight: 600; white-space: nowrap; }
+th { background: var(--alt); text-align: left; font-weight: 600; }
 tbody tr:nth-child(even) td { background: #fbfcfd; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.na { color: var(--muted); text-align: center; }
 .scroll { overflow-x: auto; }
+table.wrap td.num { white-space: normal; }
+td .std { display: block; color: var(--muted); font-size: 12px; }
+table.validity th { width: 18em; }
+table.validity caption { text-align: left; font-weight: 600; color: var(--fg); padding-bottom: 2px; }
 table.kv th { width: 14em; }
 nav { font-size: 13px; margin: 8px 0 0; }
 nav a { color: var(--accent); text-decoration: none; margin-right: 14px; }
@@ -160,7 +164,7 @@ def plots_section(plots: list[Plot]) -> str:
             f'<figure id="plot-{escape(p.key)}">{img_tag(p.path, p.title)}'
             f"<figcaption><b>{escape(p.title)}.</b> {escape(p.caption)}</figcaption></figure>"
         )
-    skipped = [p for p in plots if p.path is None]
+    skipped = [p for p in plots if p.path is None and p.applies]
     if skipped:
         items = "".join(f"<li><b>{escape(p.title)}</b>: not drawn — {escape(p.skipped or '')}</li>" for p in skipped)
         parts.append(f'<h3>Plots not drawn</h3><ul class="skipped">{items}</ul>')
@@ -217,16 +221,16 @@ def _direction(d: Any) -> str:
 
 
 def _items_table(items: list[dict], first: Sequence[str]) -> str:
-    keys = list(first)
-    for it in items:
-        for k in it:
-            if k not in keys:
-                keys.append(k)
-    keys = [k for k in keys if any(k in it for it in items)]
+    """One column per key in `first` that any item has; every other key of an item in
+    one "other parameters" cell, one per line (kind-specific fields vary per item)."""
+    keys = [k for k in first if any(k in it for it in items)]
     rows = []
     for it in items:
-        rows.append([f"<td>{escape(_fmt_param(k, it[k]))}</td>" if k in it and it[k] is not None else NA for k in keys])
-    return table(keys, rows)
+        row = [f"<td>{escape(_fmt_param(k, it[k]))}</td>" if k in it and it[k] is not None else NA for k in keys]
+        rest = [f"{escape(k)} = {escape(_fmt_param(k, v))}" for k, v in it.items() if k not in keys and v is not None]
+        row.append(f"<td>{'<br>'.join(rest)}</td>" if rest else NA)
+        rows.append(row)
+    return table(keys + ["other parameters"], rows)
 
 
 def scenario_section(sc: dict) -> str:
@@ -278,60 +282,66 @@ def scenario_section(sc: dict) -> str:
 # ---- run report ----------------------------------------------------------------------
 
 
+def _pair_ms(d: Any, a: str, b: str) -> str:
+    """Two statistics of a delay distribution in one cell: "mean / p99 ms"."""
+    x, y = as_float(stat(d, a)), as_float(stat(d, b))
+    if math.isnan(x) and math.isnan(y):
+        return NA
+    return cell(f"{fmt_num(x)} / {fmt_ms(y)}")
+
+
 def _flows_table(rd: RunData) -> str:
+    """The flows at a glance (fits a 1400-px window), then every statistic on demand."""
     if not rd.flows:
         return "<p>No flows.</p>"
-    headers = [
-        "flow",
-        "protocol",
-        "cc",
-        "from → to",
-        "complete",
-        "bytes delivered",
-        "throughput",
-        "goodput",
-        "completion",
-        "queueing delay mean",
-        "p50",
-        "p95",
-        "p99",
-        "RTT mean",
-        "RTT p95",
-        "RTT p99",
+    marks = any(f.get("marks") for f in rd.flows.values())
+    headers = ["flow", "protocol / cc", "from → to", "complete", "throughput", "goodput", "completion"]
+    headers += [
+        "queueing delay mean / p99",
+        "path delay mean / p99",
+        "RTT mean / p99",
         "loss",
-        "retransmissions",
-        "ECN marks",
-        "bottleneck",
+        "retrans\u00admissions",
     ]
-    rows = []
+    headers += (["ECN marks"] if marks else []) + ["bottleneck"]
+    rows, details = [], []
     for name, f in rd.flows.items():
-        q = f.get("queueing_delay_ms") or {}
-        r = f.get("rtt_ms") or {}
+        q, r, o = f.get("queueing_delay_ms"), f.get("rtt_ms"), f.get("path_delay_ms")
+        pc = "/".join(str(x) for x in (f.get("protocol"), f.get("cc")) if x)
         rows.append(
             [
                 f"<td><b>{escape(name)}</b></td>",
-                cell(str(f.get("protocol") or "—"), False),
-                cell(str(f.get("cc") or "—"), False),
+                cell(pc or "—", False),
                 cell(f"{f.get('from', '?')} → {f.get('to', '?')}", False),
                 cell({True: "yes", False: "NO"}.get(c, "—") if (c := f.get("complete")) is not None else "—", False),
-                cell(fmt_bytes(f.get("bytes_delivered"))),
                 cell(fmt_rate(f.get("throughput_bps"))),
                 cell(fmt_rate(f.get("goodput_bps"))),
                 cell(fmt_s(f.get("completion_s"))),
-                cell(fmt_ms(stat(q, "mean"))),
-                cell(fmt_ms(stat(q, "p50"))),
-                cell(fmt_ms(stat(q, "p95"))),
-                cell(fmt_ms(stat(q, "p99"))),
-                cell(fmt_ms(stat(r, "mean"))),
-                cell(fmt_ms(stat(r, "p95"))),
-                cell(fmt_ms(stat(r, "p99"))),
+                _pair_ms(q, "mean", "p99"),
+                _pair_ms(o, "mean", "p99"),
+                _pair_ms(r, "mean", "p99"),
                 cell(fmt_pct(f.get("loss_rate"))),
                 cell(fmt_num(f.get("retransmissions"))),
-                cell(fmt_num(f.get("marks"))),
-                cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False),
             ]
+            + ([cell(fmt_num(f.get("marks")))] if marks else [])
+            + [cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False)]
         )
-    return table(headers, rows)
+        details.append(
+            [f"<td><b>{escape(name)}</b></td>", cell(fmt_bytes(f.get("bytes_delivered")))]
+            + [cell(fmt_ms(stat(d, k))) for d in (q, o, r) for k in ("p50", "p95", "p99")]
+            + [cell(fmt_ms(f.get("jitter_rfc3550_ms"))), cell(fmt_num(f.get("marks")))]
+        )
+    more = ["flow", "bytes delivered"]
+    more += [f"{what} {k}" for what in ("queueing delay", "path delay", "RTT") for k in ("p50", "p95", "p99")]
+    more += ["jitter (RFC 3550)", "ECN marks"]
+    return (
+        table(headers, rows)
+        + '<p class="small">Queueing delay at the bottleneck and path delay (one-way, across the path): the engine\'s '
+        "packet log (real times); RTT: the sender's smoothed RTT.</p>"
+        + "<details><summary>every statistic per flow</summary>"
+        + table(more, details)
+        + "</details>"
+    )
 
 
 def stat(d: Any, k: str) -> Any:
@@ -447,6 +457,44 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
     return f'<div class="banner ok">0 unintended drops in {escape(what)}.</div>'
 
 
+# Hand-over lateness p99 the engine aims for under load (docs/architecture.md, fidelity targets).
+LATENESS_P99_TARGET_US = 50.0
+
+
+def validity_table(rd: RunData) -> str:
+    """Whether the run is valid, before any figure: unintended drops, the engine's
+    hand-over lateness against its target, and flows the hosts limited."""
+    m = rd.metrics
+    engine = m.get("engine") or {}
+    lat = engine.get("handover_lateness") if isinstance(engine.get("handover_lateness"), dict) else engine
+    p99 = as_float((lat or {}).get("p99_us"))
+    drops = as_float(m.get("unintended_drops"))
+    limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
+
+    def verdict(ok: bool | None, text: str) -> str:
+        mark = {True: "✓", False: "✗", None: "?"}[ok]
+        return f"{mark} {escape(text)}"
+
+    rows = [
+        (
+            "unintended drops",
+            verdict(None if math.isnan(drops) else drops == 0, "not reported" if math.isnan(drops) else fmt_num(drops)),
+        ),
+        (
+            "engine hand-over lateness p99",
+            verdict(
+                None if math.isnan(p99) else p99 <= LATENESS_P99_TARGET_US,
+                ("not reported" if math.isnan(p99) else fmt_us(p99)) + f" (target ≤ {LATENESS_P99_TARGET_US:g} µs)",
+            ),
+        ),
+        ("window-limited flows", verdict(not limited, ", ".join(limited) or "none")),
+    ]
+    items = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return (
+        f'<table class="kv validity"><caption class="small">Is this run valid?</caption><tbody>{items}</tbody></table>'
+    )
+
+
 def render_run_html(rd: RunData, plots: list[Plot]) -> str:
     m = rd.metrics
     r = rd.run
@@ -467,6 +515,7 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
         '<a href="#engine">Engine</a><a href="#scenario">Scenario</a></nav>',
     ]
     body.append(unintended_banner(m.get("unintended_drops")))
+    body.append(validity_table(rd))
     limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
     if limited:
         body.append(
@@ -532,6 +581,7 @@ _SWEEP_FMT = {
     "completion_s": fmt_s,
     "queueing_delay_mean_ms": fmt_ms,
     "queueing_delay_p99_ms": fmt_ms,
+    "path_delay_p95_ms": fmt_ms,
     "rtt_mean_ms": fmt_ms,
     "loss_rate": fmt_pct,
     "retransmissions": fmt_num,
@@ -554,7 +604,18 @@ def _mmm(row, m: str, f) -> str:
     return cell(" / ".join(f(row[f"{m}_{k}"]) for k in ("min", "median", "max")))
 
 
+def _mean_std_stacked(row, m: str, f) -> str:
+    """Mean over the repetitions, the sample std under it (a narrow column)."""
+    if _nan(row.get(f"{m}_mean")):
+        return NA
+    std = row.get(f"{m}_std")
+    below = f'<span class="std">({escape(f(std))})</span>' if not _nan(std) else ""
+    return f'<td class="num">{escape(f(row[f"{m}_mean"]))}{below}</td>'
+
+
 def sweep_summary_table(agg: pd.DataFrame) -> str:
+    """Mean (std under it) per point × flow, one column per metric any run has; min /
+    median / max in an expandable table."""
     if agg.empty:
         return "<p>No flows.</p>"
     metrics = [
@@ -564,10 +625,8 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
         and not agg[f"{c}_mean"].isna().all()
         and not (c in SHOWN_WHEN_NONZERO and (agg[f"{c}_max"].fillna(0) == 0).all())
     ]
-    head1 = "".join(f"<th rowspan=2>{h}</th>" for h in ("point", "flow", "protocol / cc", "runs"))
-    head1 += "".join(f'<th colspan=2 style="text-align:center">{escape(l)}</th>' for _, l in metrics)
-    head2 = "".join("<th>mean (std)</th><th>min / median / max</th>" for _ in metrics)
-    rows = []
+    first = ["point", "flow", "protocol / cc", "runs"]
+    rows, spread = [], []
     for _, row in agg.iterrows():
         pc = "/".join(str(x) for x in (row.get("protocol"), row.get("cc")) if not _nan(x))
         tds = [
@@ -576,15 +635,16 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
             cell(pc or "—", False),
             cell(fmt_num(row["n"])),
         ]
-        for m, _ in metrics:
-            f = _SWEEP_FMT.get(m, fmt_num)
-            tds += [_mean_std(row, m, f), _mmm(row, m, f)]
-        rows.append("<tr>" + "".join(tds) + "</tr>")
+        rows.append(tds + [_mean_std_stacked(row, m, _SWEEP_FMT.get(m, fmt_num)) for m, _ in metrics])
+        spread.append(tds[:2] + [_mmm(row, m, _SWEEP_FMT.get(m, fmt_num)) for m, _ in metrics])
     absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics and c not in SHOWN_WHEN_NONZERO]
     note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
     return (
-        f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table></div>{note}"
+        table(first + [l for _, l in metrics], rows, "sweep")
+        + note
+        + "<details><summary>min / median / max over repetitions</summary>"
+        + table(["point", "flow"] + [l for _, l in metrics], spread, "wrap")
+        + "</details>"
     )
 
 
@@ -652,12 +712,12 @@ def render_sweep_html(
         body.append(
             '<h2 id="study">As the study lays it out</h2><p class="small">Also in tables.md beside this report.</p>'
         )
-        for title, t in tables:
+        for heading, t in tables:
             rows = [[cell(str(i), False)] + [cell(str(v)) for v in row] for i, row in zip(t.index, t.to_numpy())]
-            body.append(f"<h3>{escape(title)}</h3>" + table([t.index.name or ""] + [str(c) for c in t.columns], rows))
+            body.append(f"<h3>{escape(heading)}</h3>" + table([t.index.name or ""] + [str(c) for c in t.columns], rows))
     body.append(
-        '<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: mean (sample std), '
-        "and min / median / max.</p>" + sweep_summary_table(agg)
+        '<h2 id="table">Flows per point</h2><p class="small">Statistics over repetitions: the mean, the sample '
+        "standard deviation under it; min / median / max below the table.</p>" + sweep_summary_table(agg)
     )
     if jain is not None and not jain.empty and not jain["jain_index_mean"].isna().all():
         body.append(
@@ -689,4 +749,56 @@ def render_sweep_html(
     return page(title, "".join(body))
 
 
-__all__ = ["render_run_html", "render_sweep_html", "RUN_COLUMNS"]
+# ---- comparison report ----------------------------------------------------------------
+
+_COMPARE_FMT = {**_SWEEP_FMT, "path_delay_p95_ms": fmt_ms, "jitter_rfc3550_ms": fmt_ms}
+
+
+def compare_table_html(agg: pd.DataFrame) -> str:
+    from transportlab.report.compare import COLUMNS
+
+    shown = [(c, l) for c, l in COLUMNS if f"{c}_mean" in agg and not agg[f"{c}_mean"].isna().all()]
+    headers = ["source", "point", "flow", "protocol / cc", "runs"] + [l for _, l in shown]
+    rows = []
+    for _, row in agg.iterrows():
+        pc = "/".join(str(x) for x in (row.get("protocol"), row.get("cc")) if not _nan(x))
+        rows.append(
+            [
+                f"<td><b>{escape(str(row['source']))}</b></td>",
+                cell(str(row.get("point") or "default"), False),
+                cell(str(row["flow"]), False),
+                cell(pc or "—", False),
+                cell(fmt_num(row["n"])),
+            ]
+            + [_mean_std(row, c, _COMPARE_FMT.get(c, fmt_num)) for c, _ in shown]
+        )
+    absent = [l for c, l in COLUMNS if (c, l) not in shown]
+    note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
+    return table(headers, rows) + note
+
+
+def render_compare_html(sources, agg: pd.DataFrame, plots: list[Plot]) -> str:
+    runs = [rd for s in sources for rd in s.runs]
+    title = "transportlab comparison — " + ", ".join(s.label for s in sources)
+    sub = f"{len(sources)} source(s), {len(runs)} run(s) · report generated {_now()}"
+    body = [
+        f'<h1>{escape(title)}</h1><p class="sub">{escape(sub)}</p>',
+        '<nav><a href="#table">Table</a><a href="#plots">Plots</a><a href="#sources">Sources</a></nav>',
+    ]
+    bad = [rd for rd in runs if as_float(rd.metrics.get("unintended_drops")) > 0]
+    total = sum(int(as_float(rd.metrics.get("unintended_drops"))) for rd in bad)
+    body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs" if bad else f"all {len(runs)} runs"))
+    body.append(
+        '<h2 id="table">Flows per source and point</h2><p class="small">Catalogue rows of every run, mean '
+        "(sample std) over a point's repetitions.</p>" + compare_table_html(agg)
+    )
+    body.append('<h2 id="plots">Plots</h2>' + plots_section(plots))
+    rows = [
+        [f"<td><b>{escape(s.label)}</b></td>", cell(str(s.path.resolve()), False), cell(fmt_num(len(s.runs)))]
+        for s in sources
+    ]
+    body.append('<h2 id="sources">Sources</h2>' + table(["source", "folder", "runs"], rows))
+    return page(title, "".join(body))
+
+
+__all__ = ["render_run_html", "render_sweep_html", "render_compare_html", "RUN_COLUMNS"]

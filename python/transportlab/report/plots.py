@@ -1,56 +1,47 @@
 """Plots of one run and of a sweep, as PNG files.
 
 Per run (`run_plots`): throughput over time, queueing delay over time, RTT over time,
-one-way delay CDF, cwnd over time. Per sweep (`sweep_plots`): each metric against the
-swept value (median with min–max bars over repetitions) and box plots across
-repetitions. Each function returns `Plot` records; a plot whose data is absent is
-returned with `path=None` and the reason in `skipped`, never an exception.
+one-way delay CDF, cwnd over time, RTT CDF and inter-arrival histogram
+(`report.distributions`), per-leg throughput and utilisation over time
+(`report.linkplots`). Per sweep (`sweep_plots`): each metric against the swept value
+(median with min–max bars over repetitions), box plots of every metric across
+repetitions and Pantheon's throughput–delay plot (`report.pantheon`). Each function
+returns `Plot` records; a plot whose data is absent is returned with `path=None` and the
+reason in `skipped`, never an exception.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from transportlab import metrics as M
+from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
+from transportlab.report.figures import Plot, close, not_applicable, safe, skip, spans_decades, time_axis
+from transportlab.report.linkplots import plot_leg_throughput, plot_utilisation
+from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
 from transportlab.report.table import parse_value
 
-
-@dataclass
-class Plot:
-    key: str  # file stem
-    title: str
-    caption: str  # what the plot shows and how it was computed
-    path: Path | None = None
-    skipped: str | None = None  # why there is no plot
-
-
-def _skip(key: str, title: str, caption: str, why: str) -> Plot:
-    return Plot(key, title, caption, None, why)
-
-
-def _safe(fn, key: str, title: str, *args) -> Plot:
-    """Runs a plot function; an unexpected error becomes a skipped plot with the message
-    (a report must never fail on one plot)."""
-    try:
-        return fn(*args)
-    except Exception as e:  # noqa: BLE001 - reported in the page
-        return _skip(key, title, "", f"failed: {type(e).__name__}: {e}")
-
-
-def _time_axis(ax, rd: RunData) -> None:
-    ax.set_xlabel("time since scenario start (s)")
-    if rd.duration_s:
-        ax.set_xlim(0, rd.duration_s)
-
-
 # ---- per run ------------------------------------------------------------------------
+
+
+def flow_throughput(rd: RunData, name: str, bin_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """(bin start ns, bit/s) of the flow's data packets leaving the last direction of its
+    path (`metrics.throughput_by_flow`); empty arrays without a path or log packets."""
+    f = rd.flows.get(name) or {}
+    path = f.get("path") or ([f["bottleneck"]] if f.get("bottleneck") is not None else [])
+    concrete = rd.log_flows(name)
+    if rd.records is None or not path or not concrete:
+        return np.zeros(0, np.int64), np.zeros(0)
+    tp = M.throughput_by_flow(
+        rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns, flows={str(c): c for c in concrete}
+    )
+    return tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64)
 
 
 def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -62,9 +53,9 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         f"Dashed lines: configured capacity of each flow's bottleneck direction."
     )
     if rd.records is None:
-        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     if not rd.flows:
-        return _skip(key, title, caption, "the run has no flows")
+        return skip(key, title, caption, "the run has no flows")
     bin_ns = max(1, int(round(bin_s * 1e9)))
     curves, caps = {}, {}
     for name, f in rd.flows.items():
@@ -72,17 +63,14 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         concrete = rd.log_flows(name)
         if not path or not concrete:
             continue
-        tp = M.throughput_by_flow(
-            rd.records, int(path[-1]), bin_ns, origin_ns=rd.t0_ns, end_ns=rd.end_ns, flows={str(c): c for c in concrete}
-        )
-        curves[name] = (tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64))
+        curves[name] = flow_throughput(rd, name, bin_ns)
         if f.get("bottleneck") is not None:
             b = int(f["bottleneck"])
             cap = rd.capacity_bps(b)
             if cap:
                 caps[b] = cap
     if not curves:
-        return _skip(key, title, caption, "no flow's packets were found in the packet log")
+        return skip(key, title, caption, "no flow's packets were found in the packet log")
     peak = max([float(v.max()) for _, v in curves.values() if len(v)] + list(caps.values()) + [0.0])
     div, unit = rate_scale(peak)
     fig, ax = figure()
@@ -95,13 +83,13 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         ax.axhline(cap / div, color="0.35", ls="--", lw=1, label=f"capacity of {rd.direction_name(b)}")
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
-    _time_axis(ax, rd)
+    time_axis(ax, rd)
     ax.set_title(title)
     legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
-def _flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
+def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
     b = f.get("bottleneck")
     concrete = rd.log_flows(name)
     if b is None or not concrete:
@@ -125,14 +113,14 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         "link has jitter."
     )
     if rd.records is None:
-        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     data = {}
     for name, f in rd.flows.items():
-        q, how = _flow_queueing(rd, name, f)
+        q, how = flow_queueing(rd, name, f)
         if q is not None and len(q):
             data[name] = (q, int(f["bottleneck"]), how)
     if not data:
-        return _skip(key, title, caption, "no flow with a bottleneck direction and packets in the log")
+        return skip(key, title, caption, "no flow with a bottleneck direction and packets in the log")
     fig, ax = figure()
     many = sum(len(q) for q, _, _ in data.values()) > 20000
     for name, (q, b, _how) in data.items():
@@ -147,7 +135,7 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         )
     ax.set_ylabel("queueing delay (ms)")
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-    _time_axis(ax, rd)
+    time_axis(ax, rd)
     ax.set_title(title)
     legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
@@ -157,7 +145,8 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
     key, title = "rtt", "Round-trip time over time"
     caption = (
         "RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) "
-        "and the smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics)."
+        "and the smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics). The RTT axis is "
+        "logarithmic when the values span more than 1.5 decades."
     )
     fig, ax = figure()
     drawn = 0
@@ -188,13 +177,14 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
             ax.plot(rd.seconds(g["t_ns"].to_numpy())[keep], srtt[keep] / 1e3, color=colors[name], lw=1.2, label=label)
             drawn += 1
     if not drawn:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        return _skip(key, title, caption, "no probe series and no TCP_INFO series with srtt")
+        close(fig)
+        return skip(key, title, caption, "no probe series and no TCP_INFO series with srtt")
     ax.set_ylabel("RTT (ms)")
-    ax.set_ylim(bottom=0)
-    _time_axis(ax, rd)
+    if spans_decades([y for line in ax.get_lines() for y in line.get_ydata()]):
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(bottom=0)
+    time_axis(ax, rd)
     ax.set_title(title)
     legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
@@ -207,7 +197,7 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
         "(departure from the last link direction − arrival at the first, engine log); dropped packets excluded."
     )
     if rd.records is None:
-        return _skip(key, title, caption, "no packet log (raw/packets.tlog)")
+        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     fig, ax = figure()
     drawn = 0
     for name, f in rd.flows.items():
@@ -229,10 +219,8 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
         ax.plot(d, y, color=colors[name], label=f"{name} (p50 {p50:.2f} ms, p99 {p99:.2f} ms)", drawstyle="steps-post")
         drawn += 1
     if not drawn:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        return _skip(key, title, caption, "no flow's packets crossed their path in the packet log")
+        close(fig)
+        return skip(key, title, caption, "no flow's packets crossed their path in the packet log")
     ax.set_xlabel("one-way delay (ms)")
     ax.set_ylabel("fraction of packets ≤ x")
     ax.set_ylim(0, 1.01)
@@ -273,13 +261,11 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
             )
             drawn += 1
     if not drawn:
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
-        return _skip(key, title, caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
+        close(fig)
+        return skip(key, title, caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
     ax.set_ylabel("cwnd (kB)")
     ax.set_ylim(bottom=0)
-    _time_axis(ax, rd)
+    time_axis(ax, rd)
     ax.set_title(title)
     legend_below(ax)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
@@ -291,6 +277,10 @@ RUN_PLOTS = [
     ("rtt", "Round-trip time over time", plot_rtt),
     ("delay_cdf", "One-way delay distribution", plot_delay_cdf),
     ("cwnd", "Congestion window over time", plot_cwnd),
+    ("rtt_cdf", "RTT distribution", plot_rtt_cdf),
+    ("interarrival", "Inter-arrival times at the receiver", plot_interarrival),
+    ("leg_throughput", "Per-leg throughput over time", plot_leg_throughput),
+    ("utilisation", "Link utilisation over time", plot_utilisation),
 ]
 
 
@@ -299,10 +289,15 @@ def run_plots(rd: RunData, out: Path | None = None) -> list[Plot]:
     out = Path(out) if out is not None else rd.dir / "plots"
     out.mkdir(parents=True, exist_ok=True)
     colors = Colors(list(rd.flows) + [f"probe:{p}" for p in rd.probes])
-    return [_safe(fn, key, title, rd, out, colors) for key, title, fn in RUN_PLOTS]
+    return [safe(fn, key, title, rd, out, colors) for key, title, fn in RUN_PLOTS]
 
 
 # ---- per sweep ----------------------------------------------------------------------
+
+# Sweep metrics drawn on a logarithmic axis when their values span decades.
+LOG_WHEN_SPREAD = {"rtt_mean_ms"}
+# Sweep metrics with one value per run (not per flow).
+RUN_WIDE = {"jain_index"}
 
 # (column, title, axis label, divisor or "rate")
 SWEEP_METRICS = [
@@ -310,6 +305,10 @@ SWEEP_METRICS = [
     ("goodput_bps", "Goodput", "goodput", "rate"),
     ("completion_s", "Completion time", "completion time (s)", 1.0),
     ("queueing_delay_mean_ms", "Mean queueing delay", "mean queueing delay (ms)", 1.0),
+    ("queueing_delay_p99_ms", "99th-percentile queueing delay", "p99 queueing delay (ms)", 1.0),
+    ("path_delay_p95_ms", "95th-percentile path delay", "p95 one-way delay across the path (ms)", 1.0),
+    ("jitter_rfc3550_ms", "Jitter (RFC 3550)", "RFC 3550 jitter (ms)", 1.0),
+    ("path_ipdv_ms", "Path delay variation (RFC 3393 ipdv)", "mean |ipdv| across the path (ms)", 1.0),
     ("rtt_mean_ms", "Mean RTT", "mean RTT (ms)", 1.0),
     ("loss_rate", "Loss rate", "loss rate (%)", 0.01),
     ("retransmissions", "Retransmissions", "retransmitted segments", 1.0),
@@ -375,7 +374,7 @@ def plot_sweep_metric(
     else:
         d = df
     if col not in d or d[col].isna().all():
-        return _skip(key, title, caption, f"no run has a value for {col}")
+        return not_applicable(key, title, caption, f"no run has a value for {col}")
     if col == "rtt_mean_ms" and probes is not None and len(probes) and "rtt_mean_ms" in probes:
         d = pd.concat([d, probes.assign(flow="probe " + probes["probe"].astype(str))], ignore_index=True)
         caption += " Probe lines: mean probe RTT."
@@ -418,7 +417,9 @@ def plot_sweep_metric(
     ax.minorticks_off()
     ax.set_xlabel(path if path else "sweep point")
     ax.set_ylabel(ylabel)
-    if col != "jain_index":
+    if col in LOG_WHEN_SPREAD and spans_decades(d[col] / div):
+        ax.set_yscale("log")
+    elif col != "jain_index":
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
     else:
         ax.set_ylim(0, 1.05)
@@ -431,11 +432,13 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
     key = f"box_{col}"
     caption = f"{title} across repetitions: one panel per flow, one box per sweep point (box = quartiles, whiskers = 1.5 IQR, dots = outliers)."
     if col not in df or df[col].isna().all():
-        return _skip(key, title, caption, f"no run has a value for {col}")
+        return not_applicable(key, title, caption, f"no run has a value for {col}")
+    if col in RUN_WIDE:  # one value per run, repeated on each of its flows
+        df = df.drop_duplicates("run_dir").assign(flow="all flows")
     d = df[~df[col].isna()]
     reps = d.groupby(["point", "flow"], dropna=False)[col].size()
     if reps.max() < 2:
-        return _skip(key, title, caption, "one repetition per point: nothing to spread")
+        return skip(key, title, caption, "one repetition per point: nothing to spread")
     if scale == "rate":
         div, unit = rate_scale(float(d[col].abs().max()))
         ylabel = f"{ylabel} ({unit})"
@@ -467,6 +470,8 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
         )
         ax.set_title(flow, fontsize=10)
         ax.set_ylabel(ylabel)
+        if col in LOG_WHEN_SPREAD and spans_decades(d[col] / div):
+            ax.set_yscale("log")
     for k in range(len(flows), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle(f"{title} across repetitions", fontweight="bold")
@@ -474,16 +479,30 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
     return Plot(key, f"{title} (box plot)", caption, save(fig, out / f"{key}.png"))
 
 
-BOX_METRICS = ("throughput_bps", "goodput_bps", "completion_s", "queueing_delay_mean_ms", "rtt_mean_ms")
+def pantheon_layout(df: pd.DataFrame, swept: list[str]) -> tuple[list[str], list[str]]:
+    """(scheme columns, panel columns) of a sweep's Pantheon plot: with both numeric and
+    non-numeric swept paths, the numeric ones (rates, delays: the network condition) make
+    the panels and the others (protocol, cc) the schemes; otherwise one panel with one
+    scheme per sweep point. The flow is part of the scheme when a run has several."""
+    numeric = [p for p in swept if all(parse_value(df, p, v) is not None for v in df[p])]
+    other = [p for p in swept if p not in numeric]
+    flow = ["flow"] if df["flow"].nunique() > 1 else []
+    if numeric and other:
+        return other + flow, numeric
+    return ["point"] + flow, []
 
 
 def sweep_plots(df: pd.DataFrame, swept: list[str], out: Path, probes: pd.DataFrame | None = None) -> list[Plot]:
+    """Every metric against the swept value, a box plot of every metric across
+    repetitions, and Pantheon's throughput–delay plot."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
     for col, title, ylabel, scale in SWEEP_METRICS:
-        plots.append(_safe(plot_sweep_metric, f"sweep_{col}", title, df, swept, col, title, ylabel, scale, out, probes))
+        plots.append(safe(plot_sweep_metric, f"sweep_{col}", title, df, swept, col, title, ylabel, scale, out, probes))
     for col, title, ylabel, scale in SWEEP_METRICS:
-        if col in BOX_METRICS:
-            plots.append(_safe(plot_sweep_boxes, f"box_{col}", title, df, col, title, ylabel, scale, out))
+        plots.append(safe(plot_sweep_boxes, f"box_{col}", title, df, col, title, ylabel, scale, out))
+    if len(df):
+        schemes, panels = pantheon_layout(df, swept)
+        plots.append(safe(plot_pantheon, "pantheon", "Throughput vs delay", df, schemes, panels, out))
     return plots

@@ -131,6 +131,14 @@ class RunData:
             if isinstance(l, dict) and l.get("index") is not None
         }
 
+    @cached_property
+    def legs(self) -> dict[int, list[int]]:
+        """Multipath direction index → its legs' indices ({} without the engine's table)."""
+        try:
+            return self._run.legs
+        except RunDirError:
+            return {}
+
     def direction_name(self, index: int | None) -> str:
         if index is None:
             return "?"

@@ -42,6 +42,10 @@ class Colors:
         for n in names:
             self[n]
 
+    def assign(self, name: str, color) -> None:
+        """Gives `name` a colour chosen elsewhere (a series drawn in its flow's colour)."""
+        self._map[name] = color
+
     def __getitem__(self, name: str):
         if name not in self._map:
             self._map[name] = PALETTE[len(self._map) % len(PALETTE)]
@@ -77,8 +81,11 @@ def legend(ax, **kw):
         ax.legend(**kw)
 
 
-def legend_below(ax) -> None:
-    """A legend under the x axis label, out of the data's way (time series)."""
+def legend_below(ax, max_columns: int = 4) -> None:
+    """A legend under the x axis label, out of the data's way (time series); long labels
+    take fewer columns so the legend stays as wide as the plot."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=min(len(handles), 4))
+        longest = max(len(l) for l in labels)
+        ncol = max(1, min(len(handles), max_columns, 120 // max(longest, 1)))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=ncol)

@@ -20,6 +20,7 @@ FLOW_METRICS = [
     ("completion_s", "completion", "s"),
     ("queueing_delay_mean_ms", "queueing delay (mean)", "ms"),
     ("queueing_delay_p99_ms", "queueing delay (p99)", "ms"),
+    ("path_delay_p95_ms", "path delay (p95)", "ms"),
     ("rtt_mean_ms", "RTT (mean)", "ms"),
     ("loss_rate", "loss", ""),
     ("retransmissions", "retransmissions", "segments"),

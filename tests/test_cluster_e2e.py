@@ -1,0 +1,110 @@
+"""A sweep through `tlab run --cluster local` (a Dask LocalCluster on this machine) gives
+the runs the plain runner gives: the same folders, seeds and catalogue rows, and the same
+impairment decisions (the same UDP datagrams lost); an interrupted cluster sweep resumes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from transportlab.artefacts.catalogue import FILE
+from transportlab.artefacts.rundir import read_arrow
+
+pytestmark = pytest.mark.netns
+
+SCENARIO = """
+name = "cluster-check"
+duration = "2s"
+seed = 5
+repetitions = 2
+hosts = ["a", "b"]
+
+[[links]]
+name = "l"
+between = ["a", "b"]
+forward = { rate = "20Mbit", delay = "2ms" }
+reverse = { delay = "2ms" }
+
+[[flows]]
+name = "cbr"
+from = "a"
+to = "b"
+protocol = "udp"
+size = 500
+interval = "4ms"
+count = 300
+
+[sweep]
+"links.l.forward.loss" = ["5%", "20%"]
+"""
+# Catalogue columns that depend only on the plan and the impairment decisions (not on timing).
+SAME = ["point", "repetition", "seed", "flow", "bytes_delivered", "loss_rate", "packets_sent_by_data_sender"]
+
+
+def _run(tmp_path, out, *extra):
+    path = tmp_path / "scenario.toml"
+    path.write_text(SCENARIO)
+    res = subprocess.run(
+        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--quiet", *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 0, res.stderr
+    return out / "cluster-check"
+
+
+def _rows(sweep) -> pd.DataFrame:
+    df = pd.concat([pd.read_parquet(p) for p in sorted(sweep.glob(f"*/rep-*/{FILE}"))], ignore_index=True)
+    return df[SAME].sort_values(["point", "repetition", "flow"]).reset_index(drop=True)
+
+
+def _received(sweep) -> dict[str, list[int]]:
+    return {
+        str(p.parent.parent.relative_to(sweep)): sorted(read_arrow(p)["seq"].tolist())
+        for p in sorted(sweep.glob("*/rep-*/raw/cbr-server.arrow"))
+    }
+
+
+def test_cluster_local_matches_the_plain_runner(tmp_path):
+    plain = _run(tmp_path, tmp_path / "plain")
+    dask = _run(tmp_path, tmp_path / "dask", "--cluster", "local", "--workers", "1")
+    assert sorted(p.relative_to(dask) for p in dask.glob("*/rep-*/DONE")) == sorted(
+        p.relative_to(plain) for p in plain.glob("*/rep-*/DONE")
+    )
+    assert len(list(dask.glob("*/rep-*/DONE"))) == 4
+    pd.testing.assert_frame_equal(_rows(dask), _rows(plain))
+    received = _received(dask)
+    assert received == _received(plain) and len(received) == 4
+    assert all(0 < len(v) < 300 for v in received.values())  # some lost, the same ones
+    assert (dask / "report.html").is_file()
+    # the catalogue names the local folder, not the worker's temporary one
+    run_dirs = pd.read_parquet(next(dask.glob(f"*/rep-0/{FILE}")))["run_dir"]
+    assert all(str(d).startswith(str(dask)) for d in run_dirs)
+
+
+def test_cluster_sweep_resumes(tmp_path):
+    sweep = _run(tmp_path, tmp_path / "dask", "--workers", "1")  # --workers implies --cluster local
+    done = sorted(sweep.glob("*/rep-*/DONE"))
+    kept = done[0].read_text()
+    done[1].unlink()  # as if interrupted before this run was analysed
+    (done[1].parent / "metrics.json").unlink()
+    _run(tmp_path, tmp_path / "dask", "--workers", "1")
+    assert done[0].read_text() == kept  # a finished run is not redone
+    assert done[1].is_file() and (done[1].parent / "metrics.json").is_file()
+
+
+def test_bad_cluster_arguments(tmp_path):
+    path = tmp_path / "scenario.toml"
+    path.write_text(SCENARIO)
+    base = [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "o"), "--quiet"]
+    res = subprocess.run(base + ["--workers", "0"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "--workers must be at least 1" in res.stderr
+    res = subprocess.run(
+        base + ["--cluster", "tcp://127.0.0.1:9", "--workers", "2"], capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 2 and "--workers is for --cluster local" in res.stderr
+    assert not list((tmp_path / "o").glob("**/rep-*"))  # refused before any run started

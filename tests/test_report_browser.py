@@ -1,0 +1,101 @@
+"""The reports checked in a real browser: a short real run and a two-point sweep go end to
+end through `tlab run`, and headless Chromium opens each report.html at a 1400-px wide
+window. Any console error, broken image or horizontal overflow (of the page or of a
+table's scroll box) fails; a screenshot of the first screen is kept beside the report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from transportlab.report.browser import WIDTH, check_page, chromium
+
+pytestmark = pytest.mark.netns
+
+SCENARIO = """
+name = "browser-check"
+duration = "3s"
+seed = 1
+hosts = ["client", "server"]
+
+[[links]]
+name = "bottleneck"
+between = ["client", "server"]
+forward = { rate = "20Mbit", delay = "5ms", jitter = "1ms", queue = { packets = 100 } }
+reverse = { delay = "5ms" }
+
+[[flows]]
+name = "bulk"
+from = "client"
+to = "server"
+protocol = "tcp"
+cc = "cubic"
+
+[[flows]]
+name = "cbr"
+from = "client"
+to = "server"
+protocol = "udp"
+size = 1000
+interval = "10ms"
+
+[[probes]]
+name = "ping"
+from = "client"
+to = "server"
+interval = "20ms"
+"""
+
+
+def _run(tmp_path, text: str):
+    path = tmp_path / "scenario.toml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    return out / "browser-check"
+
+
+def _check(report):
+    shot = report.with_name("report.png")
+    check = check_page(report, shot)
+    assert check.problems == [], check.problems
+    assert check.images > 0
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    return check
+
+
+def test_run_report_in_chromium(tmp_path):
+    chromium()  # installed by scripts/setup.sh; missing is a failure, not a skip
+    sweep = _run(tmp_path, SCENARIO)
+    (report,) = sweep.glob("*/rep-0/report.html")
+    check = _check(report)
+    assert check.title.startswith("transportlab run")
+
+
+def test_sweep_report_in_chromium(tmp_path):
+    sweep = _run(tmp_path, SCENARIO + '\n[sweep]\n"links.bottleneck.forward.rate" = ["10Mbit", "20Mbit"]\n')
+    check = _check(sweep / "report.html")
+    assert check.title.startswith("transportlab sweep")
+
+
+def test_overflow_is_reported(tmp_path):
+    """The check itself: a page wider than the window and a table scrolling in its box fail."""
+    page = tmp_path / "wide.html"
+    cells = "".join(f"<td>column-{i}-with-long-text</td>" for i in range(60))
+    page.write_text(
+        f'<html><body><div class="scroll" style="overflow-x:auto"><table><tr>{cells}</tr></table></div>'
+        f'<div style="width:{WIDTH + 300}px">wide</div><img alt="missing" src="nope.png">'
+        "<script>console.error('boom')</script></body></html>"
+    )
+    problems = check_page(page).problems
+    assert any("console error: boom" in p for p in problems)
+    assert any("broken image: missing" in p for p in problems)
+    assert sum("horizontal overflow" in p for p in problems) == 2
