@@ -127,8 +127,3 @@ pub fn announce_ready(port: u16) {
     let _ = writeln!(out, "READY {port}");
     let _ = out.flush();
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-}
