@@ -77,6 +77,9 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     client = json.loads((run / "raw" / "bulk-client.json").read_text())["results"]
     assert client["cc"] == cc and client["bytes"] > 0.95 * 10e6 / 8 * 9
     assert m["probes"]["ping"]["rtt_ms"]["mean_ms"] > 20.0
+    # The series the agent writes, from quinn's statistics every 10 ms: the smoothed RTT
+    # distribution is there, above the 20 ms base RTT (the flow keeps a queue).
+    assert flow["rtt_ms"] is not None and flow["rtt_ms"]["p50"] > 20.0, flow["rtt_ms"]
 
 
 def test_a_smoltcp_tcp_flow_fills_a_10mbit_link_in_simulation(tmp_path):

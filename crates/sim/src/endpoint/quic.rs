@@ -95,6 +95,24 @@ fn server_crypto() -> Result<rustls::ServerConfig, String> {
     agent::tls::server_config_with(cert.der().to_vec(), key.serialize_der()).map_err(|e| format!("TLS: {e}"))
 }
 
+/// How often each end samples its connection for the series, as the agent's default
+/// `--sample-interval`.
+const SAMPLE_INTERVAL: Nanos = 10_000_000;
+
+/// One row of the series (the agent's QUIC series columns that quinn-proto's statistics
+/// give without the agent's socket counters).
+struct Sample {
+    t_ns: Nanos,
+    packets_sent: u64,
+    cwnd_bytes: u64,
+    srtt_us: u64,
+    min_rtt_us: u64,
+    lost_packets: u64,
+    lost_bytes: u64,
+    congestion_events: u64,
+    mtu: u32,
+}
+
 /// One QUIC end: the quinn-proto endpoint and its connection(s), and the stream the
 /// transfer runs on.
 struct Stack {
@@ -106,6 +124,8 @@ struct Stack {
     buf: Vec<u8>,
     out: Vec<Datagram>,
     timeout: Option<Nanos>,
+    samples: Vec<Sample>,
+    next_sample: Option<Nanos>,
 }
 
 impl Stack {
@@ -125,6 +145,8 @@ impl Stack {
             buf: Vec::with_capacity(MAX_UDP_PAYLOAD),
             out: Vec::new(),
             timeout: None,
+            samples: Vec::new(),
+            next_sample: None,
         }
     }
 
@@ -201,12 +223,67 @@ impl Stack {
                 self.send(&t, 0);
             }
         }
+        self.sample(now);
         self.timeout = self
             .conns
             .values_mut()
             .filter_map(|c| c.poll_timeout())
             .min()
             .map(|t| self.clock.ns(t));
+    }
+
+    /// Samples the first connection every `SAMPLE_INTERVAL` from its start while it is open.
+    fn sample(&mut self, now: Nanos) {
+        let Some(conn) = self.conns.values().next() else { return };
+        if conn.is_closed() {
+            self.next_sample = None;
+            return;
+        }
+        let due = *self.next_sample.get_or_insert(now);
+        if now < due {
+            return;
+        }
+        let s = conn.stats();
+        self.samples.push(Sample {
+            t_ns: now,
+            packets_sent: s.path.sent_packets,
+            cwnd_bytes: s.path.cwnd,
+            srtt_us: s.path.rtt.as_micros() as u64,
+            min_rtt_us: s.path.min_rtt.as_micros() as u64,
+            lost_packets: s.path.lost_packets,
+            lost_bytes: s.path.lost_bytes,
+            congestion_events: s.path.congestion_events,
+            mtu: u32::from(s.path.current_mtu),
+        });
+        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+    }
+
+    /// The next time the stack wants to run: its connections' timers and its sampling.
+    fn wake(&self) -> Option<Nanos> {
+        [self.timeout, self.next_sample].into_iter().flatten().min()
+    }
+
+    /// Writes the samples as the agent's QUIC series (`docs/agent.md`), connection 0.
+    fn write_series(&self, path: &Path) -> std::io::Result<()> {
+        use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
+        let s = &self.samples;
+        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("conn", Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0)))),
+            (
+                "t_ns",
+                Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+            ),
+            ("packets_sent", u64s(|x| x.packets_sent)),
+            ("cwnd_bytes", u64s(|x| x.cwnd_bytes)),
+            ("srtt_us", u64s(|x| x.srtt_us)),
+            ("min_rtt_us", u64s(|x| x.min_rtt_us)),
+            ("lost_packets", u64s(|x| x.lost_packets)),
+            ("lost_bytes", u64s(|x| x.lost_bytes)),
+            ("congestion_events", u64s(|x| x.congestion_events)),
+            ("mtu", Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu)))),
+        ];
+        agent::series::write_series(path, columns).map_err(std::io::Error::other)
     }
 }
 
@@ -452,7 +529,7 @@ impl Endpoint for QuicClient {
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        let mut t = self.stack.timeout;
+        let mut t = self.stack.wake();
         if self.stack.conns.is_empty() && !self.closed {
             t = Some(t.map_or(self.start, |x| x.min(self.start)));
         }
@@ -483,6 +560,8 @@ impl Endpoint for QuicClient {
             quic: t.quic.clone(),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
+        self.stack
+            .write_series(&raw.join(format!("{}-client.arrow", self.name)))?;
         write_summary(
             &raw.join(format!("{}-client.json", self.name)),
             "quic-client",
@@ -591,7 +670,7 @@ impl Endpoint for QuicServer {
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        self.stack.timeout
+        self.stack.wake()
     }
 
     fn finished(&self) -> bool {
@@ -613,6 +692,8 @@ impl Endpoint for QuicServer {
             cc: self.cc.clone(),
             connections,
         };
+        self.stack
+            .write_series(&raw.join(format!("{}-server.arrow", self.name)))?;
         write_summary(
             &raw.join(format!("{}-server.json", self.name)),
             "quic-server",
