@@ -46,22 +46,37 @@ def _cmd_run(args) -> int:
     if cluster is not None and getattr(args, "simulate", False):
         print("tlab run: --cluster runs emulated runs; --simulate runs here (drop one of them)", file=sys.stderr)
         return 2
+    both = getattr(args, "both", False)
+    if both and getattr(args, "simulate", False):
+        print("tlab run: --both runs it emulated and simulated; drop --simulate", file=sys.stderr)
+        return 2
+    outcomes = []
     try:
-        outcome = run_scenario(
-            Path(args.scenario),
-            Path(args.out),
-            args.set,
-            progress=not args.quiet,
-            smoke_s=getattr(args, "smoke", None),
-            simulated=getattr(args, "simulate", False),
-            cluster=cluster,
-            workers=workers,
-        )
+        for simulated in (False, True) if both else (getattr(args, "simulate", False),):
+            outcomes.append(
+                run_scenario(
+                    Path(args.scenario),
+                    Path(args.out),
+                    args.set,
+                    progress=not args.quiet,
+                    smoke_s=getattr(args, "smoke", None),
+                    simulated=simulated,
+                    cluster=None if simulated else cluster,
+                    workers=None if simulated else workers,
+                )
+            )
     except ClusterError as e:
         print(f"tlab run: {e}", file=sys.stderr)
         return 2
-    _print_outcome(outcome)
-    return 1 if outcome.failed else 0
+    for outcome in outcomes:
+        _print_outcome(outcome)
+    if both and not any(o.failed for o in outcomes):
+        from transportlab.report.compare import render_compare
+
+        emulated, simulated_ = (o.sweep_dir for o in outcomes)
+        out = emulated.parent / f"{emulated.name}-both"
+        print(f"emulated vs simulated: {render_compare([emulated, simulated_], out)}")
+    return 1 if any(o.failed for o in outcomes) else 0
 
 
 def _print_outcome(outcome) -> None:
@@ -213,6 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--simulate",
         action="store_true",
         help="run it in the simulator (virtual time, tlab-sim) instead of the emulated network, into OUT/simulated/",
+    )
+    run.add_argument(
+        "--both",
+        action="store_true",
+        help="run it emulated and simulated, then compare the two in OUT/<name>-both/report.html",
     )
     run.add_argument(
         "--cluster",
