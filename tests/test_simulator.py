@@ -170,3 +170,38 @@ def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):
     flow = json.loads((run / "metrics.json").read_text())["flows"]["bulk"]
     assert flow["marks"] > 0 and flow["drops"] == {} and flow["lost_packets"] == 0, flow
     assert 0 < flow["congestion_events"] <= flow["marks"]
+
+
+def test_quic_constant_rate_messages(tmp_path):
+    """S3's QUIC workload in the simulator: 1200-byte messages at 100/s until 3 s over an
+    uncongested 10 Mbit/s, 10 ms one-way link. The pacing starts once the stream is open
+    (after the handshake, as the agent's), so 3 s less a handshake holds 298 deadlines;
+    every message made arrives, each one's
+    one-way delay (deadline stamped in it → last byte read) is the 10 ms path plus its
+    serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
+    text = textwrap.dedent(
+        """
+        name = "sim-messages"
+        duration = "4s"
+        hosts = ["client", "server"]
+        """
+        + LINK.format(queue=100)
+        + """
+        [[flows]]
+        name = "msgs"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        size = 1200
+        rate = "960kbit"
+        stop = "3s"
+        """
+    )
+    res = simulate(tmp_path, text)
+    assert res.returncode == 0, res.stderr
+    (run,) = run_dirs(tmp_path)
+    sent = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]["messages_sent"]
+    conn = json.loads((run / "raw" / "msgs-server.json").read_text())["results"]["connections"][0]
+    assert 295 <= sent < 300 and conn["messages_received"] == sent
+    owd = conn["owd"]
+    assert 10.0 <= owd["min_ms"] and owd["max_ms"] <= 13.0, owd

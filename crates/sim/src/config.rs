@@ -60,6 +60,9 @@ pub struct FlowConfig {
     /// MSS.
     #[serde(default)]
     pub size: Option<u32>,
+    /// QUIC: constant-rate messages of this many bytes every `interval_ns` (upload).
+    #[serde(default)]
+    pub message_size: Option<u32>,
     /// UDP: `burst` datagrams every `interval_ns`, at most `count` in all.
     #[serde(default)]
     pub interval_ns: Option<u64>,

@@ -24,7 +24,7 @@ use engine::stats::{Lateness, RunStats};
 use config::SimConfig;
 use datagram::at;
 use endpoint::probe::{Echo, Probe};
-use endpoint::quic::{Clock, QuicClient, QuicServer, QuicSetup};
+use endpoint::quic::{Clock, Plan, QuicClient, QuicServer, QuicSetup};
 use endpoint::tcp::{TcpClient, TcpServer, TcpSetup};
 use endpoint::udp::{Schedule, UdpReceiver, UdpSender};
 use endpoint::Delivered;
@@ -90,8 +90,15 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                 let server_end = QuicServer::new(setup().map_err(name)?, server, start).map_err(name)?;
                 world.add(Box::new(server_end), false).map_err(name)?;
                 let upload = f.direction == "upload";
-                let client_end = QuicClient::new(setup().map_err(name)?, client, server, start, end, upload, f.bytes)
-                    .map_err(name)?;
+                let messages = f.message_size.zip(f.interval_ns);
+                let plan = Plan {
+                    start,
+                    end,
+                    upload,
+                    bytes: f.bytes,
+                    messages,
+                };
+                let client_end = QuicClient::new(setup().map_err(name)?, client, server, plan).map_err(name)?;
                 world.add(Box::new(client_end), true).map_err(name)?;
             }
             "tcp" => {

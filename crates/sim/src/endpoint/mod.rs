@@ -66,23 +66,41 @@ impl Delivered {
     }
 }
 
-/// The 9-byte request a simulated client sends first: direction (0 upload, 1 download)
-/// and the byte count (`u64::MAX`: until the end).
-pub const REQUEST_LEN: usize = 9;
-
-pub fn request(upload: bool, limit: u64) -> [u8; REQUEST_LEN] {
-    let mut r = [0u8; REQUEST_LEN];
-    r[0] = u8::from(!upload);
-    r[1..].copy_from_slice(&limit.to_be_bytes());
-    r
+/// What a simulated client asks for first: the direction, the byte count (`u64::MAX`:
+/// until the end) and, for constant-rate messages, their size and interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Request {
+    pub upload: bool,
+    pub limit: u64,
+    /// (bytes per message, ns between messages); `None`: a bulk transfer.
+    pub messages: Option<(u32, Nanos)>,
 }
 
-/// (upload, limit) of a whole request.
-pub fn parse_request(r: &[u8]) -> (bool, u64) {
-    (
-        r[0] == 0,
-        u64::from_be_bytes(r[1..REQUEST_LEN].try_into().expect("9 bytes")),
-    )
+/// The request's length on the wire: direction (0 upload, 1 download), byte count, message
+/// size (0: bulk) and interval, big-endian.
+pub const REQUEST_LEN: usize = 21;
+
+impl Request {
+    pub fn encode(&self) -> [u8; REQUEST_LEN] {
+        let mut r = [0u8; REQUEST_LEN];
+        r[0] = u8::from(!self.upload);
+        r[1..9].copy_from_slice(&self.limit.to_be_bytes());
+        let (size, interval) = self.messages.unwrap_or((0, 0));
+        r[9..13].copy_from_slice(&size.to_be_bytes());
+        r[13..21].copy_from_slice(&interval.to_be_bytes());
+        r
+    }
+
+    /// A whole request (`REQUEST_LEN` bytes).
+    pub fn decode(r: &[u8]) -> Request {
+        let size = u32::from_be_bytes(r[9..13].try_into().expect("4 bytes"));
+        let interval = u64::from_be_bytes(r[13..21].try_into().expect("8 bytes"));
+        Request {
+            upload: r[0] == 0,
+            limit: u64::from_be_bytes(r[1..9].try_into().expect("8 bytes")),
+            messages: (size > 0).then_some((size, interval)),
+        }
+    }
 }
 
 /// The agent's summary file: `{"subcommand", "agent_version", "simulated": true,

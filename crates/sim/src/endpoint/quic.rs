@@ -32,7 +32,7 @@ use quinn_proto::{
 };
 use serde::Serialize;
 
-use super::{packets, parse_request, request, udp, write_summary, Delivered, Endpoint, REQUEST_LEN};
+use super::{packets, udp, write_summary, Delivered, Endpoint, Request, REQUEST_LEN};
 use crate::datagram::Datagram;
 
 static CHUNK: [u8; 65536] = [0; 65536];
@@ -326,9 +326,68 @@ struct Transfer {
     complete: bool,
     done_ns: Option<Nanos>,
     quic: QuicCounters,
+    /// Constant-rate messages (bytes each, ns apart) instead of a bulk transfer.
+    messages: Option<(u32, Nanos)>,
+    /// Sender: the next message's deadline, messages made, bytes not yet taken by the stream.
+    next_message: Nanos,
+    messages_sent: u64,
+    unsent: Vec<u8>,
+    /// Receiver: the bytes of the message being read, and (send, receive) time of each one.
+    partial: Vec<u8>,
+    received: Vec<(Nanos, Nanos)>,
 }
 
 impl Transfer {
+    /// Messages mode, the sender: makes the messages due by `now` (before `end`), each
+    /// stamped with its sequence number and deadline, and writes what the stream takes;
+    /// finishes the stream at `end` once everything made is written.
+    fn write_messages(&mut self, conn: &mut Connection, now: Nanos, end: Nanos) {
+        let (Some(id), Some((size, interval))) = (self.stream, self.messages) else {
+            return;
+        };
+        while self.next_message <= now && self.next_message < end {
+            let mut m = vec![0u8; size as usize];
+            let stamp = agent::wire::stamp::Stamp {
+                seq: self.messages_sent,
+                send_ns: self.next_message,
+            };
+            stamp.emit(&mut m).expect("a message holds its stamp");
+            self.unsent.extend_from_slice(&m);
+            self.messages_sent += 1;
+            self.next_message += interval.max(1);
+        }
+        while !self.unsent.is_empty() {
+            match conn.send_stream(id).write(&self.unsent) {
+                Ok(w) if w > 0 => {
+                    self.bytes += w as u64;
+                    self.unsent.drain(..w);
+                }
+                _ => break,
+            }
+        }
+        if now >= end && self.unsent.is_empty() && !self.finished_writing {
+            self.finished_writing = conn.send_stream(id).finish().is_ok();
+        }
+    }
+
+    /// Messages mode, the receiver: splits `data` into messages, recording each one's
+    /// arrival (its last byte read) at `now`.
+    fn take_messages(&mut self, mut data: &[u8], now: Nanos) {
+        let Some((size, _)) = self.messages else { return };
+        let size = size as usize;
+        while !data.is_empty() {
+            let take = (size - self.partial.len()).min(data.len());
+            self.partial.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.partial.len() == size {
+                if let Ok(s) = agent::wire::stamp::Stamp::decode(&self.partial) {
+                    self.received.push((s.send_ns, now));
+                }
+                self.partial.clear();
+            }
+        }
+    }
+
     /// Writes payload while the stream takes it, up to the limit; finishes it then.
     fn write(&mut self, conn: &mut Connection) {
         let Some(id) = self.stream else { return };
@@ -362,8 +421,12 @@ impl Transfer {
                         let take = (REQUEST_LEN - self.request.len()).min(data.len());
                         self.request.extend_from_slice(&data[..take]);
                         data = data.slice(take..);
+                        if self.request.len() == REQUEST_LEN {
+                            self.messages = Request::decode(&self.request).messages;
+                        }
                     }
                     self.bytes += data.len() as u64;
+                    self.take_messages(&data, now);
                 }
                 Ok(None) => {
                     ended = true;
@@ -393,16 +456,25 @@ pub struct QuicClient {
     delivered: Rc<Cell<Delivered>>,
 }
 
+/// What a client does: from `start` to `end`, a bulk transfer (of `bytes`, or until the
+/// end) or constant-rate messages, upload or download.
+pub struct Plan {
+    pub start: Nanos,
+    pub end: Nanos,
+    pub upload: bool,
+    pub bytes: Option<u64>,
+    pub messages: Option<(u32, Nanos)>,
+}
+
 impl QuicClient {
-    pub fn new(
-        setup: QuicSetup,
-        addr: SocketAddrV4,
-        server: SocketAddrV4,
-        start: Nanos,
-        end: Nanos,
-        upload: bool,
-        bytes: Option<u64>,
-    ) -> Result<QuicClient, String> {
+    pub fn new(setup: QuicSetup, addr: SocketAddrV4, server: SocketAddrV4, plan: Plan) -> Result<QuicClient, String> {
+        let Plan {
+            start,
+            end,
+            upload,
+            bytes,
+            messages,
+        } = plan;
         let crypto = QuicClientConfig::try_from(agent::tls::client_config().map_err(|e| e.to_string())?)
             .map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ClientConfig::new(Arc::new(crypto));
@@ -425,6 +497,7 @@ impl QuicClient {
             transfer: Transfer {
                 upload,
                 limit: bytes.unwrap_or(u64::MAX),
+                messages,
                 ..Transfer::default()
             },
             connected_ns: None,
@@ -458,14 +531,22 @@ impl QuicClient {
             }
             if connected.is_some() && t.stream.is_none() {
                 if let Some(id) = conn.streams().open(Dir::Bi) {
-                    let _ = conn.send_stream(id).write(&request(t.upload, t.limit));
+                    let request = Request {
+                        upload: t.upload,
+                        limit: t.limit,
+                        messages: t.messages,
+                    };
+                    let _ = conn.send_stream(id).write(&request.encode());
+                    t.next_message = now;
                     if !t.upload {
                         let _ = conn.send_stream(id).finish();
                     }
                     t.stream = Some(id);
                 }
             }
-            if t.upload {
+            if t.upload && t.messages.is_some() {
+                t.write_messages(conn, now, end);
+            } else if t.upload {
                 t.write(conn);
             } else if t.read(conn, false, delivered, now) && !t.complete {
                 t.complete = true;
@@ -493,6 +574,8 @@ struct ClientResults {
     goodput_bps: Option<f64>,
     error: Option<String>,
     quic: QuicCounters,
+    /// Messages mode: messages the sender made (each written in full or still queued).
+    messages_sent: Option<u64>,
 }
 
 impl Endpoint for QuicClient {
@@ -535,6 +618,11 @@ impl Endpoint for QuicClient {
         }
         if !self.closed && self.connected_ns.is_some() {
             t = Some(t.map_or(self.end, |x| x.min(self.end)));
+            // The next message's deadline (messages mode, once the stream is open).
+            let tr = &self.transfer;
+            if tr.messages.is_some() && tr.stream.is_some() && tr.next_message < self.end {
+                t = t.map(|x| x.min(tr.next_message));
+            }
         }
         t
     }
@@ -558,6 +646,7 @@ impl Endpoint for QuicClient {
             goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
             error: self.error.clone(),
             quic: t.quic.clone(),
+            messages_sent: t.messages.map(|_| t.messages_sent),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
         self.stack
@@ -614,6 +703,12 @@ struct ServerConnection {
     bytes: u64,
     complete: bool,
     quic: QuicCounters,
+    /// Messages mode: messages received whole, and their one-way delay (last byte read −
+    /// the deadline stamped in it), as the agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages_received: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owd: Option<agent::stats::Scaled>,
 }
 
 #[derive(Serialize)]
@@ -651,7 +746,8 @@ impl Endpoint for QuicServer {
             if !request_known || t.upload {
                 let ended = t.read(conn, true, delivered, now);
                 if t.request.len() == REQUEST_LEN && !request_known {
-                    (t.upload, t.limit) = parse_request(&t.request);
+                    let r = Request::decode(&t.request);
+                    (t.upload, t.limit) = (r.upload, r.limit);
                 }
                 if ended && t.upload && !t.complete {
                     t.complete = true;
@@ -680,10 +776,13 @@ impl Endpoint for QuicServer {
     fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
         let connections = if self.connected_ns.is_some() {
+            let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
             vec![ServerConnection {
                 bytes: t.bytes,
                 complete: t.complete,
                 quic: t.quic.clone(),
+                messages_received: t.messages.map(|_| t.received.len()),
+                owd: t.messages.and_then(|_| agent::stats::scaled(&owd, 1e6, "ms")),
             }]
         } else {
             vec![]

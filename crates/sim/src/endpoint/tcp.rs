@@ -19,7 +19,7 @@ use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
-use super::{parse_request, request, write_summary, Delivered, Endpoint, REQUEST_LEN};
+use super::{write_summary, Delivered, Endpoint, Request, REQUEST_LEN};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -302,7 +302,16 @@ impl Endpoint for TcpClient {
                 *connected = Some(now);
             }
             if connected.is_some() && !*requested && s.can_send() {
-                *requested = s.send_slice(&request(t.upload, t.limit)).is_ok();
+                *requested = s
+                    .send_slice(
+                        &Request {
+                            upload: t.upload,
+                            limit: t.limit,
+                            messages: None,
+                        }
+                        .encode(),
+                    )
+                    .is_ok();
             }
             if *requested {
                 if t.upload {
@@ -430,7 +439,8 @@ impl Endpoint for TcpServer {
             if !known || t.upload {
                 t.read(s, true, &delivered, now);
                 if t.request.len() == REQUEST_LEN && !known {
-                    (t.upload, t.limit) = parse_request(&t.request);
+                    let r = Request::decode(&t.request);
+                    (t.upload, t.limit) = (r.upload, r.limit);
                 }
             }
             if t.request.len() == REQUEST_LEN && !t.upload {
