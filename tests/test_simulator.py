@@ -204,4 +204,4 @@ def test_quic_constant_rate_messages(tmp_path):
     conn = json.loads((run / "raw" / "msgs-server.json").read_text())["results"]["connections"][0]
     assert 295 <= sent < 300 and conn["messages_received"] == sent
     owd = conn["owd"]
-    assert 10.0 <= owd["min_ms"] and owd["max_ms"] <= 13.0, owd
+    assert owd["min_ms"] >= 10.0 and owd["max_ms"] <= 13.0, owd
