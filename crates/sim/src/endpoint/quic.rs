@@ -2,11 +2,11 @@
 //! the lab's congestion controllers behind quinn's interface (`agent::cc`), with the
 //! agent's transport settings (`agent::transport`).
 //!
-//! The application is the agent's bulk transfer reduced to what the simulator needs: the
-//! client opens one bidirectional stream and writes a 9-byte request (direction: 0 upload,
-//! 1 download; then the byte count, `u64::MAX` for "until the end"); the sender writes
-//! until the count or the flow's end, then finishes the stream; at the flow's end the
-//! client closes the connection, as the agent resets the stream at its deadline.
+//! The application is the agent's bulk transfer or constant-rate messages, reduced to what
+//! the simulator needs: the client opens one bidirectional stream and writes a
+//! [`super::Request`]; the sender writes until the count or the flow's end (or one stamped
+//! message per interval), then finishes the stream; at the flow's end the client closes
+//! the connection, as the agent resets the stream at its deadline.
 //!
 //! Time: quinn-proto takes `Instant`s; virtual nanoseconds map onto them from one base
 //! instant, so nothing in the stack reads the real clock. Its random choices come from

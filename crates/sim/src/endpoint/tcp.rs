@@ -2,8 +2,8 @@
 //! CUBIC as smoltcp implements them (its window bounds data in flight), no SACK-based
 //! recovery, its own delayed ACKs (10 ms). Each end is a smoltcp interface on an IP
 //! "device" whose packets the simulator carries; smoltcp's clock is the simulator's, in
-//! microseconds. The application is the same 9-byte request and bulk transfer as the
-//! simulator's QUIC (`super::request`).
+//! microseconds. The application is the simulator's QUIC bulk transfer, with the same
+//! [`super::Request`].
 
 use std::cell::Cell;
 use std::collections::VecDeque;
