@@ -1,6 +1,8 @@
 /* Integer arithmetic for the correlation layer (delay_correlation.bpf.c): BPF has no
  * floating point and its backend no 128-bit multiply or divide, so products of two u64
  * are formed and divided exactly here. */
+/* The looping helpers are global (non-static) functions: the verifier checks each once,
+ * not once per call site. */
 #ifndef TLAB_MATH_H
 #define TLAB_MATH_H
 
@@ -44,7 +46,7 @@ static __always_inline struct u128 u128_sub(struct u128 a, struct u128 b)
 
 /* floor(a / d), saturated at U64_MAX when the quotient does not fit; d > 0.
  * Restoring long division, one quotient bit per step (128 bounded steps). */
-static __noinline __u64 u128_div(__u64 a_hi, __u64 a_lo, __u64 d)
+__noinline __u64 u128_div(__u64 a_hi, __u64 a_lo, __u64 d)
 {
 	__u64 rem = 0, q = 0;
 	int i;
@@ -65,35 +67,27 @@ static __noinline __u64 u128_div(__u64 a_hi, __u64 a_lo, __u64 d)
 	return q;
 }
 
-/* floor(a·b / d), saturated. */
-static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 d)
+static __always_inline struct u128 u128_shr(struct u128 a, int s)
 {
-	struct u128 p = u128_mul(a, b);
+	struct u128 r;
 
-	return u128_div(p.hi, p.lo, d);
-}
-
-/* floor(sqrt(v)), bit by bit. */
-static __noinline __u64 isqrt64(__u64 v)
-{
-	__u64 r = 0, bit = 1ULL << 62;
-	int i;
-
-	for (i = 0; i < 32; i++) {
-		if (bit == 0)
-			break;
-		if (v >= r + bit) {
-			v -= r + bit;
-			r = (r >> 1) + bit;
-		} else {
-			r >>= 1;
-		}
-		bit >>= 2;
+	if (s <= 0)
+		return a;
+	if (s >= 128) {
+		r.hi = 0;
+		r.lo = 0;
+	} else if (s >= 64) {
+		r.lo = a.hi >> (s - 64);
+		r.hi = 0;
+	} else {
+		r.lo = (a.lo >> s) | (a.hi << (64 - s));
+		r.hi = a.hi >> s;
 	}
 	return r;
 }
 
-static __always_inline int bit_length(__u64 v)
+/* Number of significant bits. */
+__noinline int bit_length(__u64 v)
 {
 	int n = 0, i;
 
@@ -102,6 +96,19 @@ static __always_inline int bit_length(__u64 v)
 		n++;
 	}
 	return n;
+}
+
+static __always_inline int u128_bit_length(struct u128 a)
+{
+	return a.hi ? 64 + bit_length(a.hi) : bit_length(a.lo);
+}
+
+/* floor(a·b / d), saturated. */
+static __always_inline __u64 mul_div(__u64 a, __u64 b, __u64 d)
+{
+	struct u128 p = u128_mul(a, b);
+
+	return u128_div(p.hi, p.lo, d);
 }
 
 /* SplitMix64, the congestion crate's generator (crates/congestion/src/prng.rs). */
