@@ -119,4 +119,3 @@ class Quic(FlowKind):
             "congestion_events": quic.get("congestion_events"),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
-

@@ -109,9 +109,9 @@ def resolve_params(controller: str, given: dict) -> dict[str, int | float | str]
         if problem:
             raise KernelCcError(f"{controller}'s {key} = {value!r}: {problem}")
     values = {k: given.get(k, p["default"]) for k, p in spec.items()}
-    problem = contract.cross_parameter_problem(controller, values)
-    if problem:
-        raise KernelCcError(f"{controller}: {problem[1]} ({problem[0]} = {values[problem[0]]!r})")
+    rule = contract.cross_parameter_problem(controller, values)
+    if rule is not None:
+        raise KernelCcError(f"{controller}'s {rule[0]} = {values[rule[0]]!r}: {rule[1]}")
     return values
 
 
@@ -169,7 +169,9 @@ def _instance_image(prog: Program, name: str) -> bytes:
     try:
         image = path.read_bytes()
     except OSError as e:
-        raise KernelCcError(f"{path}: {e.strerror} (build the BPF programs: make -C bpf, or scripts/setup.sh)") from None
+        raise KernelCcError(
+            f"{path}: {e.strerror} (build the BPF programs: make -C bpf, or scripts/setup.sh)"
+        ) from None
     old = prog.placeholder.encode() + b"\0"
     if image.count(old) != 1:
         raise KernelCcError(f"{path}: the name {prog.placeholder!r} occurs {image.count(old)} times, expected once")
