@@ -56,11 +56,11 @@ class Tcp(FlowKind):
         if cc not in contract.controllers("tcp"):
             avail = ", ".join(contract.controllers("tcp"))
             if cc in OTHER_LINUX_TCP_CC:
-                hint = ' (the userspace one runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
-                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}{hint}", ("cc",))
+                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}", ("cc",))
             if cc == "newreno":
                 raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
-            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}", ("cc",))
+            hint = ' (it runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
+            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}{hint}", ("cc",))
         params = contract.parameters("tcp", cc)
         given = spec.cc_params or {}
         for key, value in given.items():

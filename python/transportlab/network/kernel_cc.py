@@ -116,7 +116,12 @@ def resolve_params(controller: str, given: dict) -> dict[str, int | float | str]
 
 
 def pack_params(prog: Program, values: dict) -> bytes:
-    return b"".join(struct.pack("<Q", int(round(float(values[k]) * scale))) for k, scale in prog.packing)
+    """Integers exactly (a 64-bit seed does not survive a float), others rounded."""
+
+    def scaled(value: int | float, scale: int) -> int:
+        return value * scale if isinstance(value, int) else int(round(value * scale))
+
+    return b"".join(struct.pack("<Q", scaled(values[k], scale)) for k, scale in prog.packing)
 
 
 def instance_name(controller: str, params: dict, salt: str) -> str:
