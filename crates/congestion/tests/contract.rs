@@ -219,7 +219,11 @@ fn kernel_tcp_controllers_are_the_kernels_or_the_labs_bpf_programs() {
                     .filter(|p| p["name"] != "variant")
                     .collect();
                 let given: Vec<&Value> = c["parameters"].as_array().unwrap().iter().collect();
-                assert_eq!(given, expected, "{}: parameters differ from controllers.quic", c["name"]);
+                assert_eq!(
+                    given, expected,
+                    "{}: parameters differ from controllers.quic",
+                    c["name"]
+                );
             }
             other => panic!("{c}: implementation {other:?} is not kernel or bpf"),
         }
