@@ -3,8 +3,9 @@
  * tcp_vegas.c (round structure, Reno fallback with < 3 RTT samples, losses as Reno) with
  * the lab's Diff (docs/algorithms.md, crates/congestion/src/vegas.rs):
  *   Diff = cwnd·(RTT − BaseRTT)/RTT packets queued
- * (Linux divides by BaseRTT). alpha, beta, gamma come from the loader (bpf/README.md via
- * transportlab.network.kernel_cc), which also gives each loaded instance its own name. */
+ * (Linux divides by BaseRTT). alpha, beta, gamma come from the loader
+ * (transportlab.network.kernel_cc, docs/bpf.md), which also gives each loaded instance
+ * its own name. */
 #include "tlab_cc.h"
 
 char _license[] SEC("license") = "GPL";
