@@ -177,3 +177,27 @@ def test_tcp_delay_correlation_runs_its_instance_and_keeps_a_deep_queue_short(tm
     steady = q["queueing_ns"].to_numpy()[(t >= STEADY_FROM_S) & (t <= 9.0)] / 1e6
     print(f"TCP delay-correlation steady state: mean queueing delay {np.mean(steady):.2f} ms")
     assert len(steady) > 1000 and float(np.mean(steady)) <= 30.0, np.mean(steady)
+
+
+def test_the_command_line_loads_lists_and_unloads():
+    import subprocess
+    import sys
+
+    name = f"tlab_veg_{secrets.token_hex(3)}"
+
+    def tlab(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "transportlab", "bpf", *args], capture_output=True, text=True, timeout=60
+        )
+
+    bad = tlab("load", name, "vegas", "alpha=9")
+    assert bad.returncode == 1 and "vegas's alpha = 9: must not exceed beta (4)" in bad.stderr
+    assert name not in kernel_cc.available()
+    ok = tlab("load", name, "vegas", "alpha=1", "beta=3")
+    try:
+        assert ok.returncode == 0, ok.stderr
+        assert ok.stdout.strip() == str(kernel_cc.pin_path(name)) and name in kernel_cc.available()
+        assert name in tlab("list").stdout.split()
+    finally:
+        assert tlab("unload", name).returncode == 0
+    assert name not in kernel_cc.available()
