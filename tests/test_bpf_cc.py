@@ -119,7 +119,8 @@ def test_a_name_not_ours_is_refused():
 # --- the scenario schema -----------------------------------------------------------------
 
 
-def test_tcp_vegas_with_parameters_is_accepted(tmp_path):
+def test_tcp_vegas_with_parameters_is_accepted(tmp_path, monkeypatch):
+    monkeypatch.setattr(kernel_cc, "support_problem", lambda: None)  # no root or kernel needed here
     s = load_scenario(write(tmp_path, 'cc = "vegas"\ncc_params = { alpha = 1, beta = 3 }'))
     assert (s.flows[0].cc, s.flows[0].cc_params) == ("vegas", {"alpha": 1, "beta": 3})
 
@@ -149,7 +150,8 @@ def test_tcp_vegas_with_parameters_is_accepted(tmp_path):
         ),
     ],
 )
-def test_bad_tcp_cc_params_name_field_and_value(tmp_path, flow, match):
+def test_bad_tcp_cc_params_name_field_and_value(tmp_path, flow, match, monkeypatch):
+    monkeypatch.setattr(kernel_cc, "support_problem", lambda: None)
     path = write(tmp_path, flow)
     with pytest.raises(ScenarioError, match=match) as info:
         load_scenario(path)
