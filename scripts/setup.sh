@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v ip >/dev/null || need_apt+=(iproute2)
 command -v sysctl >/dev/null || need_apt+=(procps)
+# Tests open the engine's pcapng captures with the tool people use (tshark).
+command -v tshark >/dev/null || need_apt+=(tshark)
 # The lab's BPF congestion controls for kernel TCP (bpf/, docs/bpf.md): clang builds them
 # against the running kernel's BTF, bpftool writes vmlinux.h, libbpf loads them.
 command -v clang >/dev/null || need_apt+=(clang llvm)
@@ -14,7 +16,7 @@ command -v bpftool >/dev/null || need_apt+=(bpftool)
 [ -e /usr/include/libelf.h ] || need_apt+=(libelf-dev)
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
 if [ ${#need_apt[@]} -gt 0 ]; then
-  apt-get update -qq && apt-get install -y -qq "${need_apt[@]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 
 # Python package and its dependencies (editable, so `tlab` runs this checkout).

@@ -38,6 +38,7 @@ def test_python_names_come_from_the_contract():
     c = json.loads((PROJECT_ROOT / "contracts" / "contract.json").read_text())
     assert {int(r["code"]): r["name"] for r in c["drop_reasons"]} == packetlog.REASONS
     assert set(packetlog.UNINTENDED_REASONS) == {int(r["code"]) for r in c["drop_reasons"] if r["unintended"]}
+    assert (packetlog.FLAG_COPY, packetlog.FLAG_CE_MARKED) == (1, 2)
     assert c["packet_log_version"] == packetlog.VERSION and packetlog.RECORD.itemsize == c["packet_log_record_size"]
     assert "delay-correlation" in contract.controllers("quic") and "cubic" in contract.controllers("tcp")
 
@@ -53,7 +54,11 @@ def test_rust_written_v2_log_round_trips():
     assert list(recs["packet_id"]) == [7, 7, 8] and list(recs["size"]) == [1500, 1500, 52]
     assert (int(recs["src"][0]), int(recs["dst"][0])) == (0x0A000001, 0x0A000002)
     assert (int(recs["sport"][0]), int(recs["dport"][0]), int(recs["proto"][0])) == (40000, 5001, 6)
-    assert int(recs["tcp_seq"][0]) == 123_456_789 and list(recs["flags"]) == [0, 0, 1]
+    assert int(recs["tcp_seq"][0]) == 123_456_789 and list(recs["flags"]) == [
+        0,
+        packetlog.FLAG_CE_MARKED,
+        packetlog.FLAG_COPY,
+    ]
     assert list(recs["direction"]) == [0, 0, 1] and int(recs["reason"][2]) == 1
     assert list(packetlog.actual_time(recs)) == [1_000_000_000, 1_025_000_850, 1_030_000_100]
 

@@ -14,6 +14,8 @@ from transportlab.artefacts.packetlog import (
     ARRIVAL,
     DEPARTURE,
     DROP,
+    FLAG_CE_MARKED,
+    FLAG_COPY,
     NO_DIRECTION,
     RECORD,
     read_frame,
@@ -292,6 +294,24 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
     assert links.loc[1, ["arrivals", "departures", "drops", "queue_full", "random_loss"]].tolist() == [7, 6, 1, 0, 1]
     assert links.loc[1, "loss_rate"] == pytest.approx(1 / 7)
     assert M.flow_loss(recs, OTHER)["loss_rate"] == 0.0
+
+
+def test_marks_per_flow_and_per_direction_count_ce_marked_departures(tmp_path):
+    """Flow DATA: 4 packets over directions 0 → 1; direction 0 marks packets 1 and 2,
+    direction 1 marks packet 3 (and a duplicate copy of packet 3, marked on its own);
+    OTHER: one unmarked packet. Marks: DATA 4 (1, 2, 3, copy of 3), OTHER 0; direction 0
+    has 2, direction 1 has 2. A plain duplicate-copy flag (1) alone is not a mark."""
+    ce, copy = FLAG_CE_MARKED, FLAG_COPY
+    rows = []
+    for i in range(4):
+        rows += [r(i * MS, i, ARRIVAL, 0), r(i * MS + 1, i, DEPARTURE, 0, flags=ce if i in (1, 2) else 0)]
+        rows += [r(i * MS + 1, i, ARRIVAL, 1), r(i * MS + 2, i, DEPARTURE, 1, flags=ce if i == 3 else 0)]
+    rows += [r(3 * MS + 1, 3, ARRIVAL, 1, flags=copy), r(3 * MS + 3, 3, DEPARTURE, 1, flags=copy | ce)]
+    rows += [r(5 * MS, 9, ARRIVAL, 0, flow=OTHER), r(5 * MS + 1, 9, DEPARTURE, 0, flow=OTHER, flags=copy)]
+    recs = log(tmp_path, rows)
+    assert M.flow_loss(recs, DATA)["marks"] == 4
+    assert M.flow_loss(recs, OTHER)["marks"] == 0
+    assert M.link_loss(recs)["marks"].tolist() == [2, 2]
 
 
 # --- retransmissions -----------------------------------------------------------------

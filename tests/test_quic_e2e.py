@@ -57,3 +57,17 @@ def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
     # stop_when = "flows-done": the run ended with the download, long before its 30 s.
     raw = run_dir / "raw"
     assert int((raw / "t_end_ns").read_text()) - int((raw / "t0_ns").read_text()) < 20e9
+
+
+def test_every_quic_run_has_a_qlog_per_end_linked_from_the_report(tmp_path):
+    """The runner asks both ends for a qlog: each is JSON-SEQ (records after an RS byte),
+    its first record names the format, its events include packets sent and received and
+    metrics updates; the run's report links both."""
+    _, run_dir = run_one(tmp_path, SCENARIO.format(cc="cubic"))
+    for end in ("client", "server"):
+        path = run_dir / "raw" / f"dl-{end}.sqlog"
+        records = [json.loads(r) for r in path.read_text().split("\x1e") if r.strip()]
+        assert records[0]["qlog_format"] == "JSON-SEQ"
+        names = {r.get("name") for r in records[1:]}
+        assert {"transport:packet_sent", "transport:packet_received", "recovery:metrics_updated"} <= names, names
+        assert f'href="raw/dl-{end}.sqlog"' in (run_dir / "report.html").read_text()

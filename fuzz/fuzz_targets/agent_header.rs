@@ -7,6 +7,7 @@
 #![no_main]
 
 use agent::wire::object::{self, ObjectRequest, UploadReply};
+use agent::wire::records::{self, RecordsRequest};
 use agent::wire::request::{Mode, Request, Transport};
 use agent::wire::stamp::{self, ProbeStamp, Stamp};
 use agent::wire::Error;
@@ -53,6 +54,15 @@ fuzz_target!(|data: &[u8]| {
     match ObjectRequest::decode(data) {
         Ok(o) => assert_eq!(o.encode(), data[..object::LEN]),
         Err(e) => check_refusal(e, data, object::LEN),
+    }
+    match RecordsRequest::decode(data) {
+        Ok(r) => {
+            assert_eq!(r.encode(), data[..records::LEN]);
+            if let Err(e) = r.validate() {
+                assert!(matches!(e, Error::Invalid(_)), "{e:?}");
+            }
+        }
+        Err(e) => check_refusal(e, data, records::LEN),
     }
     match UploadReply::decode(data) {
         Ok(u) => assert_eq!(u.encode(), data[..object::LEN]),

@@ -37,7 +37,12 @@ def _cmd_run(args) -> int:
     from transportlab.pipeline import run_scenario
 
     outcome = run_scenario(
-        Path(args.scenario), Path(args.out), args.set, progress=not args.quiet, smoke_s=getattr(args, "smoke", None)
+        Path(args.scenario),
+        Path(args.out),
+        args.set,
+        progress=not args.quiet,
+        smoke_s=getattr(args, "smoke", None),
+        simulated=getattr(args, "simulate", False),
     )
     _print_outcome(outcome)
     return 1 if outcome.failed else 0
@@ -92,6 +97,30 @@ def _cmd_query(args) -> int:
 
     with pd.option_context("display.max_rows", 200, "display.max_columns", None, "display.width", 250):
         print(query(Path(args.dir), args.sql))
+    return 0
+
+
+def _cmd_pcap(args) -> int:
+    """Lists a run's capture, or extracts one direction's packets to a file of its own."""
+    from transportlab.artefacts.pcapng import PcapngError, extract, read
+
+    path = Path(args.run) / "raw" / "capture.pcapng"
+    if not path.is_file():
+        print(f"tlab pcap: {path} does not exist: the scenario had no `capture` table", file=sys.stderr)
+        return 2
+    try:
+        if args.direction:
+            out = Path(args.out or f"{args.direction}.pcapng")
+            n = extract(path, args.direction, out)
+            print(f"{out}: {n} packets of {args.direction}")
+            return 0
+        for itf in read(path):
+            span = (itf.last_ns - itf.first_ns) / 1e9 if itf.first_ns is not None and itf.last_ns is not None else 0.0
+            print(f"{itf.name}: {itf.packets} packets, {itf.original_bytes} bytes, {span:.3f} s, snaplen {itf.snaplen}")
+    except PcapngError as e:
+        print(f"tlab pcap: {e}", file=sys.stderr)
+        return 2
+    print(f"{path} (open it in Wireshark or tshark; --direction NAME --out FILE extracts one direction)")
     return 0
 
 
@@ -187,6 +216,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
     )
+    run.add_argument(
+        "--simulate",
+        action="store_true",
+        help="run it in the simulator (virtual time, tlab-sim) instead of the emulated network, into OUT/simulated/",
+    )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
@@ -208,6 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this part (repeatable; default: all)",
     )
     val.set_defaults(func=_cmd_validate)
+    pc = sub.add_parser("pcap", help="list a run's pcapng capture, or extract one link direction's packets")
+    pc.add_argument("run", help="a run directory (holding raw/capture.pcapng)")
+    pc.add_argument("--direction", help="extract this direction (e.g. bottleneck.forward)")
+    pc.add_argument("--out", help="file to extract into (default: DIRECTION.pcapng)")
+    pc.set_defaults(func=_cmd_pcap)
     sub.add_parser("clean", help="remove what killed runs left behind").set_defaults(func=_cmd_clean)
     sub.add_parser("doctor", help="check that this machine can run experiments").set_defaults(func=_cmd_doctor)
     bpf = sub.add_parser("bpf", help="the lab's BPF TCP congestion controls by hand (docs/bpf.md)")

@@ -75,3 +75,14 @@ def packet_log_format() -> tuple[int, int]:
     """(version, record size in bytes) of the packet log."""
     c = _contract()
     return int(c["packet_log_version"]), int(c["packet_log_record_size"])
+
+
+def packet_log_flags() -> dict[str, int]:
+    """Bit mask of each flag of a packet log record's `flags` byte, by name."""
+    return {f["name"]: 1 << int(f["bit"]) for f in _contract()["packet_log_flags"]}
+
+
+def queue_disciplines() -> dict[str, dict[str, Any]]:
+    """The link model's queue disciplines by name: `aqm` (drops or marks early, so takes
+    `ecn`) and `parameters` (the engine config's names, docs/engine-config.md)."""
+    return {q["name"]: q for q in _contract()["queue_disciplines"]}

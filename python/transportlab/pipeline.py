@@ -20,6 +20,8 @@ from transportlab.plan.runs import PlannedRun, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
 from transportlab.run.record import scenario_record
+from transportlab.run.simulate import STACKS, refusals, simulate
+from transportlab.scenario.errors import Issue, ScenarioError
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,14 @@ def is_done(run_dir: Path) -> bool:
     return (run_dir / DONE).exists()
 
 
-def run_one(run: PlannedRun, on_progress=None) -> FailedRun | None:
+def run_one(run: PlannedRun, on_progress=None, simulated: bool = False) -> FailedRun | None:
     run_id = secrets.token_hex(3)
-    failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
+    if simulated:
+        used = {f.protocol for f in run.resolved.flows}
+        stacks = {p: s for p, s in STACKS.items() if p in used}
+        failures = simulate(run, scenario_record(run, run_id, stacks))
+    else:
+        failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
     if failures:
         write_json(run.run_dir / "raw" / FAILURES, [asdict(f) for f in failures])
         return FailedRun(run.run_dir, run.label, failures)
@@ -75,13 +82,23 @@ def analyse(run_dir: Path) -> Path:
 
 
 def run_scenario(
-    path: Path, out: Path, overrides: Sequence[str] = (), progress: bool = True, smoke_s: float | None = None
+    path: Path,
+    out: Path,
+    overrides: Sequence[str] = (),
+    progress: bool = True,
+    smoke_s: float | None = None,
+    simulated: bool = False,
 ) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
-    report when there is more than one run. `smoke_s`: see `plan`."""
+    report when there is more than one run. `smoke_s`: see `plan`. `simulated`: in the
+    simulator, into `out/simulated/` (refused before anything runs if a flow cannot be)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    sweep_dir, runs = plan(Path(path), Path(out), list(overrides), smoke_s)
+    sweep_dir, runs = plan(Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s)
+    if simulated:
+        problems = sorted({p for r in runs for p in refusals(r.resolved)})
+        if problems:
+            raise ScenarioError(str(path), [Issue(where, f"not in the simulator: {why}") for where, why in problems])
     sweep_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in runs if not is_done(r.run_dir)]
     failed: list[FailedRun] = []
@@ -96,7 +113,7 @@ def run_scenario(
         current = bar.add_task("", total=1.0)
         for run in todo:
             bar.update(current, description=f"  {run.label}", completed=0)
-            outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x))
+            outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x), simulated=simulated)
             if outcome is not None:
                 failed.append(outcome)
                 if progress:

@@ -10,14 +10,14 @@
 mod echo;
 mod output;
 mod quic;
-mod stats;
 mod sys;
 mod tcp;
 mod tcpinfo;
 mod tcpstream;
-mod tls;
 mod udp;
 mod units;
+
+use agent::{stats, tls};
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -56,7 +56,7 @@ struct Cli {
 enum Cmd {
     /// TCP server: serves upload, download and objects requests; prints `READY <port>`.
     TcpServer(TcpServerArgs),
-    /// TCP client: one connection doing an upload, a download or a series of objects.
+    /// TCP client: one connection doing an upload, a download, a series of objects or paced records.
     TcpClient(TcpClientArgs),
     /// UDP sender: timestamped datagrams paced at a constant rate or interval.
     UdpSend(UdpSendArgs),
@@ -171,6 +171,24 @@ pub struct TcpClientArgs {
     /// Direction of a bulk transfer.
     #[arg(long, value_enum, default_value_t = Direction::Upload, conflicts_with = "objects")]
     pub direction: Direction,
+    /// Records: the server sends one COBS-framed record of this many bytes (framing
+    /// included, at least 19) every --record-interval for --duration; this client
+    /// receives them as --delivery says.
+    #[arg(long, requires_all = ["record_interval", "duration"], conflicts_with_all = ["bytes", "objects", "direction"],
+          value_parser = positive_size)]
+    pub record_size: Option<u64>,
+    /// Time between the starts of consecutive records (with --record-size).
+    #[arg(long, requires = "record_size", value_parser = positive_duration)]
+    pub record_interval: Option<u64>,
+    /// How records are received: `ordered` (from the socket's byte stream) or `unordered`
+    /// (also from the connection's segments as they arrive, through a packet socket in
+    /// this namespace; needs CAP_NET_RAW and an IPv4 server address).
+    #[arg(long, value_enum, default_value_t = tcp::Delivery::Ordered, requires = "record_size")]
+    pub delivery: tcp::Delivery,
+    /// Arrow IPC per-record path (records: id, size, offset, send_ns, deliver_ns,
+    /// latency_ns, via, wire_ns).
+    #[arg(long, requires = "record_size")]
+    pub record_series: Option<PathBuf>,
     /// TCP_INFO sampling interval.
     #[arg(long, default_value = "10ms", value_parser = positive_duration)]
     pub tcp_info_interval: u64,
@@ -325,6 +343,10 @@ pub struct QuicCommonArgs {
     /// Arrow IPC per-message path (messages mode, the receiving end: seq, send/recv time).
     #[arg(long)]
     pub message_series: Option<PathBuf>,
+    /// qlog of each connection (JSON-SEQ, `.sqlog`; qvis opens it). A server's connection
+    /// n > 0 writes beside it with `-n` before the extension.
+    #[arg(long)]
+    pub qlog: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

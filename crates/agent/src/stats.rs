@@ -138,7 +138,10 @@ mod tests {
     #[test]
     fn scaled_keys_carry_the_unit() {
         let v = serde_json::to_value(scaled(&[1e6, 3e6], 1e6, "ms")).unwrap();
-        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        // Sorted: serde_json keeps insertion order when a crate of the workspace turns on
+        // its `preserve_order` feature, and sorts keys otherwise.
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
         assert_eq!(
             keys,
             ["count", "max_ms", "mean_ms", "min_ms", "p50_ms", "p95_ms", "p99_ms", "std_ms"]

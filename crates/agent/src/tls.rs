@@ -26,14 +26,19 @@ fn provider() -> Arc<CryptoProvider> {
 pub fn server_config() -> anyhow::Result<rustls::ServerConfig> {
     let ck = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()])
         .context("cannot generate a self-signed certificate")?;
-    let cert = CertificateDer::from(ck.cert.der().to_vec());
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(ck.key_pair.serialize_der()));
+    server_config_with(ck.cert.der().to_vec(), ck.key_pair.serialize_der())
+}
+
+/// TLS 1.3 server configuration with certificate `cert_der` and PKCS#8 key `key_der`.
+pub fn server_config_with(cert_der: Vec<u8>, key_der: Vec<u8>) -> anyhow::Result<rustls::ServerConfig> {
+    let cert = CertificateDer::from(cert_der);
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_der));
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])
         .context("TLS 1.3 not supported by the crypto provider")?
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
-        .context("cannot use the generated certificate")?;
+        .context("cannot use the certificate")?;
     cfg.alpn_protocols = vec![ALPN.to_vec()];
     Ok(cfg)
 }

@@ -304,3 +304,31 @@ fn quic_sigterm_writes_summary() {
     assert_eq!(s["stopped_by"], "signal");
     assert_eq!(s["results"]["connections"].as_array().unwrap().len(), 1);
 }
+
+/// `--qlog` on both ends: each writes a JSON-SEQ qlog (records after an RS byte) whose
+/// first record names the format and whose events include packets sent and received and
+/// the congestion controller's metrics updates.
+#[test]
+fn quic_qlog_is_json_seq_with_packet_and_metrics_events() {
+    let d = TempDir::new("qlog");
+    let (sq, cq) = (d.file("server.sqlog"), d.file("client.sqlog"));
+    let (_, client, _d) = transfer("qlog", &["--qlog", &sq], &["--qlog", &cq, "--bytes", "300000"]);
+    assert_eq!(client["results"]["complete"], true);
+    for path in [&sq, &cq] {
+        let text = std::fs::read_to_string(path).unwrap();
+        let records: Vec<serde_json::Value> = text
+            .split('\u{1e}')
+            .filter(|r| !r.trim().is_empty())
+            .map(|r| serde_json::from_str(r.trim()).unwrap_or_else(|e| panic!("{path}: {e}: {r}")))
+            .collect();
+        assert!(records[0]["qlog_format"] == "JSON-SEQ", "{path}: {}", records[0]);
+        let names: std::collections::HashSet<&str> = records[1..].iter().filter_map(|r| r["name"].as_str()).collect();
+        for want in [
+            "transport:packet_sent",
+            "transport:packet_received",
+            "recovery:metrics_updated",
+        ] {
+            assert!(names.contains(want), "{path}: no {want} in {names:?}");
+        }
+    }
+}

@@ -8,6 +8,14 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CLOCK_REALTIME: only for outputs that other tools read as wall-clock time (pcapng).
+pub fn real_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: valid pointer to a timespec; CLOCK_REALTIME always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// The default 50 µs timer slack makes every wake-up late by about that much.
 pub fn minimise_timer_slack() {
     // SAFETY: prctl with integer arguments.

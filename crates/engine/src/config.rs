@@ -54,9 +54,27 @@ pub struct Config {
     /// Largest IP packet a host may send; a larger one is an unintended drop (counted).
     #[serde(default = "default_mtu")]
     pub mtu: u32,
+    /// pcapng capture of the packets leaving some directions (off when absent).
+    #[serde(default)]
+    pub capture: Option<CaptureConfig>,
     pub hosts: Vec<HostConfig>,
     pub directions: Vec<DirectionConfig>,
     pub routes: Vec<RouteConfig>,
+}
+
+/// `{"path", "snaplen", "directions": [index, …]}`: the packets leaving each listed
+/// configured direction, their first `snaplen` bytes, one pcapng interface per direction.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureConfig {
+    pub path: PathBuf,
+    #[serde(default = "default_snaplen")]
+    pub snaplen: u32,
+    pub directions: Vec<usize>,
+}
+
+fn default_snaplen() -> u32 {
+    128
 }
 
 fn default_spin_ns() -> u64 {
@@ -99,6 +117,9 @@ pub enum Attach {
         #[serde(deserialize_with = "mac")]
         peer_mac: [u8; 6],
     },
+    /// A host of the simulator (`tlab-sim`): its endpoints live in the simulator's
+    /// process, in virtual time. The real-time engine refuses it.
+    Simulated,
 }
 
 impl Attach {
@@ -106,6 +127,7 @@ impl Attach {
         match self {
             Attach::Tun { .. } => "tun",
             Attach::Veth { .. } => "veth",
+            Attach::Simulated => "simulated",
         }
     }
 }
@@ -266,6 +288,20 @@ impl Config {
                     ))
                 }
                 _ => {}
+            }
+        }
+        if let Some(c) = &self.capture {
+            if !(20..=65_535).contains(&c.snaplen) {
+                return Err(format!(
+                    "capture.snaplen: {} is not 20 (an IPv4 header) to 65535 bytes",
+                    c.snaplen
+                ));
+            }
+            if let Some(d) = c.directions.iter().find(|&&d| d >= self.directions.len()) {
+                return Err(format!("capture.directions: no direction {d}"));
+            }
+            if c.directions.is_empty() {
+                return Err("capture.directions: empty (leave capture out to capture nothing)".into());
             }
         }
         for (i, r) in self.routes.iter().enumerate() {

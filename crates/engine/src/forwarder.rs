@@ -7,13 +7,24 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
-use engine::wire::{flow_key, FlowKey};
+use crate::wire::ipv4::{Ecn, Ipv4Packet};
+use crate::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
-use crate::attach::Egress;
-use crate::log::{reason, Event, PacketLog, NO_DIRECTION};
+use crate::capture::Capture;
+use crate::config::Config;
+use crate::log::{flag, reason, Event, PacketLog, NO_DIRECTION};
 use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
-use engine::config::Config;
+
+/// The hosts the network hands packets to, and the time: the real-time engine writes to
+/// TUN devices or veth ends and reads CLOCK_MONOTONIC; the simulator queues packets for
+/// its endpoints and answers its virtual time.
+pub trait Hosts {
+    /// Hands IPv4 packet `packet` to host `host`; `false` if that failed (an unintended drop).
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool;
+    /// The actual time now (what the log records as `t_actual_ns`).
+    fn now(&self) -> Nanos;
+}
 
 /// What the engine carries through the model with each packet.
 #[derive(Clone)]
@@ -22,6 +33,24 @@ pub struct Carried {
     key: FlowKey,
     route: u32,
     hop: u16,
+}
+
+impl Carried {
+    /// Writes the codepoint the model gave the packet into its IP header if a queue
+    /// marked it CE; returns whether it did (the header was ECT(0)/ECT(1) until now).
+    fn write_ce(&mut self, model: Ecn) -> bool {
+        if model != Ecn::Ce {
+            return false;
+        }
+        // The packet passed `flow_key` at ingress, so it holds a whole IPv4 header.
+        let mut ip = Ipv4Packet::new_unchecked(&mut self.bytes[..]);
+        if ip.ecn() == Ecn::Ce {
+            return false;
+        }
+        ip.set_ecn(Ecn::Ce);
+        ip.fill_checksum();
+        true
+    }
 }
 
 /// A packet inside a multipath direction is logged on its legs with its flow key.
@@ -39,16 +68,14 @@ struct Route {
     egress: usize,
 }
 
-pub struct Forwarder {
-    egress: Vec<Egress>,
+pub struct Forwarder<H: Hosts> {
+    hosts: H,
     /// The latest time the model has been run to: an arrival stamped earlier (the
     /// kernel's timestamp of a packet read after a later due event was processed) enters
     /// the model at this time instead, so no direction sees time go backwards.
     watermark: Nanos,
     /// Largest IP packet a host may send (its link MTU); a larger one is an unintended drop.
     mtu: u32,
-    /// The real clock (CLOCK_MONOTONIC; tests may stop it).
-    clock: fn() -> Nanos,
     models: Vec<Direction<Carried>>,
     /// `leg_index[d][k]`: the log/stats direction index of leg k of direction d.
     leg_index: Vec<Vec<u16>>,
@@ -56,6 +83,7 @@ pub struct Forwarder {
     route_of: HashMap<(usize, Ipv4Addr), u32>,
     next_id: u64,
     log: PacketLog,
+    capture: Option<Capture>,
     pub directions: Vec<DirectionStats>,
     pub unintended: UnintendedDrops,
     pub lateness: Lateness,
@@ -63,8 +91,8 @@ pub struct Forwarder {
     pub packets_out: u64,
 }
 
-impl Forwarder {
-    pub fn new(cfg: &Config, egress: Vec<Egress>, log: PacketLog) -> Result<Forwarder, String> {
+impl<H: Hosts> Forwarder<H> {
+    pub fn new(cfg: &Config, hosts: H, log: PacketLog) -> Result<Forwarder<H>, String> {
         let mut models = Vec::new();
         for (i, d) in cfg.directions.iter().enumerate() {
             let m =
@@ -102,10 +130,9 @@ impl Forwarder {
             });
         }
         Ok(Forwarder {
-            egress,
+            hosts,
             watermark: 0,
             mtu: cfg.mtu,
-            clock: crate::clock::now_ns,
             models,
             leg_index: leg_index
                 .into_iter()
@@ -115,12 +142,18 @@ impl Forwarder {
             route_of,
             next_id: 0,
             log,
+            capture: None,
             directions,
             unintended: UnintendedDrops::default(),
             lateness: Lateness::default(),
             packets_in: 0,
             packets_out: 0,
         })
+    }
+
+    /// Captures the packets leaving the directions `capture` lists (pcapng).
+    pub fn set_capture(&mut self, capture: Capture) {
+        self.capture = Some(capture);
     }
 
     pub fn next_due(&self) -> Option<Nanos> {
@@ -149,7 +182,7 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::NOT_IPV4,
-                false,
+                0,
             );
             return;
         };
@@ -164,7 +197,7 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::NO_ROUTE,
-                false,
+                0,
             );
             return;
         };
@@ -179,17 +212,19 @@ impl Forwarder {
                 NO_DIRECTION,
                 Event::Drop,
                 reason::OVERSIZE,
-                false,
+                0,
             );
             return;
         }
+        let ecn = Ipv4Packet::new_unchecked(bytes).ecn();
         let carried = Carried {
             bytes: bytes.into(),
             key,
             route,
             hop: 0,
         };
-        self.enter_hop(Packet::new(id, size, carried), now, stamp);
+        let packet = Packet::new(id, size, carried).with_flow(key.flow_hash()).with_ecn(ecn);
+        self.enter_hop(packet, now, stamp);
         self.run_due(now);
     }
 
@@ -201,7 +236,7 @@ impl Forwarder {
         let hop = packet.payload.hop as usize;
         let Some(&dir) = route.directions.get(hop) else {
             let egress = route.egress;
-            self.deliver(egress, packet, at);
+            self.deliver(egress, &packet, at);
             return;
         };
         let pinned = route.pinned.get(hop).copied().flatten();
@@ -215,7 +250,7 @@ impl Forwarder {
             dir,
             Event::Arrival,
             0,
-            packet.copy,
+            flag::copy(packet.copy),
         );
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
@@ -228,6 +263,8 @@ impl Forwarder {
     fn handle(&mut self, dir: u16, ev: DirectionEvent<Carried>) {
         match ev {
             DirectionEvent::Departed { mut packet, at } => {
+                let marked = packet.payload.write_ce(packet.ecn);
+                let flags = flag::copy(packet.copy) | if marked { flag::CE_MARKED } else { 0 };
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
@@ -236,12 +273,15 @@ impl Forwarder {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
-                    let (key, id, size, copy) = (packet.payload.key, packet.id, packet.size, packet.copy);
-                    let handed = self.deliver(egress, packet, at);
+                    let handed = self.deliver(egress, &packet, at);
+                    let (key, id, size) = (packet.payload.key, packet.id, packet.size);
                     self.log
-                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, copy);
+                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, flags);
+                    if let Some(c) = &mut self.capture {
+                        c.packet(dir, handed, &packet.payload.bytes);
+                    }
                 } else {
-                    let now = (self.clock)();
+                    let now = self.hosts.now();
                     self.log.record(
                         at,
                         now,
@@ -251,8 +291,11 @@ impl Forwarder {
                         dir,
                         Event::Departure,
                         0,
-                        packet.copy,
+                        flags,
                     );
+                    if let Some(c) = &mut self.capture {
+                        c.packet(dir, now, &packet.payload.bytes);
+                    }
                     self.enter_hop(packet, at, now);
                 }
             }
@@ -260,7 +303,7 @@ impl Forwarder {
             DirectionEvent::LegArrived { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
-                let now = (self.clock)();
+                let now = self.hosts.now();
                 self.log.record(
                     at,
                     now,
@@ -270,7 +313,7 @@ impl Forwarder {
                     leg,
                     Event::Arrival,
                     0,
-                    info.copy,
+                    flag::copy(info.copy),
                 );
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
@@ -278,7 +321,7 @@ impl Forwarder {
                 let st = &mut self.directions[leg as usize];
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
-                let now = (self.clock)();
+                let now = self.hosts.now();
                 self.log.record(
                     at,
                     now,
@@ -288,7 +331,7 @@ impl Forwarder {
                     leg,
                     Event::Departure,
                     0,
-                    info.copy,
+                    flag::copy(info.copy),
                 );
             }
             DirectionEvent::LegDropped {
@@ -305,11 +348,13 @@ impl Forwarder {
             DirectionEvent::MergeDiscarded { packet, at, .. } => self.drop(dir, &packet, at, DropReason::MergeDiscard),
             // No packet to log; the merge counts them (statistics, `merge.gap_skipped`).
             DirectionEvent::GapSkipped { .. } => {}
-            // The engine hands every packet to the model as not ECN-capable (`Packet::new`),
-            // so a queue with ECN on drops instead of marking and nothing is ever marked
-            // yet; reading and rewriting the ECN field and logging marks come with the
-            // engine's ECN support.
-            DirectionEvent::Marked { .. } | DirectionEvent::LegMarked { .. } => {}
+            // Counted when they happen; logged as a flag on the departure, where the engine
+            // rewrites the header (a mark of a packet already CE changes nothing there).
+            DirectionEvent::Marked { .. } => self.directions[dir as usize].marks += 1,
+            DirectionEvent::LegMarked { leg, .. } => {
+                let leg = self.leg_index[dir as usize][leg];
+                self.directions[leg as usize].marks += 1;
+            }
         }
     }
 
@@ -322,7 +367,7 @@ impl Forwarder {
             DropReason::MergeDiscard => st.drops_merge_discard += 1,
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
-        let now = (self.clock)();
+        let now = self.hosts.now();
         self.log.record(
             at,
             now,
@@ -332,36 +377,33 @@ impl Forwarder {
             dir,
             Event::Drop,
             reason as u8,
-            packet.copy,
+            flag::copy(packet.copy),
         );
     }
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
-    fn deliver(&mut self, egress: usize, packet: Packet<Carried>, due: Nanos) -> Nanos {
+    fn deliver(&mut self, egress: usize, packet: &Packet<Carried>, due: Nanos) -> Nanos {
         // Lateness is taken as the hand-over starts: the write itself runs the host's
         // receive path (IP, transport, waking the reader) in this thread.
-        let now = (self.clock)();
+        let now = self.hosts.now();
         let late = now.saturating_sub(due);
-        match self.egress[egress].send(&packet.payload.bytes) {
-            Ok(()) => {
-                self.packets_out += 1;
-                self.lateness.add(late);
-            }
-            Err(_) => {
-                self.unintended.tun_write_failed += 1;
-                let key = packet.payload.key;
-                self.log.record(
-                    due,
-                    now,
-                    packet.id,
-                    &key,
-                    packet.size,
-                    NO_DIRECTION,
-                    Event::Drop,
-                    reason::TUN_WRITE_FAILED,
-                    packet.copy,
-                );
-            }
+        if self.hosts.deliver(egress, &packet.payload.bytes) {
+            self.packets_out += 1;
+            self.lateness.add(late);
+        } else {
+            self.unintended.tun_write_failed += 1;
+            let key = packet.payload.key;
+            self.log.record(
+                due,
+                now,
+                packet.id,
+                &key,
+                packet.size,
+                NO_DIRECTION,
+                Event::Drop,
+                reason::TUN_WRITE_FAILED,
+                flag::copy(packet.copy),
+            );
         }
         now
     }
@@ -397,8 +439,19 @@ impl Forwarder {
         std::mem::take(&mut self.directions)
     }
 
-    pub fn close_log(self) -> std::io::Result<()> {
-        self.log.close()
+    /// The hosts (the simulator takes the packets delivered to them from here).
+    pub fn hosts_mut(&mut self) -> &mut H {
+        &mut self.hosts
+    }
+
+    /// Writes out the packet log and the capture; the first I/O error, naming which.
+    pub fn close_outputs(self) -> Result<(), String> {
+        let log = self.log.close().map_err(|e| format!("packet log: {e}"));
+        let capture = match self.capture {
+            Some(c) => c.close().map_err(|e| format!("capture: {e}")),
+            None => Ok(()),
+        };
+        log.and(capture)
     }
 }
 
@@ -406,15 +459,24 @@ impl Forwarder {
 mod tests {
     use super::*;
     use crate::log::RECORD_SIZE;
-    use std::os::fd::RawFd;
 
     const MS: u64 = 1_000_000;
 
-    fn pipe() -> (RawFd, RawFd) {
-        let mut fds = [0; 2];
-        // SAFETY: valid pointer to two ints.
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
-        (fds[0], fds[1])
+    /// Hosts that keep what they are handed; time stands still at `now`.
+    #[derive(Default)]
+    struct Collect {
+        delivered: Vec<(usize, Vec<u8>)>,
+        now: Nanos,
+    }
+
+    impl Hosts for Collect {
+        fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+            self.delivered.push((host, packet.to_vec()));
+            true
+        }
+        fn now(&self) -> Nanos {
+            self.now
+        }
     }
 
     fn udp_packet() -> Vec<u8> {
@@ -428,8 +490,8 @@ mod tests {
         p
     }
 
-    /// (t_ns, packet_id, direction, event, reason) of a log record.
-    type Record = (u64, u64, u16, u8, u8);
+    /// (t_ns, packet_id, direction, event, reason, flags) of a log record.
+    type Record = (u64, u64, u16, u8, u8, u8);
 
     fn read_log(path: &std::path::Path) -> Vec<Record> {
         let bytes = std::fs::read(path).unwrap();
@@ -437,60 +499,72 @@ mod tests {
             .chunks(RECORD_SIZE)
             .map(|r| {
                 let u64_at = |o: usize| u64::from_le_bytes(r[o..o + 8].try_into().unwrap());
-                (u64_at(0), u64_at(8), u16::from_le_bytes([r[30], r[31]]), r[33], r[34])
+                (
+                    u64_at(0),
+                    u64_at(8),
+                    u16::from_le_bytes([r[30], r[31]]),
+                    r[33],
+                    r[34],
+                    r[35],
+                )
             })
             .collect()
     }
 
-    /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one
-    /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
-    /// in virtual time. `route_extra` is appended to the route. Returns the log records,
-    /// the direction statistics and the bytes host b received.
-    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+    /// Runs `packets` (each with the time it comes out of host a) through the engine
+    /// configured with `directions` (JSON list) and `route_extra` appended to the one
+    /// route, a → b over direction 0, in virtual time. Returns the log records, the
+    /// direction statistics and the bytes host b received.
+    fn run_config(
+        test: &str,
+        directions: &str,
+        route_extra: &str,
+        packets: &[(Vec<u8>, u64)],
+    ) -> (Vec<Record>, Vec<DirectionStats>, Vec<u8>) {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
-        let (r0, w0) = pipe();
-        let (r1, w1) = pipe();
         let cfg = Config::parse(&format!(
             r#"{{"log_path": "unused", "stats_path": "unused",
-                "hosts": [{{"name": "a", "tun_fd": {w0}}}, {{"name": "b", "tun_fd": {w1}}}],
-                "directions": [{{"name": "dc", "seed": 3, "spec": {{
-                    "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
-                    "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}],
-                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#,
-            d1 = 10 * MS,
-            d2 = 30 * MS,
-            t = 100 * MS
+                "hosts": [{{"name": "a", "tun_fd": 100}}, {{"name": "b", "tun_fd": 101}}],
+                "directions": {directions},
+                "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#
         ))
         .unwrap();
-        let egress = cfg
-            .hosts
-            .iter()
-            .map(|h| match h.attach {
-                engine::config::Attach::Tun { fd } => Egress::Tun { fd },
-                _ => unreachable!(),
-            })
-            .collect();
-        let mut fwd = Forwarder::new(&cfg, egress, PacketLog::create(&log_path).unwrap()).unwrap();
-        for i in 0..n {
-            fwd.ingress(0, &udp_packet(), T0 + i * MS);
+        let mut fwd = Forwarder::new(&cfg, Collect::default(), PacketLog::create(&log_path).unwrap()).unwrap();
+        for (bytes, at) in packets {
+            fwd.ingress(0, bytes, *at);
         }
         fwd.run_due(u64::MAX);
         assert_eq!(fwd.next_due(), None);
-        assert_eq!(fwd.packets_out, n);
         let stats = fwd.take_direction_stats();
-        fwd.close_log().unwrap();
+        let delivered = std::mem::take(&mut fwd.hosts_mut().delivered);
+        fwd.close_outputs().unwrap();
         let log = read_log(&log_path);
-        let mut buf = vec![0u8; 4096];
-        // SAFETY: valid buffer; the pipe holds everything written (< its 64 KiB).
-        let received = unsafe { libc::read(r1, buf.as_mut_ptr().cast(), buf.len()) } as usize;
-        for fd in [r0, w0, r1, w1] {
-            // SAFETY: fds this test opened.
-            unsafe { libc::close(fd) };
-        }
+        let received: Vec<u8> = delivered
+            .into_iter()
+            .inspect(|(host, _)| assert_eq!(*host, 1, "delivered to b"))
+            .flat_map(|(_, p)| p)
+            .collect();
         std::fs::remove_dir_all(&dir).unwrap();
         (log, stats, received)
+    }
+
+    /// Runs `n` UDP packets, one per ms from T0, from host a to host b over one
+    /// multipath direction (legs of 10 and 30 ms, duplication mode, t-Reordering 100 ms)
+    /// in virtual time. `route_extra` is appended to the route.
+    fn run_multipath(test: &str, n: u64, route_extra: &str) -> (Vec<Record>, Vec<DirectionStats>, usize) {
+        let directions = format!(
+            r#"[{{"name": "dc", "seed": 3, "spec": {{
+                    "legs": [{{"delay": {d1}}}, {{"delay": {d2}}}],
+                    "split": {{"mode": "duplicate"}}, "merge": {{"enabled": true, "t_reordering_ns": {t}}}}}}}]"#,
+            d1 = 10 * MS,
+            d2 = 30 * MS,
+            t = 100 * MS
+        );
+        let packets: Vec<_> = (0..n).map(|i| (udp_packet(), T0 + i * MS)).collect();
+        let (log, stats, received) = run_config(test, &directions, route_extra, &packets);
+        (log, stats, received.len())
     }
 
     const T0: u64 = 1_000 * MS;
@@ -499,7 +573,7 @@ mod tests {
         let mut got: Vec<_> = log
             .iter()
             .filter(|r| r.1 == id)
-            .map(|&(t, _, d, e, r)| (t, d, e, r))
+            .map(|&(t, _, d, e, r, _)| (t, d, e, r))
             .collect();
         got.sort();
         got
@@ -582,5 +656,67 @@ mod tests {
             (n, n, 0, n)
         );
         assert_eq!(stats[0].merge.unwrap().delivered, 0);
+    }
+
+    /// A 100-byte UDP packet from port `sport` with ECN codepoint `ecn` and a valid
+    /// header checksum.
+    fn udp_packet_ecn(sport: u16, ecn: Ecn) -> Vec<u8> {
+        let mut p = udp_packet();
+        p.resize(100, 0);
+        p[2..4].copy_from_slice(&100u16.to_be_bytes());
+        p[20..22].copy_from_slice(&sport.to_be_bytes());
+        let mut ip = Ipv4Packet::new_unchecked(&mut p[..]);
+        ip.set_dscp(0b101110);
+        ip.set_ecn(ecn);
+        ip.fill_checksum();
+        p
+    }
+
+    /// A CoDel queue with ECN on (target 1 ms, interval 10 ms) at 1 Mbit/s, offered a
+    /// burst of 200 packets alternating between an ECT(0) flow and a not-ECT flow: the
+    /// ECT(0) packets are all delivered, some as CE with the header checksum recomputed
+    /// and the DSCP untouched, each such departure flagged `ce_marked` in the log; the
+    /// not-ECT flow is dropped (reason 4) and never marked; the statistics count the marks.
+    #[test]
+    fn ecn_marks_are_written_into_the_header_and_logged() {
+        let directions = r#"[{"name": "ab", "seed": 1, "spec": {"rate": {"constant": {"bits_per_sec": 1000000}},
+            "queue": {"discipline": "codel", "packets": 1000, "target_ns": 1000000,
+                      "interval_ns": 10000000, "ecn": true}}}]"#;
+        let packets: Vec<_> = (0..200u64)
+            .map(|i| {
+                let ecn = if i % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                (udp_packet_ecn(4000 + (i % 2) as u16, ecn), T0)
+            })
+            .collect();
+        let (log, stats, received) = run_config("ecn", directions, "", &packets);
+
+        let mut ce = 0;
+        let mut per_flow = [0u64; 2];
+        for p in received.chunks(100) {
+            let ip = Ipv4Packet::new_checked(p).unwrap();
+            assert!(ip.verify_checksum(), "delivered with a valid checksum");
+            assert_eq!(ip.dscp(), 0b101110, "DSCP untouched");
+            let flow = (u16::from_be_bytes([p[20], p[21]]) - 4000) as usize;
+            per_flow[flow] += 1;
+            match (flow, ip.ecn()) {
+                (0, Ecn::Ce) => ce += 1,
+                (0, Ecn::Ect0) | (1, Ecn::NotEct) => {}
+                other => panic!("flow and codepoint {other:?}"),
+            }
+        }
+        assert_eq!(per_flow[0], 100, "every ECT(0) packet delivered");
+        assert!(ce > 0, "some ECT(0) packets marked");
+        let aqm_drops = log.iter().filter(|r| r.3 == Event::Drop as u8 && r.4 == 4).count() as u64;
+        assert!(
+            aqm_drops > 0 && per_flow[1] + aqm_drops == 100,
+            "the not-ECT flow dropped, not marked"
+        );
+        let flagged = log
+            .iter()
+            .filter(|r| r.3 == Event::Departure as u8 && r.5 & flag::CE_MARKED != 0)
+            .count();
+        assert_eq!(flagged, ce, "one ce_marked departure per CE packet delivered");
+        assert_eq!(stats[0].marks, ce as u64);
+        assert_eq!(stats[0].drops_aqm, aqm_drops);
     }
 }

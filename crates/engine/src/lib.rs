@@ -1,5 +1,12 @@
-//! The engine's library: the parts of `tlab-engine` that tests and fuzz targets use
-//! without starting a process.
+//! The engine's library: everything of `tlab-engine` but its I/O — the configuration,
+//! the forwarder (routes packets through the link model, logs and captures them) with
+//! the hosts and the clock behind the `forwarder::Hosts` trait, the packet log, the
+//! statistics, the wire views. The real-time binary and the simulator (`tlab-sim`) drive
+//! the same forwarder; tests and fuzz targets use it without starting a process.
 
+pub mod capture;
 pub mod config;
+pub mod forwarder;
+pub mod log;
+pub mod stats;
 pub mod wire;

@@ -1,14 +1,14 @@
 //! The packet event log (format: docs/packet-log.md). Records are encoded on the
-//! forwarding thread and written by a thread of their own, so a slow disk never delays a
-//! packet. Version 2: records carry the model's time and the real one (docs/packet-log.md).
+//! forwarding thread and written by a thread of their own over an unbounded channel, so a
+//! slow disk never delays a packet. Version 2: records carry the model's time and the real one (docs/packet-log.md).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{channel, Sender};
 use std::thread::JoinHandle;
 
-use engine::wire::FlowKey;
+use crate::wire::FlowKey;
 
 pub const RECORD_SIZE: usize = 48;
 const HEADER: &[u8; 8] = b"TLABLOG\0";
@@ -32,12 +32,30 @@ pub mod reason {
     pub const OVERSIZE: u8 = 13;
 }
 
+/// Bits of a record's `flags` byte.
+pub mod flag {
+    /// The record is about a duplicate copy.
+    pub const COPY: u8 = 1;
+    /// A departure whose ECN codepoint the direction's queue changed from ECT(0)/ECT(1) to
+    /// CE (the engine rewrote the IP header, checksum included, before passing it on).
+    pub const CE_MARKED: u8 = 2;
+
+    /// `COPY` if `copy`, else no bit.
+    pub fn copy(copy: bool) -> u8 {
+        if copy {
+            COPY
+        } else {
+            0
+        }
+    }
+}
+
 /// `direction` value of records that are not about a link direction.
 pub const NO_DIRECTION: u16 = u16::MAX;
 
 pub struct PacketLog {
     batch: Vec<u8>,
-    tx: Option<SyncSender<Vec<u8>>>,
+    tx: Option<Sender<Vec<u8>>>,
     writer: Option<JoinHandle<std::io::Result<()>>>,
 }
 
@@ -47,9 +65,10 @@ impl PacketLog {
         out.write_all(HEADER)?;
         out.write_all(&VERSION.to_le_bytes())?;
         out.write_all(&(RECORD_SIZE as u32).to_le_bytes())?;
-        // Bounded: if the disk cannot keep up for long, the engine blocks rather than
-        // growing without limit; the lateness statistics would then show it.
-        let (tx, rx) = sync_channel::<Vec<u8>>(256);
+        // Unbounded: forwarding never waits for the disk. A batch is 384 KiB; at 1 Gbit/s
+        // the engine logs ~16 MB/s, so a backlog only grows while the disk stalls, and the
+        // writer catches up when it resumes.
+        let (tx, rx) = channel::<Vec<u8>>();
         let writer = std::thread::Builder::new().name("tlab-log".into()).spawn(move || {
             for chunk in rx {
                 out.write_all(&chunk)?;
@@ -78,7 +97,7 @@ impl PacketLog {
         direction: u16,
         event: Event,
         reason: u8,
-        copy: bool,
+        flags: u8,
     ) {
         let b = &mut self.batch;
         b.extend_from_slice(&t_ns.to_le_bytes());
@@ -92,7 +111,7 @@ impl PacketLog {
         b.push(key.proto);
         b.push(event as u8);
         b.push(reason);
-        b.push(copy as u8);
+        b.push(flags);
         b.extend_from_slice(&key.tcp_seq.to_le_bytes());
         b.extend_from_slice(&t_actual_ns.to_le_bytes());
         if b.len() >= BATCH_RECORDS * RECORD_SIZE {
@@ -175,7 +194,7 @@ mod tests {
             proto: 6,
             tcp_seq: 123_456_789,
         };
-        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, false);
+        log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, 0);
         log.record(
             1_025_000_000,
             1_025_000_850,
@@ -185,9 +204,9 @@ mod tests {
             0,
             Event::Departure,
             0,
-            false,
+            flag::CE_MARKED,
         );
-        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, true);
+        log.record(1_030_000_000, 1_030_000_100, 8, &key, 52, 1, Event::Drop, 1, flag::COPY);
         log.close().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);

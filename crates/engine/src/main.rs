@@ -6,19 +6,17 @@
 
 mod attach;
 mod clock;
-mod forwarder;
-mod log;
-mod stats;
 mod sys;
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use attach::{Egress, RxRing};
-// The configuration parser lives in the library, so tests parse configs with it too.
 use engine::config::{Attach, Config};
-use forwarder::Forwarder;
-use stats::{Calibration, Lateness, RunStats};
+use engine::forwarder::{Forwarder, Hosts};
+use engine::stats::{Calibration, Lateness, RunStats};
+use engine::{capture, log};
+use linkem::Nanos;
 
 const TOKEN_TIMER: u64 = u64::MAX;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
@@ -41,6 +39,22 @@ fn main() {
     if let Err(e) = run(cfg) {
         eprintln!("tlab-engine: {e}");
         std::process::exit(1);
+    }
+}
+
+/// The hosts as the real-time engine reaches them: their TUN devices or veth ends, and
+/// CLOCK_MONOTONIC.
+struct RealHosts {
+    egress: Vec<Egress>,
+}
+
+impl Hosts for RealHosts {
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+        self.egress[host].send(packet).is_ok()
+    }
+
+    fn now(&self) -> Nanos {
+        clock::now_ns()
     }
 }
 
@@ -70,10 +84,27 @@ fn run(cfg: Config) -> Result<(), String> {
                 rings.push(Some(ring));
                 egress.push(eg);
             }
+            Attach::Simulated => {
+                return Err(format!(
+                    "hosts[{i}] ({}): a simulated host (tlab-sim runs those; tlab-engine needs a TUN or veth)",
+                    h.name
+                ))
+            }
         }
     }
     let log = log::PacketLog::create(&cfg.log_path).map_err(|e| format!("{}: {e}", cfg.log_path.display()))?;
-    let mut fwd = Forwarder::new(&cfg, egress, log)?;
+    let mut fwd = Forwarder::new(&cfg, RealHosts { egress }, log)?;
+    if let Some(c) = &cfg.capture {
+        let captured: Vec<(usize, String)> = c
+            .directions
+            .iter()
+            .map(|&d| (d, cfg.directions[d].name.clone()))
+            .collect();
+        let mono_to_real = clock::real_ns() as i64 - clock::now_ns() as i64;
+        let capture = capture::Capture::create(&c.path, c.snaplen, &captured, cfg.log_directions(), mono_to_real)
+            .map_err(|e| format!("capture.path {}: {e}", c.path.display()))?;
+        fwd.set_capture(capture);
+    }
     // After the log thread exists, so only the forwarding thread runs real-time.
     if let Some(prio) = cfg.realtime_priority {
         sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
@@ -228,7 +259,7 @@ fn run(cfg: Config) -> Result<(), String> {
         fwd.packets_in,
         fwd.packets_out,
     );
-    let log_error = fwd.close_log().err().map(|e| e.to_string());
+    let log_error = fwd.close_outputs().err();
     let stats = RunStats {
         directions,
         unintended_drops: unintended,
@@ -249,7 +280,7 @@ fn run(cfg: Config) -> Result<(), String> {
     let json = serde_json::to_string_pretty(&stats).expect("stats serialise");
     std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
     match log_error {
-        Some(e) => Err(format!("{}: {e}", cfg.log_path.display())),
+        Some(e) => Err(e),
         None => Ok(()),
     }
 }

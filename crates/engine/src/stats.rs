@@ -29,6 +29,9 @@ pub struct DirectionStats {
     /// Dropped by an active queue management decision (RED, CoDel, PIE, FQ-CoDel) before
     /// the queue was full.
     pub drops_aqm: u64,
+    /// ECN marks: packets a queue with ECN on set to CE instead of dropping (including
+    /// packets that were CE already).
+    pub marks: u64,
 }
 
 #[derive(Debug, Default, Serialize)]

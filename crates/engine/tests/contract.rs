@@ -5,17 +5,11 @@
 //! reads, tests/data/packets_v<version>.tlog, is checked by the writer's own unit test in
 //! src/log.rs.)
 
-// The writer lives in the binary's modules; compiling its source here tests the very
-// code the engine runs. Parts of it this test does not call are not dead in the engine.
-#[allow(dead_code)]
-#[path = "../src/log.rs"]
-mod log;
-
 use std::path::{Path, PathBuf};
 
+use engine::log::{self, reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
 use engine::wire::FlowKey;
 use linkem::DropReason;
-use log::{reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
 use serde_json::Value;
 
 const HEADER_SIZE: usize = 16;
@@ -49,7 +43,7 @@ fn written(name: &str, records: &[Record]) -> Vec<u8> {
             r.direction,
             r.event,
             r.reason,
-            r.copy,
+            log::flag::copy(r.copy),
         );
     }
     log.close().unwrap();
@@ -179,6 +173,22 @@ fn a_written_log_carries_the_contract_version_and_record_size() {
         "header record size"
     );
     assert_eq!(bytes.len(), HEADER_SIZE + records.len() * RECORD_SIZE);
+}
+
+#[test]
+fn flags_match_the_contract() {
+    let contract = contract();
+    let file: Vec<(u64, &str)> = contract["packet_log_flags"]
+        .as_array()
+        .expect("packet_log_flags is a list")
+        .iter()
+        .map(|f| (f["bit"].as_u64().unwrap(), f["name"].as_str().unwrap()))
+        .collect();
+    let ours = [(log::flag::COPY, "copy"), (log::flag::CE_MARKED, "ce_marked")];
+    let ours: Vec<(u64, &str)> = ours.iter().map(|&(b, n)| (u64::from(b.trailing_zeros()), n)).collect();
+    assert_eq!(file, ours);
+    assert_eq!(log::flag::copy(true), log::flag::COPY);
+    assert_eq!(log::flag::copy(false), 0);
 }
 
 #[test]

@@ -74,3 +74,69 @@ fn model_reasons_stay_below_the_engines() {
         }
     }
 }
+
+/// The queue disciplines and the parameters each takes, as the scenario schema reads them
+/// from the contract: the same names in the same order as `DISCIPLINES`; every parameter
+/// any discipline has is accepted by exactly the disciplines the contract lists it for;
+/// `ecn` exactly by those it calls `aqm`.
+#[cfg(feature = "serde")]
+#[test]
+fn queue_disciplines_match_the_contract() {
+    use linkem::spec::queue::DISCIPLINES;
+    use linkem::spec::QueueSpec;
+
+    let contract = contract();
+    let entries = contract["queue_disciplines"]
+        .as_array()
+        .expect("queue_disciplines is a list");
+    let names: Vec<&str> = entries.iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, DISCIPLINES);
+    // A value in range for every parameter any discipline has.
+    let samples = [
+        ("min_th", "3"),
+        ("max_th", "9"),
+        ("max_p", "0.2"),
+        ("w_q", "0.01"),
+        ("gentle", "false"),
+        ("avpkt_bytes", "1200"),
+        ("target_ns", "2000000"),
+        ("interval_ns", "50000000"),
+        ("mtu_bytes", "1500"),
+        ("t_update_ns", "10000000"),
+        ("alpha", "0.1"),
+        ("beta", "1.0"),
+        ("max_burst_ns", "100000000"),
+        ("mean_packet_bytes", "1000"),
+        ("mark_ecnth", "0.2"),
+        ("flows", "64"),
+        ("quantum_bytes", "300"),
+    ];
+    let parse = |json: String| {
+        serde_json::from_str::<QueueSpec>(&json).and_then(|q| {
+            q.validate().map_err(serde::de::Error::custom)?;
+            Ok(q)
+        })
+    };
+    let mut listed = HashSet::new();
+    for e in entries {
+        let name = e["name"].as_str().unwrap();
+        let params: Vec<&str> = e["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        listed.extend(params.iter().copied());
+        for (field, value) in samples {
+            let got = parse(format!(
+                r#"{{"discipline": "{name}", "packets": 100, "{field}": {value}}}"#
+            ));
+            assert_eq!(got.is_ok(), params.contains(&field), "{name} with {field}: {got:?}");
+        }
+        let aqm = e["aqm"].as_bool().unwrap();
+        let got = parse(format!(r#"{{"discipline": "{name}", "packets": 100, "ecn": true}}"#));
+        assert_eq!(got.is_ok(), aqm, "{name} with ecn: {got:?}");
+    }
+    let sampled: HashSet<&str> = samples.iter().map(|s| s.0).collect();
+    assert_eq!(listed, sampled, "every parameter in the contract has a sample here");
+}

@@ -23,14 +23,17 @@ from transportlab.artefacts.rundir import RunDir
 
 FILE = "summary.parquet"
 AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
-RUN_COLUMNS = ["run_dir", "run_id", "scenario", "point", "repetition", "seed"]
+RUN_COLUMNS = ["run_dir", "run_id", "scenario", "mode", "point", "repetition", "seed"]
 # Scalar flow metrics copied as they are, in display order.
 FLOW_SCALARS = [
     "bytes_delivered",
     "throughput_bps",
     "goodput_bps",
+    "throughput_arrivals_bps",
+    "path_ipdv_ms",
     "completion_s",
     "loss_rate",
+    "marks",
     "retransmissions",
     "lost_packets",
     "packets_sent_by_data_sender",
@@ -38,6 +41,9 @@ FLOW_SCALARS = [
     "complete",
     "window_limited",
     "bottleneck",
+    "records_sent",
+    "records_delivered",
+    "records_late_share",
 ]
 STATS = ("mean", "p50", "p95", "p99")
 PROBE_STATS = ("mean", "std", "min", "max", "p50", "p95", "p99")
@@ -49,6 +55,7 @@ def _base(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) -> d
         "run_dir": str(run_dir),
         "run_id": r.run_id,
         "scenario": r.scenario,
+        "mode": scenario.mode if scenario else "emulated",
         "point": r.point,
         "repetition": r.repetition,
         "seed": r.seed,
@@ -74,7 +81,12 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
     for name, f in m.flows.items():
         row = dict(base, flow=name, protocol=f.protocol, cc=f.cc, **{"from": f.from_, "to": f.to})
         row.update({k: getattr(f, k) for k in FLOW_SCALARS})
-        for metric, stats in (("queueing_delay", f.queueing_delay_ms), ("rtt", f.rtt_ms)):
+        for metric, stats in (
+            ("queueing_delay", f.queueing_delay_ms),
+            ("rtt", f.rtt_ms),
+            ("record_latency", f.record_latency_ms),
+            ("path_delay", f.path_delay_ms),
+        ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None
         row["window_bytes"] = w.bytes.get(name) if w else None

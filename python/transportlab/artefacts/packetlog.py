@@ -37,6 +37,8 @@ if RECORD.itemsize != _RECORD_SIZE:  # the dtype above must follow the contract'
 
 ARRIVAL, DEPARTURE, DROP = 1, 2, 3
 NO_DIRECTION = 0xFFFF
+FLAG_COPY = contract.packet_log_flags()["copy"]
+FLAG_CE_MARKED = contract.packet_log_flags()["ce_marked"]
 REASONS = contract.drop_reasons()
 UNINTENDED_REASONS = contract.unintended_reasons()
 

@@ -7,7 +7,7 @@ lists them). Records written before versions existed read as version 1."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -98,6 +98,10 @@ class ScenarioRecord(_Record):
     probes: list[ProbeRecord]
     sysctls: dict[str, dict[str, Any]] = {}
     analysis: dict[str, Any] = {}
+    # "emulated" (namespaces and the engine) or "simulated" (tlab-sim, virtual time), and
+    # in a simulated run which stack played each protocol ("quinn-proto", …).
+    mode: Literal["emulated", "simulated"] = "emulated"
+    stacks: dict[str, str] = {}
 
     def flow(self, name: str) -> FlowRecord | None:
         return next((f for f in self.flows if f.name == name), None)
@@ -143,8 +147,15 @@ class FlowMetrics(_Record):
     complete: bool | None = None
     rtt_ms: Stats | None = None
     queueing_delay_ms: Stats | None = None
+    # The S4 study's definitions, from the log, for every protocol: bytes delivered over
+    # (last − first arrival at the receiver); data packets' one-way delay across the path
+    # and its mean absolute ipdv.
+    throughput_arrivals_bps: float | None = None
+    path_delay_ms: Stats | None = None
+    path_ipdv_ms: float | None = None
     loss_rate: float | None = None
     drops: dict[str, int] = {}
+    marks: int = 0  # ECN marks on the flow's packets (CE set by a queue)
     retransmissions: int | None = None
     window_limited: bool | None = None
     lost_packets: int | None = None
@@ -158,6 +169,14 @@ class FlowMetrics(_Record):
     bytes_sent_by_data_sender: int | None = None
     packets_sent_by_data_receiver: int | None = None
     bytes_sent_by_data_receiver: int | None = None
+    # tcp records workload (docs/metrics.md): sent by the server, handed over by the client.
+    records_sent: int | None = None
+    records_delivered: int | None = None
+    records_malformed: int | None = None
+    records_via_packet: int | None = None
+    record_latency_ms: Stats | None = None
+    records_late_share: float | None = None
+    records_rtt_ms: float | None = None
 
 
 class ProbeMetrics(_Record):
@@ -177,6 +196,7 @@ class LinkMetrics(_Record):
     capacity_bps: float | None = None
     utilisation: float | None = None
     drops: dict[str, int] = {}
+    marks: int = 0
 
 
 class WindowMetrics(_Record):

@@ -34,6 +34,8 @@ class Files:
     server_series: Path
     client_summary: Path
     client_series: Path
+    server_qlog: Path  # QUIC only: qlog (JSON-SEQ) of the connection
+    client_qlog: Path
 
     @classmethod
     def of(cls, raw: Path, name: str) -> Files:
@@ -42,6 +44,8 @@ class Files:
             raw / f"{name}-server.arrow",
             raw / f"{name}-client.json",
             raw / f"{name}-client.arrow",
+            raw / f"{name}-server.sqlog",
+            raw / f"{name}-client.sqlog",
         )
 
 

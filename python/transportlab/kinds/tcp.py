@@ -1,4 +1,5 @@
-"""Kernel TCP: bulk (upload/download for a duration or N bytes) and objects, optional
+"""Kernel TCP: bulk (upload/download for a duration or N bytes), objects, and paced
+records (`size` bytes every `interval`, received `ordered` or `unordered`), optional
 TLS 1.3, the kernel's congestion controls and the lab's own as BPF programs (`tcp-server`
 / `tcp-client` in docs/agent.md, docs/bpf.md)."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab import contract
+from transportlab import metrics as M
 from transportlab.kinds.base import (
     Endpoints,
     Files,
@@ -39,17 +41,59 @@ OTHER_LINUX_TCP_CC = frozenset(
     }
 )
 MSS_RANGE = (88, 65495)
+# A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
+RECORD_RANGE = (19, 16 * 2**20)
 
 
 class Tcp(FlowKind):
     name = "tcp"
     ip_proto = 6
-    fields = frozenset({"cc", "cc_params", "direction", "bytes", "objects", "mss", "tls", "tcp_info_interval"})
+    fields = frozenset(
+        {
+            "cc",
+            "cc_params",
+            "direction",
+            "bytes",
+            "objects",
+            "mss",
+            "tls",
+            "tcp_info_interval",
+            "size",
+            "interval",
+            "delivery",
+        }
+    )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
+        if {"size", "interval", "delivery"} & given:
+            self._check_records(spec, given)
+
+    @staticmethod
+    def _check_records(spec, given) -> None:
+        """Paced records: the server writes one record of `size` bytes every `interval`
+        until the flow stops; the client receives them as `delivery` says."""
+        for k in ("size", "interval"):
+            if getattr(spec, k) is None:
+                raise FieldIssue(f"tcp records need size and interval ({k} is missing)", (k,))
+        if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
+            raise FieldIssue(
+                f"a tcp record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB", ("size",), spec.size
+            )
+        for k in ("bytes", "objects"):
+            if k in given:
+                raise FieldIssue(f"tcp records run until stop; {k} does not apply", (k,))
+        if "direction" in given and spec.direction != "download":
+            raise FieldIssue('tcp records are sent by the server: direction must be "download"', ("direction",))
+        spec.direction = "download"
+        if spec.delivery is None:
+            spec.delivery = "ordered"
+        if spec.delivery == "unordered" and spec.tls:
+            raise FieldIssue(
+                "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
+            )
 
     def check_cc(self, spec) -> str:
         cc = spec.cc or self.default_cc
@@ -103,6 +147,19 @@ class Tcp(FlowKind):
             client += ["--mss", str(flow.mss)]
         if flow.objects is not None:
             client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size)]
+        elif flow.delivery is not None:
+            client += [
+                "--record-size",
+                str(flow.size),
+                "--record-interval",
+                duration_arg(flow.interval),
+                "--duration",
+                duration_arg(flow.end - flow.start),
+                "--delivery",
+                flow.delivery,
+                "--record-series",
+                str(records_series(files)),
+            ]
         else:
             client += ["--direction", flow.direction]
             client += (
@@ -117,8 +174,41 @@ class Tcp(FlowKind):
         # capped it, and the run says so.
         info = sender.get("tcp_info") or {}
         limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
-        return {
+        out = {
             "retransmissions": sender.get("retransmits"),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
+        if client.get("mode") == "records":
+            out.update(records_metrics(run, flow["name"], client, sender))
+        return out
+
+
+def records_series(files: Files):
+    """The client's per-record series beside its TCP_INFO series."""
+    return files.client_series.with_name(files.client_series.stem + "-records.arrow")
+
+
+def records_metrics(run, name: str, client: dict, sender: dict) -> dict[str, Any]:
+    """Per-record latency and the share of records late by one RTT or more (docs/metrics.md).
+    The RTT is the sending connection's minimum RTT as the kernel measured it
+    (tcp_info.min_rtt_us): the path's round trip without queueing."""
+    received = client.get("records") or {}
+    sent = (sender.get("records") or {}).get("records_sent")
+    series = run.series(f"{name}-client-records")
+    lat = M.record_latencies(series) if series is not None else None
+    min_rtt_us = (sender.get("tcp_info") or {}).get("min_rtt_us")
+    rtt_ns = min_rtt_us * 1e3 if min_rtt_us else None
+    stats = None
+    if lat is not None and len(lat):
+        s = M.summarize(lat / 1e6)
+        stats = {k: s[k] for k in ("mean", "p50", "p95", "p99")}
+    return {
+        "records_sent": sent,
+        "records_delivered": int(len(lat)) if lat is not None else None,
+        "records_malformed": received.get("malformed"),
+        "records_via_packet": received.get("via_packet"),
+        "record_latency_ms": stats,
+        "records_late_share": M.late_share(lat, sent, rtt_ns) if lat is not None and sent and rtt_ns else None,
+        "records_rtt_ms": rtt_ns / 1e6 if rtt_ns else None,
+    }

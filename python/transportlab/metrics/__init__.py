@@ -13,6 +13,7 @@ from transportlab.metrics.fairness import byte_difference, jain_index, pairwise_
 from transportlab.metrics.jitter import ipdv_rfc3393, ipdv_rfc3393_series, jitter_rfc3550, jitter_rfc3550_series
 from transportlab.metrics.logflows import Flow, flow_codes, flow_mask, flow_path, flows, select
 from transportlab.metrics.loss import drops_by_reason, flow_loss, link_loss, unintended_drops
+from transportlab.metrics.record_latency import late_share, record_latencies
 from transportlab.metrics.retransmissions import (
     count_retransmissions_from_log,
     retransmissions_from_log,
@@ -57,6 +58,8 @@ __all__ = [
     "link_utilisation",
     "crossing_time",
     "delta_fair_convergence",
+    "record_latencies",
+    "late_share",
     "probe_rtts",
     "rtt_stats",
     "summarize",

@@ -9,11 +9,18 @@ from pathlib import Path
 
 import numpy as np
 
+from transportlab import contract
 from transportlab import metrics as M
 from transportlab.artefacts.records import MetricsRecord
 from transportlab.artefacts.rundir import RunDir
 from transportlab.kinds import kind
 from transportlab.metrics._records import actual_t
+
+# A link's drops by reason: the link model's own reasons (the engine's are unintended and
+# counted for the run as a whole).
+_LINK_REASONS = tuple(
+    name for code, name in contract.drop_reasons().items() if code not in contract.unintended_reasons()
+)
 
 
 def _ip(addr: str) -> int:
@@ -92,10 +99,31 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
             records, bottleneck, f, rate_bps=spec.get("rate"), fixed_delay_ns=int(spec.get("delay", 0) * 1e9)
         )
         out["queueing_delay_ms"] = _stats_ms(q["queueing_ns"].to_numpy())
+    out.update(_path_metrics(records, f, path, delivered, dep))
     loss = M.flow_loss(records, f, path=path)
     out["loss_rate"] = loss.get("loss_rate")
     out["drops"] = {k: int(v) for k, v in loss.get("by_reason", {}).items()}
+    out["marks"] = loss["marks"]
     out.update(_wire_counts(records, f))
+    return out
+
+
+def _path_metrics(records, f: M.Flow, path: list[int], delivered: int, dep) -> dict:
+    """The S4 study's per-flow definitions, from the packet log, for every protocol:
+    throughput over the span of arrivals at the receiver, the one-way delay of every data
+    packet across the path, and its RFC 3393 ipdv."""
+    out: dict = {"throughput_arrivals_bps": None, "path_delay_ms": None, "path_ipdv_ms": None}
+    if dep is not None and len(dep) > 1:
+        t = actual_t(dep)
+        span_ns = int(t.max()) - int(t.min())
+        if span_ns > 0:
+            out["throughput_arrivals_bps"] = delivered * 8 / (span_ns / 1e9)
+    if path:
+        d = M.one_way_delay(records, f, path=path)
+        d = d[~d["copy"]] if len(d) else d
+        if len(d):
+            out["path_delay_ms"] = _stats_ms(d["delay_ns"].to_numpy())
+            out["path_ipdv_ms"] = M.ipdv_rfc3393(d["delay_ns"].to_numpy(dtype=float)) / 1e6
     return out
 
 
@@ -173,10 +201,8 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             "delivered_bits": delivered_bits,
             "capacity_bps": cap,
             "utilisation": M.link_utilisation(records, i, cap, *window) if cap else None,
-            "drops": {
-                "queue_full": int(row.get("queue_full", 0)),
-                "random_loss": int(row.get("random_loss", 0)),
-            },
+            "drops": {name: int(row.get(name, 0)) for name in _LINK_REASONS},
+            "marks": int(row["marks"]),
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
     record = MetricsRecord.model_validate(

@@ -15,14 +15,14 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, FLAG_COPY
 from transportlab.metrics._records import actual_t, col, take
 from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
 
 def _keys(records) -> np.ndarray:
     return (col(records, "packet_id").astype(np.uint64) << np.uint64(1)) | (
-        col(records, "flags").astype(np.uint64) & np.uint64(1)
+        col(records, "flags").astype(np.uint64) & np.uint64(FLAG_COPY)
     )
 
 
@@ -84,7 +84,7 @@ def _pair(
     out = pd.DataFrame(
         {
             "packet_id": col(dep, "packet_id")[ok].astype(np.uint64),
-            "copy": (col(dep, "flags")[ok] & 1).astype(bool),
+            "copy": (col(dep, "flags")[ok] & FLAG_COPY).astype(bool),
             "size": col(dep, "size")[ok].astype(np.int64),
             "arrival_ns": ta[m[ok]],
             "departure_ns": td[ok],

@@ -8,7 +8,16 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, DROP, NO_DIRECTION, REASONS, UNINTENDED_REASONS
+from transportlab.artefacts.packetlog import (
+    ARRIVAL,
+    DEPARTURE,
+    DROP,
+    FLAG_CE_MARKED,
+    FLAG_COPY,
+    NO_DIRECTION,
+    REASONS,
+    UNINTENDED_REASONS,
+)
 from transportlab.metrics._records import col, take
 from transportlab.metrics.logflows import Flow, flow_mask, flow_path
 
@@ -60,6 +69,8 @@ def link_loss(records, directions: Sequence[int] | None = None) -> pd.DataFrame:
     by = drops.groupby(["direction", "reason"]).size().unstack(fill_value=0) if len(drops) else pd.DataFrame()
     for r in sorted(by.columns):
         out[_reason_name(r)] = by[r].reindex(idx, fill_value=0)
+    marked = (ev == DEPARTURE) & ((col(records, "flags") & FLAG_CE_MARKED) != 0)
+    out["marks"] = pd.Series(d[marked]).value_counts().reindex(idx, fill_value=0)
     out = out.astype(np.int64)
     out["loss_rate"] = out["drops"] / out["arrivals"].where(out["arrivals"] > 0)
     return out
@@ -75,14 +86,16 @@ def flow_loss(records, flow: Flow, path: Sequence[int] | None = None) -> dict:
       the path, or engine-level);
     - `loss_rate` = dropped / offered (NaN if nothing was offered);
     - `by_reason`: {reason name: count} of those original-packet drops;
-    - `by_direction`: `drops_by_reason(records, flow)` (all drop records, copies included).
+    - `by_direction`: `drops_by_reason(records, flow)` (all drop records, copies included);
+    - `marks`: ECN marks a queue put on the flow's packets = departure records with the
+      `ce_marked` flag (a copy marked on its own counts too).
     `path` defaults to `flows.flow_path`.
     """
     p = tuple(path) if path is not None else flow_path(records, flow)
     fm = flow_mask(records, flow)
     fr = take(records, fm)
     ev, d, flags, reason = col(fr, "event"), col(fr, "direction"), col(fr, "flags"), col(fr, "reason")
-    orig = (flags & 1) == 0
+    orig = (flags & FLAG_COPY) == 0
     offered = 0
     if p:
         offered += int(((ev == ARRIVAL) & (d == p[0]) & orig).sum())
@@ -96,4 +109,5 @@ def flow_loss(records, flow: Flow, path: Sequence[int] | None = None) -> dict:
         "loss_rate": dropped / offered if offered else float("nan"),
         "by_reason": {_reason_name(c): int(n) for c, n in zip(codes, counts)},
         "by_direction": drops_by_reason(fr),
+        "marks": int(((ev == DEPARTURE) & ((flags & FLAG_CE_MARKED) != 0)).sum()),
     }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.packetlog import ARRIVAL
+from transportlab.artefacts.packetlog import ARRIVAL, FLAG_COPY
 from transportlab.metrics._records import col, take
 from transportlab.metrics.logflows import Flow, flow_mask
 
@@ -43,7 +43,7 @@ def retransmissions_from_log(
     direction. Returns the flagged segments: columns t_ns, packet_id, tcp_seq, size.
     """
     m = flow_mask(records, flow) & (col(records, "direction") == direction) & (col(records, "event") == event)
-    m &= (col(records, "flags") & 1) == 0
+    m &= (col(records, "flags") & FLAG_COPY) == 0
     m &= col(records, "size").astype(np.int64) > header_bytes
     seg = take(records, m)
     t = col(seg, "t_ns").astype(np.int64)

@@ -23,10 +23,11 @@ from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
 
 TUN_MTU = 1500
-# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "tun" until the
-# veth attachment has passed the whole e2e suite, or "veth" (AF_PACKET ring with
-# kernel receive timestamps) or "tun".
-DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "tun")
+# How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "veth" (the
+# engine reads AF_PACKET rings whose frames carry the kernel's receive timestamp, so its
+# own wake-up never delays an arrival: bench/engine measures it closer to the floor than
+# TUN) or "tun" (arrival = when the engine read the TUN device).
+DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
@@ -90,8 +91,11 @@ class Network:
         spin_us: float = 20.0,
         realtime_priority: int | None = 10,
         attach: str | None = None,
+        capture: tuple[int, tuple[str, ...]] | None = None,
     ):
         self.topology = topology
+        # (snaplen, direction names): the engine writes `capture_path` (pcapng).
+        self.capture = capture
         self.workdir = Path(workdir)
         self.seed = seed
         self.run_id = run_id or secrets.token_hex(3)
@@ -139,6 +143,10 @@ class Network:
     @property
     def stats_path(self) -> Path:
         return self.workdir / "engine.json"
+
+    @property
+    def capture_path(self) -> Path:
+        return self.workdir / "capture.pcapng"
 
     # -- lifecycle ---------------------------------------------------------------
     def __enter__(self) -> Network:
@@ -195,6 +203,14 @@ class Network:
         if self.attach == "veth":
             config["netns"] = self.engine_namespace
             config["mtu"] = TUN_MTU
+        if self.capture is not None:
+            snaplen, names = self.capture
+            index = {name: i for i, (name, _) in enumerate(self.topology.directions())}
+            config["capture"] = {
+                "path": str(self.capture_path),
+                "snaplen": snaplen,
+                "directions": [index[n] for n in names],
+            }
         config["spin_ns"] = int(self.spin_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config_path = self.workdir / "engine-config.json"

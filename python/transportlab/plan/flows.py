@@ -36,14 +36,15 @@ class Flow:
     cc: str | None = None
     cc_params: dict = field(default_factory=dict)
     rate: float | None = None  # udp: payload bits/s; quic messages: message bits/s
-    interval: float | None = None  # udp: seconds between bursts; quic: between messages
-    size: int | None = None  # udp: datagram payload bytes; quic: message bytes
+    interval: float | None = None  # udp: seconds between bursts; quic: between messages; tcp: records
+    size: int | None = None  # udp: datagram payload bytes; quic: message bytes; tcp: record bytes
     burst: int = 1  # udp: datagrams per deadline
     streams: int = 1
     mss: int | None = None  # tcp: TCP_MAXSEG; quic: datagram size
     tls: bool = False  # tcp: TLS 1.3 over the connection ("HTTPS")
     rcvbuf: int | None = None  # quic: UDP socket receive buffer of both ends (bytes)
     tcp_info_interval: float | None = None  # tcp only
+    delivery: Literal["ordered", "unordered"] | None = None  # tcp records: how they are received
 
     @property
     def sender(self) -> str:
@@ -79,6 +80,14 @@ class Analysis:
 
 
 @dataclass(frozen=True)
+class Capture:
+    """pcapng capture: the first `snaplen` bytes of the packets leaving `directions`."""
+
+    snaplen: int
+    directions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Resolved:
     """A validated scenario (one sweep point) lowered for the runner."""
 
@@ -94,3 +103,4 @@ class Resolved:
     probes: tuple[Probe, ...]
     sysctls: dict[str, dict[str, str]]
     analysis: Analysis
+    capture: Capture | None = None

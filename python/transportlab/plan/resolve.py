@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from transportlab.kinds import kind
-from transportlab.plan.flows import Analysis, Flow, Objects, Probe, Resolved
+from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Probe, Resolved
 from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.scenario.queues import bdp_packets
 from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
@@ -26,6 +26,7 @@ def _path(d: PathSpec, queue_packets: int | None) -> Direction:
         trace_ms=d.trace_ms,
         queue_packets=queue_packets,
         queue_bytes=d.queue.bytes if d.queue is not None else None,
+        queue_discipline=tuple(d.queue.engine_discipline().items()) if d.queue is not None else (),
         delay=d.delay,
         jitter=d.jitter,
         distribution=d.distribution,
@@ -124,6 +125,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 tls=f.tls,
                 rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
                 tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
+                delivery=f.delivery,
             )
         )
     return out
@@ -168,4 +170,12 @@ def resolve(s: Scenario) -> Resolved:
             fairness_hold=a.fairness_hold,
             bottleneck=a.bottleneck,
         ),
+        capture=Capture(
+            snaplen=s.capture.snaplen,
+            directions=tuple(
+                s.capture.directions or [f"{link.name}.{w}" for link in s.links for w in ("forward", "reverse")]
+            ),
+        )
+        if s.capture is not None
+        else None,
     )

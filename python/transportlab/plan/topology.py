@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from transportlab.plan.units import to_ns
 from transportlab.scenario import graph
@@ -36,6 +36,8 @@ class Direction:
     trace_ms: tuple[int, ...] | None = None
     queue_packets: int | None = None
     queue_bytes: int | None = None
+    # The queue's discipline, `ecn` and parameters in the engine's names (empty: drop-tail).
+    queue_discipline: tuple[tuple[str, Any], ...] = ()
     delay: float = 0.0
     jitter: float = 0.0
     distribution: Distribution = "normal"
@@ -71,6 +73,9 @@ class Direction:
             queue = {"bytes": self.queue_bytes}
         else:
             queue = "unlimited"
+        if self.queue_discipline:
+            assert isinstance(queue, dict)  # the schema gives every discipline a limit
+            queue = {**queue, **dict(self.queue_discipline)}
         if self.gilbert_elliott is not None:
             ge = self.gilbert_elliott
             loss = {"gilbert_elliott": {"p": ge.p, "r": ge.r, "h": ge.h, "k": ge.k}}

@@ -18,7 +18,7 @@ import pandas as pd
 from transportlab.artefacts.catalogue import RUN_COLUMNS
 from transportlab.report.plots import Plot
 from transportlab.report.rundata import RunData, as_float
-from transportlab.report.table import FLOW_METRICS
+from transportlab.report.table import FLOW_METRICS, SHOWN_WHEN_NONZERO
 
 CSS = """
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --bg:#ffffff; --alt:#f6f8fa; --accent:#0969da;
@@ -300,6 +300,7 @@ def _flows_table(rd: RunData) -> str:
         "RTT p99",
         "loss",
         "retransmissions",
+        "ECN marks",
         "bottleneck",
     ]
     rows = []
@@ -326,6 +327,7 @@ def _flows_table(rd: RunData) -> str:
                 cell(fmt_ms(stat(r, "p99"))),
                 cell(fmt_pct(f.get("loss_rate"))),
                 cell(fmt_num(f.get("retransmissions"))),
+                cell(fmt_num(f.get("marks"))),
                 cell(rd.direction_name(f.get("bottleneck")) if f.get("bottleneck") is not None else "—", False),
             ]
         )
@@ -497,10 +499,26 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
     body.append('<h2 id="scenario">Scenario</h2>' + scenario_section(rd.scenario))
     files = sorted(p for p in rd.raw.glob("*") if p.is_file()) if rd.raw.is_dir() else []
     if files:
+        qlogs = [p for p in files if p.suffix == ".sqlog"]
+        note = (
+            '<p class="small">QUIC connections\' qlog (JSON-SEQ): '
+            + ", ".join(f'<a href="raw/{escape(p.name)}">{escape(p.name)}</a>' for p in qlogs)
+            + " — open them in qvis.</p>"
+            if qlogs
+            else ""
+        )
         body.append(
-            "<h2>Raw artefacts</h2>"
+            '<h2 id="raw">Raw artefacts</h2>'
+            + note
             + table(
-                ["file", "size"], [[cell(f"raw/{p.name}", False), cell(fmt_bytes(p.stat().st_size))] for p in files]
+                ["file", "size"],
+                [
+                    [
+                        f'<td><a href="raw/{escape(p.name)}">raw/{escape(p.name)}</a></td>',
+                        cell(fmt_bytes(p.stat().st_size)),
+                    ]
+                    for p in files
+                ],
             )
         )
     return page(title, "".join(body))
@@ -513,9 +531,11 @@ _SWEEP_FMT = {
     "goodput_bps": fmt_rate,
     "completion_s": fmt_s,
     "queueing_delay_mean_ms": fmt_ms,
+    "queueing_delay_p99_ms": fmt_ms,
     "rtt_mean_ms": fmt_ms,
     "loss_rate": fmt_pct,
     "retransmissions": fmt_num,
+    "marks": fmt_num,
 }
 
 
@@ -537,7 +557,13 @@ def _mmm(row, m: str, f) -> str:
 def sweep_summary_table(agg: pd.DataFrame) -> str:
     if agg.empty:
         return "<p>No flows.</p>"
-    metrics = [(c, l) for c, l, _ in FLOW_METRICS if f"{c}_mean" in agg and not agg[f"{c}_mean"].isna().all()]
+    metrics = [
+        (c, l)
+        for c, l, _ in FLOW_METRICS
+        if f"{c}_mean" in agg
+        and not agg[f"{c}_mean"].isna().all()
+        and not (c in SHOWN_WHEN_NONZERO and (agg[f"{c}_max"].fillna(0) == 0).all())
+    ]
     head1 = "".join(f"<th rowspan=2>{h}</th>" for h in ("point", "flow", "protocol / cc", "runs"))
     head1 += "".join(f'<th colspan=2 style="text-align:center">{escape(l)}</th>' for _, l in metrics)
     head2 = "".join("<th>mean (std)</th><th>min / median / max</th>" for _ in metrics)
@@ -554,7 +580,7 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
             f = _SWEEP_FMT.get(m, fmt_num)
             tds += [_mean_std(row, m, f), _mmm(row, m, f)]
         rows.append("<tr>" + "".join(tds) + "</tr>")
-    absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics]
+    absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics and c not in SHOWN_WHEN_NONZERO]
     note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
     return (
         f'<div class="scroll"><table class="sweep"><thead><tr>{head1}</tr><tr>{head2}</tr></thead>'

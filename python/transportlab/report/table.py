@@ -19,18 +19,23 @@ FLOW_METRICS = [
     ("goodput_bps", "goodput", "bit/s"),
     ("completion_s", "completion", "s"),
     ("queueing_delay_mean_ms", "queueing delay (mean)", "ms"),
+    ("queueing_delay_p99_ms", "queueing delay (p99)", "ms"),
     ("rtt_mean_ms", "RTT (mean)", "ms"),
     ("loss_rate", "loss", ""),
     ("retransmissions", "retransmissions", "segments"),
+    ("marks", "ECN marks", "packets"),
     ("lost_packets", "lost packets (QUIC)", "packets"),
     ("packets_sent_by_data_sender", "packets sent (data sender)", "packets"),
     ("bytes_sent_by_data_sender", "bytes sent (data sender)", "bytes"),
 ]
 
+# Flow metrics a table leaves out when every run has 0 (no queue marks without ECN).
+SHOWN_WHEN_NONZERO = {"marks"}
+
 # Columns holding numbers (NaN where a run has none).
 NUMERIC = (
     set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
-    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt") for k in PROBE_STATS}
+    | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency", "path_delay") for k in PROBE_STATS}
     | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
 )
 

@@ -99,7 +99,15 @@ class PairResult:
 
 
 def run_probes(
-    net: Network, src: str, dst: str, workdir: Path, interval: float, count: int, port: int = 7000, tag: str = "probe"
+    net: Network,
+    src: str,
+    dst: str,
+    workdir: Path,
+    interval: float,
+    count: int,
+    port: int = 7000,
+    tag: str = "probe",
+    size: int = 64,
 ) -> dict:
     """Probes from `src` to an echo server on `dst`; returns the probe summary's results."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -107,7 +115,7 @@ def run_probes(
     summary = workdir / f"{tag}.json"
     res = net.run(
         src,
-        probe(net.address(dst), port, interval, count, summary, workdir / f"{tag}.arrow"),
+        probe(net.address(dst), port, interval, count, summary, workdir / f"{tag}.arrow", size=size),
         timeout=interval * count + 10,
         stderr=subprocess.PIPE,
     )

@@ -51,7 +51,8 @@ def execute(
     raw.mkdir(parents=True)
     write_json(run_dir / SCENARIO, record.dump())
 
-    with Network(r.topology, raw, seed=run.seed, run_id=run_id, sysctls=r.sysctls) as net:
+    capture = (r.capture.snaplen, r.capture.directions) if r.capture else None
+    with Network(r.topology, raw, seed=run.seed, run_id=run_id, sysctls=r.sysctls, capture=capture) as net:
         # The lab's BPF congestion controls are registered before any agent starts; a
         # flow's agents select its instance by kernel name.
         jobs: list[Job] = []

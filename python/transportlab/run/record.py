@@ -40,8 +40,9 @@ def numeric_values(values: dict) -> dict[str, tuple[float, str | None]]:
     return out
 
 
-def scenario_record(run: PlannedRun, run_id: str) -> ScenarioRecord:
-    """The scenario as run, in SI units (seconds, bits/s, bytes)."""
+def scenario_record(run: PlannedRun, run_id: str, stacks: dict[str, str] | None = None) -> ScenarioRecord:
+    """The scenario as run, in SI units (seconds, bits/s, bytes); `stacks`: a simulated
+    run's protocol stacks by protocol (None: emulated, the hosts' own)."""
     r = run.resolved
     topo = r.topology
 
@@ -91,5 +92,7 @@ def scenario_record(run: PlannedRun, run_id: str) -> ScenarioRecord:
             "probes": [{**{k: v for k, v in asdict(p).items() if k != "from_"}, "from": p.from_} for p in r.probes],
             "sysctls": r.sysctls,
             "analysis": asdict(r.analysis),
+            "mode": "simulated" if stacks is not None else "emulated",
+            "stacks": stacks or {},
         }
     )

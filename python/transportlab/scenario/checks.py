@@ -65,6 +65,11 @@ def check_scenario(s: Scenario) -> list[Problem]:
     for i, p in enumerate(s.probes):
         if p.name is None:
             p.name = f"probe{i}"
+    link_directions = [f"{link.name}.{w}" for link in s.links for w in ("forward", "reverse")]
+    for i, d in enumerate(s.capture.directions or [] if s.capture else []):
+        if d not in link_directions:
+            known = ", ".join(link_directions)
+            out.append((("capture", "directions", i), f"no such link direction; one of {known}", d))
     items = [("flows", i, f) for i, f in enumerate(s.flows)] + [("probes", i, p) for i, p in enumerate(s.probes)]
     names: list[str] = []
     for _, _, item in items:

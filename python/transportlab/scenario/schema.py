@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from transportlab import contract
 from transportlab.scenario.errors import FieldIssue
 from transportlab.scenario.queues import bdp_packets
 from transportlab.scenario.traces import TraceError, load_trace
@@ -111,13 +112,50 @@ Loss = Annotated[
 ]
 
 
+# Queue disciplines and the engine-config names of their parameters (contracts/). A
+# scenario writes a parameter without its unit suffix: `target = "5ms"` for `target_ns`,
+# `quantum = "1514B"` for `quantum_bytes`.
+DISCIPLINES = contract.queue_disciplines()
+_UNIT_SUFFIXES = (("_ns", "duration"), ("_bytes", "size"))
+
+
+def discipline_parameter(engine_name: str) -> tuple[str, str | None]:
+    """(scenario name, unit kind or None) of a discipline parameter's engine name."""
+    for suffix, unit in _UNIT_SUFFIXES:
+        if engine_name.endswith(suffix):
+            return engine_name[: -len(suffix)], unit
+    return engine_name, None
+
+
 class QueueSpec(_Table):
-    """Exactly one of `packets`, `bytes`, `bdp` (with an optional `rtt` for `bdp`)."""
+    """Exactly one of `packets`, `bytes`, `bdp` (with an optional `rtt` for `bdp`); the
+    discipline (default drop-tail), `ecn` for the AQMs, and the discipline's parameters."""
 
     packets: Count | None = None
     bytes: Size | None = None
     bdp: Annotated[float, Field(gt=0)] | None = None
     rtt: PositiveDuration | None = None
+    discipline: str = "drop_tail"
+    ecn: bool = False
+    # Parameters of the disciplines (docs/scenarios.md); which ones a discipline takes is
+    # checked against the contract below.
+    min_th: Annotated[float, Field(ge=0)] | None = None
+    max_th: Annotated[float, Field(gt=0)] | None = None
+    max_p: Annotated[float, Field(gt=0, le=1)] | None = None
+    w_q: Annotated[float, Field(gt=0, le=1)] | None = None
+    gentle: bool | None = None
+    avpkt: Size | None = None
+    target: PositiveDuration | None = None
+    interval: PositiveDuration | None = None
+    mtu: Size | None = None
+    t_update: Annotated[float, BeforeValidator(parse_duration), Field(ge=100e-6)] | None = None
+    alpha: Annotated[float, Field(ge=0)] | None = None
+    beta: Annotated[float, Field(ge=0)] | None = None
+    max_burst: Duration | None = None
+    mean_packet: Size | None = None
+    mark_ecnth: Annotated[float, Field(ge=0, le=1)] | None = None
+    flows: Annotated[int, Field(ge=1, le=65536)] | None = None
+    quantum: Size | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> QueueSpec:
@@ -128,7 +166,40 @@ class QueueSpec(_Table):
             raise FieldIssue("rtt only goes with bdp", ("rtt",))
         if self.bytes is not None and self.bytes < 1500:
             raise FieldIssue("a byte queue must hold at least one 1500-byte packet", ("bytes",))
+        if self.discipline not in DISCIPLINES:
+            raise FieldIssue(f"unknown queue discipline; one of {', '.join(DISCIPLINES)}", ("discipline",))
+        d = DISCIPLINES[self.discipline]
+        if self.ecn and not d["aqm"]:
+            aqms = ", ".join(n for n, q in DISCIPLINES.items() if q["aqm"])
+            raise FieldIssue(f"{self.discipline} never drops early, so there is nothing to mark ({aqms} do)", ("ecn",))
+        takes = {discipline_parameter(p)[0] for p in d["parameters"]}
+        for name in self.discipline_fields():
+            if getattr(self, name) is not None and name not in takes:
+                theirs = ", ".join(sorted(takes)) or "none"
+                raise FieldIssue(f"not a parameter of {self.discipline} (its parameters: {theirs})", (name,))
+        if self.min_th is not None and self.max_th is not None and self.max_th <= self.min_th:
+            raise FieldIssue("must be above min_th", ("max_th",))
         return self
+
+    @staticmethod
+    def discipline_fields() -> list[str]:
+        """The scenario names of every discipline's parameters."""
+        return sorted({discipline_parameter(p)[0] for q in DISCIPLINES.values() for p in q["parameters"]})
+
+    def engine_discipline(self) -> dict[str, Any]:
+        """The discipline, `ecn` and the parameters given, as the engine config writes
+        them (empty for plain drop-tail, the engine's default)."""
+        if self.discipline == "drop_tail":
+            return {}
+        out: dict[str, Any] = {"discipline": self.discipline}
+        if self.ecn:
+            out["ecn"] = True
+        for engine_name in DISCIPLINES[self.discipline]["parameters"]:
+            name, unit = discipline_parameter(engine_name)
+            value = getattr(self, name)
+            if value is not None:
+                out[engine_name] = int(round(value * 1e9)) if unit == "duration" else value
+        return out
 
 
 class PathSpec(_Table):
@@ -339,7 +410,8 @@ class FlowSpec(_Table):
     objects: ObjectsSpec | None = None
     count: Count | None = None
     # Sending pattern of udp datagrams and of quic messages (constant-rate messages on one
-    # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline.
+    # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline;
+    # tcp records: `size` (bytes in the stream, framing included) every `interval`.
     rate: Rate | None = None
     interval: PositiveDuration | None = None
     size: Size | None = None
@@ -347,6 +419,9 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
+    # tcp records (`size` bytes every `interval`, sent by the server): how the client
+    # receives them, from the socket's stream only or also from the arriving segments.
+    delivery: Literal["ordered", "unordered"] | None = None
     # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).
@@ -417,6 +492,14 @@ class ProbeSpec(_Table):
 # --- the scenario ------------------------------------------------------------------
 
 
+class CaptureSpec(_Table):
+    """pcapng capture of the packets leaving link directions (`tlab pcap`)."""
+
+    snaplen: Annotated[int, Field(ge=20, le=65535)] = 128
+    # "link.forward" / "link.reverse" names; default: every direction of every link.
+    directions: list[str] | None = None
+
+
 class AnalysisSpec(_Table):
     bin: PositiveDuration = 0.100
     window: Annotated[list[Duration], Field(min_length=2, max_length=2)] | None = None
@@ -473,6 +556,7 @@ class Scenario(_Table):
     sysctls: dict[HostName, dict[SysctlKey, int | str]] = Field(default_factory=dict)
     sweep: Annotated[dict[str, Any], BeforeValidator(_check_sweep)] = Field(default_factory=dict)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    capture: CaptureSpec | None = None
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scenario:

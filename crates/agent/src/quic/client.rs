@@ -179,7 +179,12 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let mut cfg = quinn::ClientConfig::new(Arc::new(
         QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
     ));
-    cfg.transport_config(Arc::new(opts.transport(probe.clone())));
+    let qlog = c
+        .qlog
+        .as_deref()
+        .map(|p| super::qlog_file(p, "transportlab quic-client"))
+        .transpose()?;
+    cfg.transport_config(Arc::new(opts.transport(probe.clone(), qlog)));
 
     let connect_start_ns = sys::now_ns();
     let connecting = endpoint
@@ -250,6 +255,8 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
             Mode::Objects => objects == req.object_count,
             Mode::Upload | Mode::Download => req.bytes == 0 || bytes == req.bytes,
             Mode::Messages => true,
+            // Refused by the QUIC request's encoder before the connection starts.
+            Mode::Records => false,
         };
     let stopped_by = if stopped_by_signal {
         Stop::Signal.name()
@@ -335,6 +342,7 @@ async fn transfer_for(
         .await
         .context("cannot send the request")?;
     match req.mode {
+        Mode::Records => anyhow::bail!("records mode is TCP only"),
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);

@@ -5,18 +5,19 @@
 //! runtime (so a transfer uses one core, like a single-threaded QUIC stack, and CPU per
 //! gigabit is comparable), the rest of the agent stays synchronous.
 
-mod cc;
 mod client;
 mod series;
 mod server;
 mod transfer;
 
 use std::net::{SocketAddr, UdpSocket};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use quinn::{MtuDiscoveryConfig, TransportConfig, VarInt};
+use quinn::TransportConfig;
+use quinn_proto::{QlogConfig, QlogStream};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -25,19 +26,8 @@ pub use client::client;
 pub use server::server;
 
 use crate::sys;
+use agent::cc;
 
-/// Receive windows (per stream and per connection) and the send window: 64 MiB, more than
-/// the bandwidth-delay product of a 1 Gbit/s × 200 ms path (25 MB) plus the data a receiver
-/// holds while a loss is repaired, so flow control never limits a transfer before the
-/// congestion window does.
-pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
-/// Concurrent bidirectional streams, and unidirectional streams, each end allows its peer
-/// (objects mode opens a bidirectional one per object in flight, plus the control stream;
-/// a bulk transfer on N streams opens N − 1 unidirectional ones beside the control stream).
-pub const MAX_STREAMS: u64 = 10_000;
-const _: () = assert!(agent::wire::request::MAX_STREAMS < MAX_STREAMS);
-/// Connections go idle (and fail) after this long without any packet.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long a closing endpoint waits for its CONNECTION_CLOSE to go out and drain.
 pub const CLOSE_WAIT: Duration = Duration::from_secs(3);
 /// How often the stop flag (set by SIGTERM/SIGINT) is polled.
@@ -90,25 +80,37 @@ impl Options {
         }
     }
 
-    /// Transport parameters of one connection, with its own controller factory and probe.
-    pub fn transport(&self, probe: Arc<cc::Probe>) -> TransportConfig {
-        let mut t = TransportConfig::default();
-        let window = VarInt::from_u64(WINDOW_BYTES).expect("fits a varint");
-        t.stream_receive_window(window)
-            .receive_window(window)
-            .send_window(WINDOW_BYTES)
-            .max_concurrent_bidi_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
-            .max_concurrent_uni_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
-            .max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("fits")))
-            .congestion_controller_factory(Arc::new(cc::Factory::new(self.cc.clone(), probe)));
-        if let Some(n) = self.datagram_size {
-            t.initial_mtu(n).min_mtu(n).mtu_discovery_config(None);
-        } else {
-            // quinn's default: start at 1200 bytes, discover up to 1452.
-            t.mtu_discovery_config(Some(MtuDiscoveryConfig::default()));
-        }
-        t
+    /// Transport parameters of one connection, with its own controller factory and probe,
+    /// and its qlog written to `qlog` if given.
+    pub fn transport(&self, probe: Arc<cc::Probe>, qlog: Option<QlogStream>) -> TransportConfig {
+        agent::transport::config(&self.cc, probe, self.datagram_size, qlog)
     }
+}
+
+/// A qlog stream (JSON-SEQ) into a new file at `path`, titled `title`, its event times
+/// relative to now.
+pub fn qlog_file(path: &Path, title: &str) -> anyhow::Result<QlogStream> {
+    let file = std::fs::File::create(path).with_context(|| format!("--qlog {}", path.display()))?;
+    let mut cfg = QlogConfig::default();
+    cfg.writer(Box::new(std::io::BufWriter::new(file)))
+        .title(Some(title.to_string()))
+        .start_time(std::time::Instant::now());
+    cfg.into_stream()
+        .with_context(|| format!("--qlog {}: quinn made no qlog stream", path.display()))
+}
+
+/// Where a server writes the qlog of its connection `index`: `path` itself for the first,
+/// `stem-index.ext` beside it for later ones.
+pub fn qlog_path(path: &Path, index: u32) -> std::path::PathBuf {
+    if index == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{index}"),
+    };
+    path.with_file_name(name)
 }
 
 #[derive(Serialize)]

@@ -180,7 +180,14 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         let conn_index = handles.len() as u32;
         let probe = Arc::new(Probe::default());
         let mut cfg = ServerConfig::with_crypto(crypto.clone());
-        cfg.transport_config(Arc::new(opts.transport(probe.clone())));
+        let qlog = match c.qlog.as_deref() {
+            Some(p) => Some(super::qlog_file(
+                &super::qlog_path(p, conn_index),
+                "transportlab quic-server",
+            )?),
+            None => None,
+        };
+        cfg.transport_config(Arc::new(opts.transport(probe.clone(), qlog)));
         let peer = incoming.remote_address();
         let accepted_ns = sys::now_ns();
         let connecting = match incoming.accept_with(Arc::new(cfg)) {
@@ -439,6 +446,8 @@ async fn serve_request(
         t.track_streams(req.streams);
     }
     match req.mode {
+        // The QUIC request's decoder refuses mode 5.
+        Mode::Records => anyhow::bail!("records mode is TCP only"),
         Mode::Upload => {
             served.duration_over =
                 transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;

@@ -1,17 +1,19 @@
 //! tcp-client: one connection doing an upload, a download or a series of objects.
 
 use std::io;
-use std::net::TcpStream;
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent::wire::object::ObjectRequest;
+use agent::wire::records::RecordsRequest;
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::records::{self, Delivery, ReceivedRecords, RecordReceiver, TapReader, Via};
 use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
@@ -30,6 +32,10 @@ struct Params<'a> {
     bytes: Option<u64>,
     objects: Option<u64>,
     object_size: Option<u64>,
+    record_size: Option<u64>,
+    record_interval_ns: Option<u64>,
+    delivery: Option<Delivery>,
+    record_series: Option<&'a Path>,
     tcp_info_interval_ns: u64,
     mss: Option<u32>,
     tls: bool,
@@ -65,13 +71,43 @@ struct Results {
     samples: usize,
     #[serde(flatten)]
     objects: Option<ObjectsSummary>,
+    /// Records mode: what was received, and how.
+    records: Option<ReceivedRecords>,
 }
 
 pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     if a.cc.as_deref() == Some("") {
         usage!("--cc must not be empty");
     }
+    let records_req = match (a.record_size, a.record_interval) {
+        (Some(record_size), Some(interval_ns)) => {
+            let r = RecordsRequest {
+                record_size,
+                interval_ns,
+            };
+            if let Err(e) = r.validate() {
+                usage!("--record-size {record_size} / --record-interval {interval_ns}ns: {e}");
+            }
+            Some(r)
+        }
+        _ => None,
+    };
+    let unordered = records_req.is_some() && a.delivery == Delivery::Unordered;
+    let server_v4 = match a.connect {
+        SocketAddr::V4(v4) => Some(v4),
+        SocketAddr::V6(_) => None,
+    };
+    if unordered && server_v4.is_none() {
+        usage!(
+            "--delivery unordered needs an IPv4 --connect address, not {}",
+            a.connect
+        );
+    }
     let header = match (a.objects, a.object_size) {
+        _ if records_req.is_some() => Request {
+            duration_ns: a.duration.unwrap_or(0),
+            ..Request::new(Mode::Records)
+        },
         (Some(count), Some(size)) => Request {
             object_size: size,
             object_count: count,
@@ -91,11 +127,15 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         connect: a.connect.to_string(),
         cc: a.cc.as_deref(),
         mode: header.mode.name(),
-        direction: (header.mode != Mode::Objects).then(|| header.mode.name()),
+        direction: matches!(header.mode, Mode::Upload | Mode::Download).then(|| header.mode.name()),
         duration_ns: a.duration,
         bytes: a.bytes,
         objects: a.objects,
         object_size: a.object_size,
+        record_size: a.record_size,
+        record_interval_ns: a.record_interval,
+        delivery: records_req.map(|_| a.delivery),
+        record_series: a.record_series.as_deref(),
         tcp_info_interval_ns: a.tcp_info_interval,
         mss: a.mss,
         tls: a.tls,
@@ -113,11 +153,31 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     if let Some(mss) = a.mss {
         sys::set_mss(&sock, mss).with_context(|| format!("cannot set TCP_MAXSEG to {mss}"))?;
     }
+    let receiver = Arc::new(RecordReceiver::default());
+    let local_ip = Arc::new(OnceLock::new());
+    // Unordered: the tap is open before connect() so it sees the SYN-ACK (the server's
+    // initial sequence number) and every segment after it.
+    let tap = match server_v4.filter(|_| unordered) {
+        Some(server) => {
+            sock.bind(&SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)).into())
+                .context("cannot bind the client socket")?;
+            let port = sock
+                .local_addr()?
+                .as_socket()
+                .map(|s| s.port())
+                .context("the bound socket has no port")?;
+            Some(TapReader::start(server, port, local_ip.clone(), receiver.clone())?)
+        }
+        None => None,
+    };
     let connect_start_ns = sys::now_ns();
     sock.connect_timeout(&a.connect.into(), Duration::from_nanos(a.connect_timeout))
         .with_context(|| format!("cannot connect to {}", a.connect))?;
     let connected_ns = sys::now_ns();
     let tcp: TcpStream = sock.into();
+    if let Ok(SocketAddr::V4(l)) = tcp.local_addr() {
+        let _ = local_ip.set(*l.ip());
+    }
     prepare(&tcp)?;
     let cc_name = sys::get_congestion(&tcp);
     let local = tcp.local_addr().ok().map(|x| x.to_string());
@@ -134,10 +194,17 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
             if stream.is_tls() {
                 tls_done_ns = Some(sys::now_ns());
             }
-            run_client_transfer(&mut stream, &header, connected_ns, &sampler.progress)
+            let records = records_req.map(|r| (r, receiver.as_ref()));
+            run_client_transfer(&mut stream, &header, records, connected_ns, &sampler.progress)
         }
     };
     let samples = sampler.finish();
+    // A failing tap ends in exit 1 after the summary, like a transfer failing midway.
+    let (tap_counts, tap_error) = match tap.map(TapReader::finish) {
+        Some(Ok(c)) => (Some(c), None),
+        Some(Err(e)) => (None, Some(format!("{e:#}"))),
+        None => (None, None),
+    };
     let final_info = tcpinfo::read(&tcp).ok();
     drop(tcp);
     let closed_ns = sys::now_ns();
@@ -167,6 +234,16 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
             Mode::Objects => t.objects.len() as u64 == header.object_count,
             _ => header.bytes == 0 || bytes == header.bytes,
         };
+    let records = match records_req {
+        Some(r) => Some(records::finish_receiver(
+            &receiver,
+            a.delivery,
+            r,
+            tap_counts,
+            a.record_series.as_deref(),
+        )?),
+        None => None,
+    };
     let objects = (header.mode == Mode::Objects).then(|| {
         ObjectsSummary::new(
             t.objects
@@ -201,13 +278,14 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
         objects,
+        records,
     };
     let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
     output::write_summary(&a.summary, &summary)?;
-    if let Some(e) = t.error {
+    if let Some(e) = t.error.or(tap_error) {
         bail!("{e}");
     }
     Ok(())
@@ -247,6 +325,7 @@ struct ClientTransfer {
 fn run_client_transfer(
     s: &mut Stream,
     h: &Request,
+    records: Option<(RecordsRequest, &RecordReceiver)>,
     connected_ns: u64,
     counter: &Progress,
 ) -> anyhow::Result<ClientTransfer> {
@@ -344,6 +423,35 @@ fn run_client_transfer(
                 match drain_to_eof(s, &mut buf, None)? {
                     None => t.stopped = true,
                     Some((_, at)) => t.eof_ns = Some(at),
+                }
+            }
+            Mode::Records => {
+                let Some((req, receiver)) = records else {
+                    return Err(io::Error::other("records mode without record parameters"));
+                };
+                if !write_all(s, &req.encode())? {
+                    t.stopped = true;
+                    return Ok(());
+                }
+                // The stream path: every byte read, at its stream offset.
+                loop {
+                    match read_some(s, &mut buf)? {
+                        None => {
+                            t.stopped = true;
+                            break;
+                        }
+                        Some(0) => {
+                            t.eof_ns = Some(sys::now_ns());
+                            s.shutdown_write()?;
+                            break;
+                        }
+                        Some(n) => {
+                            t.first_byte_ns.get_or_insert_with(sys::now_ns);
+                            receiver.feed(t.bytes_received, &buf[..n], Via::Stream, None);
+                            t.bytes_received += n as u64;
+                            counter.add(n);
+                        }
+                    }
                 }
             }
             // The request was encoded for TCP above, which refuses this mode.

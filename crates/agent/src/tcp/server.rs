@@ -8,11 +8,13 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use agent::wire::object::{self, ObjectRequest};
+use agent::wire::records::{self as records_wire, RecordsRequest};
 use agent::wire::request::{self, Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::records::{send_records, SentRecords};
 use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
@@ -70,6 +72,8 @@ struct ConnSummary {
     retransmits: Option<u32>,
     tcp_info: Option<TcpInfoSummary>,
     samples: usize,
+    /// Records mode: what was sent.
+    records: Option<SentRecords>,
 }
 
 /// The decoded request header, as far as TCP carries it.
@@ -200,6 +204,7 @@ struct ServerTransfer {
     first_byte_ns: Option<u64>,
     last_byte_ns: Option<u64>,
     objects_served: u64,
+    records: Option<SentRecords>,
     complete: bool,
     stopped: bool,
 }
@@ -243,7 +248,7 @@ fn serve_connection(
     let error = r.err().map(|e| format!("connection {conn} from {peer}: {e:#}"));
 
     let mode = t.header.map(|h| h.mode);
-    let sender_is_server = matches!(mode, Some(Mode::Download) | Some(Mode::Objects));
+    let sender_is_server = matches!(mode, Some(Mode::Download | Mode::Objects | Mode::Records));
     let bytes = if sender_is_server {
         t.bytes_sent
     } else {
@@ -285,6 +290,7 @@ fn serve_connection(
         retransmits: final_info.filter(|_| sender_is_server).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
+        records: t.records,
     };
     ConnOutcome {
         summary,
@@ -379,6 +385,39 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
             }
             t.objects_served += 1;
         },
+        Mode::Records => {
+            let mut p = [0u8; records_wire::LEN];
+            match read_full(s, &mut p)? {
+                Filled::Full => {}
+                Filled::Stopped => {
+                    t.stopped = true;
+                    return Ok(());
+                }
+                Filled::Eof(n) => bail!(
+                    "client closed the connection after {n} of {} record parameter bytes",
+                    records_wire::LEN
+                ),
+            }
+            t.bytes_received += p.len() as u64;
+            let req = RecordsRequest::decode(&p)?;
+            req.validate()
+                .map_err(|e| anyhow::anyhow!("bad records request: {e}"))?;
+            let start = sys::now_ns();
+            t.first_byte_ns = Some(start);
+            let end = start.saturating_add(h.duration_ns);
+            let (sent, stopped) = send_records(s, req, start, end, counter, &mut t.bytes_sent)?;
+            t.records = Some(sent);
+            t.last_byte_ns = Some(sys::now_ns());
+            if stopped {
+                t.stopped = true;
+                return Ok(());
+            }
+            s.shutdown_write()?;
+            match drain_to_eof(s, &mut buf, None)? {
+                None => t.stopped = true,
+                Some(_) => t.complete = true,
+            }
+        }
         // The TCP request has no such mode; decode refuses it.
         Mode::Messages => bail!("messages mode is QUIC only"),
     }

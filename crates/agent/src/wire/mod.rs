@@ -6,6 +6,7 @@
 //!   or on the QUIC control stream (`"TLQC"`, 64 bytes); one layout, QUIC's extends TCP's.
 //! - [`object`]: an objects-mode request (the object's size) and the QUIC server's reply to
 //!   an upload (the bytes it read).
+//! - [`records`]: the record size and interval after a TCP records request.
 //! - [`stamp`]: sequence number and send time at the start of every UDP datagram (udp-send,
 //!   probe) and every QUIC message, and the probe's echo time after them.
 //! - [`code`]: QUIC application error codes.
@@ -14,6 +15,7 @@
 
 pub mod code;
 pub mod object;
+pub mod records;
 pub mod request;
 pub mod stamp;
 

@@ -6,7 +6,7 @@
 //! |--------|-------|--------------------------|---------------------------|
 //! | 0..4   | magic | `"TLAB"` | `"TLQC"` |
 //! | 4      | version | 1 | 2 |
-//! | 5      | mode | 1 upload, 2 download, 3 objects | also 4 messages |
+//! | 5      | mode | 1 upload, 2 download, 3 objects, 5 records | 1, 2, 3, 4 messages |
 //! | 6      | message sender | 0 | 1 client sends, 2 server sends (every mode) |
 //! | 7      | reserved | 0 | 0 |
 //! | 8..16  | `bytes` (0 = not limited by bytes) | | |
@@ -16,6 +16,9 @@
 //! | 40..48 | `message_size` | – | |
 //! | 48..56 | `message_interval_ns` | – | |
 //! | 56..64 | `streams` | – (always 1) | |
+//!
+//! A TCP records request (mode 5) is followed by a [`super::records::RecordsRequest`]
+//! (record size and interval): the 40 bytes of the other modes are unchanged.
 //!
 //! QUIC version 1 was the first 56 bytes of version 2, without `streams`; a server refuses
 //! it. Decoding is strict (reserved bytes 0, sender byte 0 for TCP and 1 or 2 for QUIC), so
@@ -106,6 +109,9 @@ pub enum Mode {
     Objects = 3,
     /// One end sends `message_size`-byte messages every `message_interval_ns` (QUIC only).
     Messages = 4,
+    /// The server sends COBS-framed records at a fixed interval for `duration_ns`; their
+    /// size and interval follow the request (TCP only, see [`super::records`]).
+    Records = 5,
 }
 
 impl Mode {
@@ -115,6 +121,7 @@ impl Mode {
             Mode::Download => "download",
             Mode::Objects => "objects",
             Mode::Messages => "messages",
+            Mode::Records => "records",
         }
     }
 
@@ -124,6 +131,7 @@ impl Mode {
             (2, _) => Ok(Mode::Download),
             (3, _) => Ok(Mode::Objects),
             (4, Transport::Quic) => Ok(Mode::Messages),
+            (5, Transport::Tcp) => Ok(Mode::Records),
             (m, _) => Err(Error::UnknownMode(m)),
         }
     }
@@ -169,7 +177,7 @@ impl Request {
     pub fn client_sends(&self) -> bool {
         match self.mode {
             Mode::Upload => true,
-            Mode::Download | Mode::Objects => false,
+            Mode::Download | Mode::Objects | Mode::Records => false,
             Mode::Messages => self.client_sends_messages,
         }
     }
@@ -255,6 +263,7 @@ impl Request {
                 Err(Error::Invalid("request needs 1 to 9999 streams"))
             }
             Mode::Messages if self.streams != 1 => Err(Error::Invalid("messages request runs on one stream")),
+            Mode::Records if self.duration_ns == 0 => Err(Error::Invalid("records request has no duration")),
             _ => Ok(()),
         }
     }
@@ -265,6 +274,9 @@ impl Request {
         check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
+        }
+        if transport == Transport::Quic && self.mode == Mode::Records {
+            return Err(Error::Invalid("records mode is TCP only"));
         }
         if transport == Transport::Tcp && self.streams != 1 {
             return Err(Error::Invalid("several streams are QUIC only"));
@@ -435,6 +447,15 @@ mod tests {
         };
         assert!(bad(field::MODE, 9).contains("mode"));
         assert!(bad(field::MODE, 4).contains("mode"), "no messages mode over TCP");
+        let mut q = Request::new(Mode::Upload).encode(Transport::Quic).unwrap();
+        q[field::MODE] = 5;
+        assert!(
+            Request::decode(Transport::Quic, &q)
+                .unwrap_err()
+                .to_string()
+                .contains("mode"),
+            "no records mode over QUIC"
+        );
         assert!(bad(field::VERSION, 7).contains("version"));
         assert!(bad(0, b'X').contains("magic"));
         assert!(bad(field::MESSAGE_SENDER, 1).contains("reserved"));
@@ -468,5 +489,13 @@ mod tests {
         assert!(m.validate().is_ok());
         assert!(Request { message_size: 15, ..m }.validate().is_err());
         assert!(Request::new(Mode::Messages).encode(Transport::Tcp).is_err());
+        assert!(Request::new(Mode::Records).validate().is_err());
+        let records = tcp(Mode::Records, 0, 5, 0, 0);
+        assert!(records.validate().is_ok());
+        assert!(records.encode(Transport::Quic).is_err());
+        let b = records.encode(Transport::Tcp).unwrap();
+        assert_eq!((b.len(), b[field::MODE]), (TCP_LEN, 5));
+        assert_eq!(Request::decode(Transport::Tcp, &b), Ok(records));
+        assert!(!records.client_sends());
     }
 }

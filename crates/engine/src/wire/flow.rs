@@ -16,6 +16,22 @@ pub struct FlowKey {
     pub tcp_seq: u32,
 }
 
+impl FlowKey {
+    /// A well-mixed 32-bit hash of the 5-tuple (addresses, protocol, ports; not the
+    /// sequence number): the flow a queue discipline such as FQ-CoDel queues a packet by.
+    /// Fixed, not perturbed per run, so a run is reproducible from its seed.
+    pub fn flow_hash(&self) -> u32 {
+        let tuple = (u64::from(self.src) << 32 | u64::from(self.dst))
+            ^ (u64::from(self.sport) << 48 | u64::from(self.dport) << 32 | u64::from(self.proto)).rotate_left(17);
+        // SplitMix64's finaliser: every input bit affects every output bit.
+        let mut z = tuple.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z ^ (z >> 32)) as u32
+    }
+}
+
 /// The flow key of an IPv4 packet; an error if `pkt` does not start with a whole IPv4
 /// header. Ports (TCP, UDP) and the sequence number (TCP) are read from the first
 /// fragment only, and as far as the bytes after the IP header hold them: a truncated
@@ -55,6 +71,43 @@ pub fn flow_key(pkt: &[u8]) -> Result<FlowKey, Error> {
 mod tests {
     use super::*;
     use std::net::Ipv4Addr;
+
+    #[test]
+    fn flow_hash_is_the_five_tuple() {
+        let key = FlowKey {
+            src: 0x0a00_0001,
+            dst: 0x0a00_0002,
+            sport: 4000,
+            dport: 5000,
+            proto: 6,
+            tcp_seq: 1,
+        };
+        let same_flow_later = FlowKey { tcp_seq: 99_999, ..key };
+        assert_eq!(key.flow_hash(), same_flow_later.flow_hash());
+        let others = [
+            FlowKey { sport: 4001, ..key },
+            FlowKey { dport: 5001, ..key },
+            FlowKey {
+                src: 0x0a00_0003,
+                ..key
+            },
+            FlowKey {
+                dst: 0x0a00_0003,
+                ..key
+            },
+            FlowKey { proto: 17, ..key },
+            FlowKey {
+                src: key.dst,
+                dst: key.src,
+                sport: key.dport,
+                dport: key.sport,
+                ..key
+            },
+        ];
+        for other in others {
+            assert_ne!(key.flow_hash(), other.flow_hash(), "{other:?}");
+        }
+    }
 
     #[test]
     fn parses_udp_header() {

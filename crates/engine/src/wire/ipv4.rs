@@ -31,27 +31,9 @@ pub mod protocol {
     pub const UDP: u8 = 17;
 }
 
-/// The two ECN bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ecn {
-    /// Not ECN-capable transport: a congested queue must drop, not mark.
-    NotEct = 0b00,
-    Ect1 = 0b01,
-    Ect0 = 0b10,
-    /// Congestion experienced: what an ECN-aware queue sets instead of dropping.
-    Ce = 0b11,
-}
-
-impl Ecn {
-    pub fn from_bits(bits: u8) -> Ecn {
-        match bits & 0b11 {
-            0b00 => Ecn::NotEct,
-            0b01 => Ecn::Ect1,
-            0b10 => Ecn::Ect0,
-            _ => Ecn::Ce,
-        }
-    }
-}
+/// The two ECN bits: the link model's codepoint type, so the engine reads and writes the
+/// same values its queue disciplines decide on.
+pub use linkem::Ecn;
 
 /// A view of an IPv4 packet in `buffer`.
 #[derive(Clone, Debug)]
@@ -182,7 +164,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// The checksum is not updated.
     pub fn set_ecn(&mut self, ecn: Ecn) {
         let b = &mut self.buffer.as_mut()[field::DSCP_ECN];
-        *b = (*b & !0b11) | ecn as u8;
+        *b = (*b & !0b11) | ecn.bits();
     }
 
     pub fn set_ident(&mut self, ident: u16) {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use quinn::congestion::{
+use quinn_proto::congestion::{
     BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig, NewRenoConfig,
 };
 use quinn_proto::RttEstimator;

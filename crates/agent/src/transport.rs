@@ -1,0 +1,51 @@
+//! The QUIC transport settings every connection of the lab uses, emulated (the agent) or
+//! simulated (`tlab-sim`): flow-control windows that never limit a transfer before the
+//! congestion window does, the controller chosen, the datagram size.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use quinn_proto::{MtuDiscoveryConfig, QlogStream, TransportConfig, VarInt};
+
+use crate::cc::{CcChoice, Factory, Probe};
+
+/// Receive windows (per stream and per connection) and the send window: 64 MiB, more than
+/// the bandwidth-delay product of a 1 Gbit/s × 200 ms path (25 MB) plus the data a receiver
+/// holds while a loss is repaired, so flow control never limits a transfer before the
+/// congestion window does.
+pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
+/// Concurrent bidirectional streams, and unidirectional streams, each end allows its peer
+/// (objects mode opens a bidirectional one per object in flight, plus the control stream;
+/// a bulk transfer on N streams opens N − 1 unidirectional ones beside the control stream).
+pub const MAX_STREAMS: u64 = 10_000;
+const _: () = assert!(crate::wire::request::MAX_STREAMS < MAX_STREAMS);
+/// Connections go idle (and fail) after this long without any packet.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Transport parameters of one connection: controller `cc` (its own factory and probe),
+/// a fixed `datagram_size` (MTU discovery off) or quinn's discovery from 1200 bytes, and
+/// its qlog written to `qlog` if given.
+pub fn config(
+    cc: &CcChoice,
+    probe: Arc<Probe>,
+    datagram_size: Option<u16>,
+    qlog: Option<QlogStream>,
+) -> TransportConfig {
+    let mut t = TransportConfig::default();
+    t.qlog_stream(qlog);
+    let window = VarInt::from_u64(WINDOW_BYTES).expect("fits a varint");
+    t.stream_receive_window(window)
+        .receive_window(window)
+        .send_window(WINDOW_BYTES)
+        .max_concurrent_bidi_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
+        .max_concurrent_uni_streams(VarInt::from_u64(MAX_STREAMS).expect("fits"))
+        .max_idle_timeout(Some(IDLE_TIMEOUT.try_into().expect("fits")))
+        .congestion_controller_factory(Arc::new(Factory::new(cc.clone(), probe)));
+    if let Some(n) = datagram_size {
+        t.initial_mtu(n).min_mtu(n).mtu_discovery_config(None);
+    } else {
+        // quinn's default: start at 1200 bytes, discover up to 1452.
+        t.mtu_discovery_config(Some(MtuDiscoveryConfig::default()));
+    }
+    t
+}

@@ -1,0 +1,20 @@
+//! Self-delimiting records for unordered delivery over a byte stream (uCOBS, see
+//! `shared/ALGORITHMS.md`, "Unordered delivery and self-delimiting records"). No I/O: the
+//! caller feeds bytes and reads results.
+//!
+//! - [`cobs`]: Consistent Overhead Byte Stuffing (Cheshire & Baker): a record becomes bytes
+//!   without a zero, at most one byte longer per 254.
+//! - [`frame`]: `0x00 ‖ COBS(record) ‖ 0x00`, one write per record.
+//! - [`header`]: what a record carries so a receiver measures its latency: record id and
+//!   send time (CLOCK_MONOTONIC ns), then zero padding to the requested size.
+//! - [`assembler`]: takes `(stream offset, bytes)` ranges in any order, overlapping or
+//!   repeated, and hands over each complete record exactly once, as soon as all bytes
+//!   between its two delimiters are there; malformed frames are counted and skipped.
+
+pub mod assembler;
+pub mod cobs;
+pub mod frame;
+pub mod header;
+
+pub use assembler::{Assembler, Delivered};
+pub use header::RecordHeader;

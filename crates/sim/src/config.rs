@@ -1,0 +1,123 @@
+//! The simulator's input (written by the Python runner, `transportlab.run.simulate`): the
+//! engine's own configuration for the network (hosts `{"kind": "simulated"}`), the hosts'
+//! addresses, and the flows and probes as the endpoints need them. Times are virtual
+//! nanoseconds; the run's time 0 is `t0_ns`.
+
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    /// The engine configuration (crates/engine/src/config.rs) of the network.
+    pub network: serde_json::Value,
+    /// IPv4 address of each host, in the network's host order.
+    pub addresses: Vec<Ipv4Addr>,
+    /// Seed of every random choice the endpoints make (QUIC's connection IDs).
+    pub seed: u64,
+    /// Virtual time of the scenario's time 0 (the packet log's times count from it).
+    pub t0_ns: u64,
+    pub duration_ns: u64,
+    /// End when every flow has finished (`true`) or at the duration.
+    #[serde(default)]
+    pub stop_when_flows_done: bool,
+    /// Folder of the agents' summaries (`<flow>-client.json`, `<flow>-server.json`,
+    /// `<probe>.json`).
+    pub raw_dir: PathBuf,
+    #[serde(default)]
+    pub flows: Vec<FlowConfig>,
+    #[serde(default)]
+    pub probes: Vec<ProbeConfig>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowConfig {
+    pub name: String,
+    /// "quic", "tcp" or "udp" (the runner refuses the others before writing this file).
+    pub protocol: String,
+    /// Host indices.
+    pub client: usize,
+    pub server: usize,
+    pub port: u16,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// "upload" (client → server) or "download".
+    #[serde(default = "upload")]
+    pub direction: String,
+    /// A transfer of this many bytes instead of a bulk transfer until `end_ns`.
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// QUIC: the congestion controller and its parameters (as `agent quic-* --cc`).
+    #[serde(default)]
+    pub cc: Option<String>,
+    #[serde(default)]
+    pub cc_params: BTreeMap<String, String>,
+    /// QUIC: fixed datagram size (UDP payload); UDP: the datagram payload size; TCP: the
+    /// MSS.
+    #[serde(default)]
+    pub size: Option<u32>,
+    /// UDP: `burst` datagrams every `interval_ns`, at most `count` in all.
+    #[serde(default)]
+    pub interval_ns: Option<u64>,
+    #[serde(default = "one")]
+    pub burst: u32,
+    #[serde(default)]
+    pub count: Option<u64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn upload() -> String {
+    "upload".into()
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeConfig {
+    pub name: String,
+    pub client: usize,
+    pub server: usize,
+    pub port: u16,
+    pub interval_ns: u64,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    #[serde(default)]
+    pub count: Option<u64>,
+    pub size: u32,
+    /// A probe without its echo after this long is lost.
+    #[serde(default = "probe_timeout")]
+    pub timeout_ns: u64,
+}
+
+fn probe_timeout() -> u64 {
+    1_000_000_000
+}
+
+impl SimConfig {
+    pub fn load(path: &std::path::Path) -> Result<SimConfig, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let cfg: SimConfig = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (i, f) in cfg.flows.iter().enumerate() {
+            let hosts = cfg.addresses.len();
+            if f.client >= hosts || f.server >= hosts {
+                return Err(format!("flows[{i}] ({}): host index out of range", f.name));
+            }
+            if !matches!(f.protocol.as_str(), "quic" | "tcp" | "udp") {
+                return Err(format!(
+                    "flows[{i}] ({}): protocol {:?}: the simulator runs quic, tcp and udp flows",
+                    f.name, f.protocol
+                ));
+            }
+            if !matches!(f.direction.as_str(), "upload" | "download") {
+                return Err(format!("flows[{i}] ({}): direction {:?}", f.name, f.direction));
+            }
+        }
+        Ok(cfg)
+    }
+}

@@ -1,0 +1,108 @@
+//! The simulated hosts' applications, sans-IO: each answers when it next wants to run,
+//! takes the datagrams addressed to it, and hands out the datagrams it sends. They write
+//! their summaries in the agent's formats (docs/agent.md), so the metrics stage reads a
+//! simulated run like an emulated one.
+
+pub mod probe;
+pub mod quic;
+pub mod tcp;
+pub mod udp;
+
+use std::net::SocketAddrV4;
+use std::path::Path;
+
+use linkem::Nanos;
+use serde::Serialize;
+
+use crate::datagram::Datagram;
+
+/// A UDP endpoint's address as `Endpoint::address` gives it.
+pub fn udp(addr: SocketAddrV4) -> (u8, SocketAddrV4) {
+    (engine::wire::ipv4::protocol::UDP, addr)
+}
+
+/// The IPv4 packets carrying `datagrams` (IP identification 0: DF is set, as Linux sends
+/// UDP with path MTU discovery on).
+pub fn packets(datagrams: impl IntoIterator<Item = Datagram>, out: &mut Vec<Vec<u8>>) {
+    out.extend(datagrams.into_iter().map(|d| d.to_packet(0)));
+}
+
+pub trait Endpoint {
+    /// The transport protocol (IP protocol number) and address its packets come from and
+    /// are delivered to.
+    fn address(&self) -> (u8, SocketAddrV4);
+    /// An IPv4 packet for it arrived at `now`.
+    fn receive(&mut self, now: Nanos, packet: &[u8]);
+    /// Runs what is due at `now` and appends the IPv4 packets it sends now to `out`.
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>);
+    /// When it next has something to do, if ever (it is also polled after every receive).
+    fn next_wakeup(&self) -> Option<Nanos>;
+    /// A flow's client that has done its job (the run may end when all have).
+    fn finished(&self) -> bool;
+    /// Writes its summary into `raw`; `end` is when the run ended.
+    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()>;
+}
+
+/// Payload the receiving application of a flow has read, and when it read the first and
+/// the last of it; shared by the flow's two ends, so the client's summary reports what
+/// arrived, as the agent's does from the server's final report.
+#[derive(Clone, Copy, Default)]
+pub struct Delivered {
+    pub bytes: u64,
+    pub first_ns: Option<Nanos>,
+    pub last_ns: Option<Nanos>,
+}
+
+impl Delivered {
+    pub fn add(cell: &std::cell::Cell<Delivered>, bytes: u64, now: Nanos) {
+        if bytes == 0 {
+            return;
+        }
+        let mut d = cell.get();
+        d.bytes += bytes;
+        d.first_ns.get_or_insert(now);
+        d.last_ns = Some(now);
+        cell.set(d);
+    }
+}
+
+/// The 9-byte request a simulated client sends first: direction (0 upload, 1 download)
+/// and the byte count (`u64::MAX`: until the end).
+pub const REQUEST_LEN: usize = 9;
+
+pub fn request(upload: bool, limit: u64) -> [u8; REQUEST_LEN] {
+    let mut r = [0u8; REQUEST_LEN];
+    r[0] = u8::from(!upload);
+    r[1..].copy_from_slice(&limit.to_be_bytes());
+    r
+}
+
+/// (upload, limit) of a whole request.
+pub fn parse_request(r: &[u8]) -> (bool, u64) {
+    (
+        r[0] == 0,
+        u64::from_be_bytes(r[1..REQUEST_LEN].try_into().expect("9 bytes")),
+    )
+}
+
+/// The agent's summary file: `{"subcommand", "agent_version", "simulated": true,
+/// "start_ns", "end_ns", "stopped_by", "results"}`.
+pub fn write_summary<R: Serialize>(
+    path: &Path,
+    subcommand: &str,
+    start_ns: Nanos,
+    end_ns: Nanos,
+    stopped_by: &str,
+    results: &R,
+) -> std::io::Result<()> {
+    let doc = serde_json::json!({
+        "subcommand": subcommand,
+        "agent_version": env!("CARGO_PKG_VERSION"),
+        "simulated": true,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "stopped_by": stopped_by,
+        "results": results,
+    });
+    std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+}

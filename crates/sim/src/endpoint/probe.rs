@@ -1,0 +1,205 @@
+//! The probe and its echo (`agent probe` / `agent echo --stamp`): a stamped datagram every
+//! `interval`; the echo writes its receive time into it and sends it back; the probe's
+//! statistics are the agent's (RTT, one-way delays each way, loss after a timeout).
+
+use std::collections::BTreeMap;
+use std::net::SocketAddrV4;
+use std::path::Path;
+
+use agent::stats;
+use agent::wire::stamp::{set_echo_ns, ProbeStamp, PROBE_LEN};
+use engine::wire::ipv4::Ecn;
+use linkem::Nanos;
+use serde::Serialize;
+
+use super::{packets, udp, write_summary, Endpoint};
+use crate::datagram::Datagram;
+
+pub struct Probe {
+    name: String,
+    addr: SocketAddrV4,
+    to: SocketAddrV4,
+    size: usize,
+    interval: Nanos,
+    start: Nanos,
+    end: Nanos,
+    count: Option<u64>,
+    timeout: Nanos,
+    next: Nanos,
+    sent: u64,
+    /// seq → (send, echo stamp, receive), for every answered probe.
+    answered: BTreeMap<u64, (Nanos, Nanos, Nanos)>,
+}
+
+#[allow(clippy::too_many_arguments)]
+impl Probe {
+    pub fn new(
+        name: &str,
+        addr: SocketAddrV4,
+        to: SocketAddrV4,
+        size: u32,
+        interval: Nanos,
+        start: Nanos,
+        end: Nanos,
+        count: Option<u64>,
+        timeout: Nanos,
+    ) -> Self {
+        Probe {
+            name: name.to_string(),
+            addr,
+            to,
+            size: (size as usize).max(PROBE_LEN),
+            interval: interval.max(1),
+            start,
+            end,
+            count,
+            timeout,
+            next: start,
+            sent: 0,
+            answered: BTreeMap::new(),
+        }
+    }
+
+    fn done_sending(&self) -> bool {
+        self.next >= self.end || self.count.is_some_and(|c| self.sent >= c)
+    }
+}
+
+#[derive(Serialize)]
+struct ProbeResults {
+    sent: u64,
+    received: u64,
+    lost: u64,
+    loss_rate: Option<f64>,
+    rtt: Option<stats::Scaled>,
+    owd_forward: Option<stats::Scaled>,
+    owd_reverse: Option<stats::Scaled>,
+}
+
+impl Endpoint for Probe {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
+        let Ok(p) = ProbeStamp::decode(&datagram.payload) else {
+            return;
+        };
+        if p.seq < self.sent && now - p.send_ns <= self.timeout {
+            self.answered.entry(p.seq).or_insert((p.send_ns, p.echo_ns, now));
+        }
+    }
+
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        while self.next <= now && !self.done_sending() {
+            let mut payload = vec![0u8; self.size];
+            let stamp = ProbeStamp {
+                seq: self.sent,
+                send_ns: self.next,
+                echo_ns: 0,
+            };
+            stamp.emit(&mut payload).expect("payload holds a probe stamp");
+            let d = Datagram {
+                src: self.addr,
+                dst: self.to,
+                ecn: Ecn::NotEct,
+                payload,
+            };
+            packets([d], out);
+            self.sent += 1;
+            self.next += self.interval;
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        (!self.done_sending()).then_some(self.next)
+    }
+
+    fn finished(&self) -> bool {
+        self.done_sending()
+    }
+
+    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let a: Vec<&(Nanos, Nanos, Nanos)> = self.answered.values().collect();
+        let rtt: Vec<f64> = a.iter().map(|(s, _, r)| (r - s) as f64).collect();
+        let fwd: Vec<f64> = a.iter().map(|(s, e, _)| (e - s) as f64).collect();
+        let rev: Vec<f64> = a.iter().map(|(_, e, r)| (r - e) as f64).collect();
+        let received = a.len() as u64;
+        let results = ProbeResults {
+            sent: self.sent,
+            received,
+            lost: self.sent - received,
+            loss_rate: (self.sent > 0).then(|| (self.sent - received) as f64 / self.sent as f64),
+            rtt: stats::scaled(&rtt, 1e6, "ms"),
+            owd_forward: stats::scaled(&fwd, 1e6, "ms"),
+            owd_reverse: stats::scaled(&rev, 1e6, "ms"),
+        };
+        let stopped_by = if self.count.is_some_and(|c| self.sent >= c) {
+            "count"
+        } else {
+            "duration"
+        };
+        write_summary(
+            &raw.join(format!("{}.json", self.name)),
+            "probe",
+            self.start,
+            end,
+            stopped_by,
+            &results,
+        )
+    }
+}
+
+/// The echo: reflects every probe with its receive time written in.
+pub struct Echo {
+    addr: SocketAddrV4,
+    pending: Vec<Datagram>,
+}
+
+impl Echo {
+    pub fn new(addr: SocketAddrV4) -> Self {
+        Echo {
+            addr,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl Endpoint for Echo {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(mut datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
+        if set_echo_ns(&mut datagram.payload, now).is_ok() {
+            self.pending.push(Datagram {
+                src: self.addr,
+                dst: datagram.src,
+                ecn: Ecn::NotEct,
+                payload: datagram.payload,
+            });
+        }
+    }
+
+    fn poll(&mut self, _now: Nanos, out: &mut Vec<Vec<u8>>) {
+        packets(self.pending.drain(..), out);
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn finished(&self) -> bool {
+        true
+    }
+
+    fn write_summary(&self, _raw: &Path, _end: Nanos) -> std::io::Result<()> {
+        Ok(())
+    }
+}

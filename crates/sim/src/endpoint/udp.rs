@@ -1,0 +1,220 @@
+//! Constant-rate UDP (`agent udp-send` / `udp-recv`): a datagram of `size` bytes every
+//! `interval`, each stamped with its sequence number and send time; the receiver's
+//! statistics are the agent's (loss, one-way delay, RFC 3550 jitter, RFC 3393 ipdv).
+
+use std::net::SocketAddrV4;
+use std::path::Path;
+
+use agent::stats;
+use agent::wire::stamp::{Stamp, LEN};
+use engine::wire::ipv4::Ecn;
+use linkem::Nanos;
+use serde::Serialize;
+
+use super::{packets, udp, write_summary, Endpoint};
+use crate::datagram::Datagram;
+
+/// What a sender sends: `burst` datagrams of `size` bytes back to back every `interval`,
+/// until `count` datagrams (if given) or the end.
+pub struct Schedule {
+    pub size: u32,
+    pub interval: Nanos,
+    pub burst: u32,
+    pub count: Option<u64>,
+}
+
+pub struct UdpSender {
+    name: String,
+    addr: SocketAddrV4,
+    to: SocketAddrV4,
+    size: usize,
+    interval: Nanos,
+    burst: u64,
+    count: Option<u64>,
+    start: Nanos,
+    end: Nanos,
+    next: Nanos,
+    sent: u64,
+}
+
+impl UdpSender {
+    pub fn new(name: &str, addr: SocketAddrV4, to: SocketAddrV4, s: Schedule, start: Nanos, end: Nanos) -> Self {
+        UdpSender {
+            name: name.to_string(),
+            addr,
+            to,
+            size: (s.size as usize).max(LEN),
+            interval: s.interval.max(1),
+            burst: u64::from(s.burst.max(1)),
+            count: s.count,
+            start,
+            end,
+            next: start,
+            sent: 0,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.next >= self.end || self.count.is_some_and(|c| self.sent >= c)
+    }
+}
+
+#[derive(Serialize)]
+struct SendResults {
+    sent: u64,
+    bytes: u64,
+    rate_bps: Option<f64>,
+}
+
+impl Endpoint for UdpSender {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
+    }
+
+    fn receive(&mut self, _now: Nanos, _packet: &[u8]) {}
+
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        while self.next <= now && !self.done() {
+            for _ in 0..self.burst {
+                if self.count.is_some_and(|c| self.sent >= c) {
+                    break;
+                }
+                let mut payload = vec![0u8; self.size];
+                let stamp = Stamp {
+                    seq: self.sent,
+                    send_ns: self.next,
+                };
+                stamp.emit(&mut payload).expect("payload holds a stamp");
+                let d = Datagram {
+                    src: self.addr,
+                    dst: self.to,
+                    ecn: Ecn::NotEct,
+                    payload,
+                };
+                packets([d], out);
+                self.sent += 1;
+            }
+            self.next += self.interval;
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        (!self.done()).then_some(self.next)
+    }
+
+    fn finished(&self) -> bool {
+        self.done()
+    }
+
+    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let bursts = self.sent.div_ceil(self.burst);
+        let span = bursts.saturating_sub(1) * self.interval;
+        let bytes = self.sent * self.size as u64;
+        let results = SendResults {
+            sent: self.sent,
+            bytes,
+            rate_bps: (span > 0).then(|| (bytes - self.burst * self.size as u64) as f64 * 8.0 / (span as f64 / 1e9)),
+        };
+        let stopped_by = if self.count.is_some_and(|c| self.sent >= c) {
+            "count"
+        } else {
+            "duration"
+        };
+        write_summary(
+            &raw.join(format!("{}-client.json", self.name)),
+            "udp-send",
+            self.start,
+            end,
+            stopped_by,
+            &results,
+        )
+    }
+}
+
+pub struct UdpReceiver {
+    name: String,
+    addr: SocketAddrV4,
+    start: Nanos,
+    /// (seq, send_ns, recv_ns, size) of every datagram, in arrival order.
+    got: Vec<(u64, u64, u64, usize)>,
+}
+
+impl UdpReceiver {
+    pub fn new(name: &str, addr: SocketAddrV4, start: Nanos) -> Self {
+        UdpReceiver {
+            name: name.to_string(),
+            addr,
+            start,
+            got: Vec::new(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct RecvResults {
+    received: u64,
+    unique: u64,
+    duplicates: u64,
+    expected: u64,
+    lost: u64,
+    loss_rate: Option<f64>,
+    bytes: u64,
+    owd: Option<stats::Scaled>,
+    jitter_rfc3550_ms: Option<f64>,
+    ipdv_rfc3393_ms: Option<f64>,
+}
+
+impl Endpoint for UdpReceiver {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        udp(self.addr)
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(datagram) = Datagram::from_packet(packet) else {
+            return;
+        };
+        if let Ok(s) = Stamp::decode(&datagram.payload) {
+            self.got.push((s.seq, s.send_ns, now, datagram.payload.len()));
+        }
+    }
+
+    fn poll(&mut self, _now: Nanos, _out: &mut Vec<Vec<u8>>) {}
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        None
+    }
+
+    fn finished(&self) -> bool {
+        true
+    }
+
+    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        let unique: Vec<_> = self.got.iter().filter(|g| seen.insert(g.0)).collect();
+        let expected = unique.iter().map(|g| g.0 + 1).max().unwrap_or(0);
+        let owd: Vec<f64> = unique.iter().map(|g| g.2 as f64 - g.1 as f64).collect();
+        let arrivals: Vec<(i64, i64)> = unique.iter().map(|g| (g.1 as i64, g.2 as i64)).collect();
+        let by_seq: Vec<(u64, i64)> = unique.iter().map(|g| (g.0, g.2 as i64 - g.1 as i64)).collect();
+        let n = unique.len() as u64;
+        let results = RecvResults {
+            received: self.got.len() as u64,
+            unique: n,
+            duplicates: self.got.len() as u64 - n,
+            expected,
+            lost: expected - n,
+            loss_rate: (expected > 0).then(|| (expected - n) as f64 / expected as f64),
+            bytes: self.got.iter().map(|g| g.3 as u64).sum(),
+            owd: stats::scaled(&owd, 1e6, "ms"),
+            jitter_rfc3550_ms: (arrivals.len() > 1).then(|| stats::rfc3550_jitter(&arrivals) / 1e6),
+            ipdv_rfc3393_ms: stats::rfc3393_ipdv(&by_seq).map(|(m, _)| m / 1e6),
+        };
+        write_summary(
+            &raw.join(format!("{}-server.json", self.name)),
+            "udp-recv",
+            self.start,
+            end,
+            "duration",
+            &results,
+        )
+    }
+}

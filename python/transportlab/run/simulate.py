@@ -1,0 +1,140 @@
+"""Executes one planned run in the simulator (`tlab-sim`, docs/simulator.md) instead of
+the emulated network: the same engine configuration with simulated hosts, the flows and
+probes as the simulator's endpoints take them. It writes the raw artefacts an emulated
+run has (packet log, engine statistics, the agents' summaries, t0/t_end), so metrics,
+plots, report and catalogue read it unchanged.
+
+What the simulator cannot run is refused before anything runs (`refusals`), naming the
+flow and why — never replaced by something else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from transportlab.artefacts.records import ScenarioRecord
+from transportlab.artefacts.rundir import SCENARIO, write_json
+from transportlab.locations import binary
+from transportlab.plan.flows import Resolved
+from transportlab.plan.runs import PlannedRun
+from transportlab.run.execute import AgentFailure
+
+# The simulated run's time 0 (virtual ns): away from 0 so no time is ever negative.
+T0_NS = 1_000_000_000
+# Which stack plays each protocol in the simulator (recorded in scenario.json).
+STACKS = {"quic": "quinn-proto", "tcp": "smoltcp", "udp": "transportlab udp"}
+# smoltcp's congestion controls (crates/sim/src/endpoint/tcp.rs, CONTROLLERS).
+SMOLTCP_CC = ("reno", "cubic")
+SIM_TIMEOUT_S = 3600
+
+
+def refusals(r: Resolved) -> list[tuple[str, str]]:
+    """(field path, why) for each flow (and option) of `r` the simulator cannot run;
+    empty if it can run all of it."""
+    out: list[tuple[str, str]] = []
+    for f in r.flows:
+        where = f"flows.{f.name}"
+        if f.protocol not in STACKS:
+            out.append((where, f"protocol {f.protocol!r} is not simulated; run it emulated"))
+        elif f.protocol == "tcp" and f.cc not in SMOLTCP_CC:
+            out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
+        elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
+            out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
+        elif f.protocol == "quic" and (f.objects is not None or f.size is not None or f.streams > 1):
+            out.append((where, "the simulator runs QUIC bulk transfers (bytes or a duration) on one stream only"))
+        elif f.protocol == "quic" and f.rcvbuf:
+            out.append((f"{where}.rcvbuf", "a socket buffer; the simulator has no sockets"))
+        elif f.protocol == "udp" and f.direction != "upload":
+            out.append((f"{where}.direction", "UDP goes from client to server"))
+    if r.capture is not None:
+        out.append(("capture", "the simulator writes no pcapng capture yet"))
+    if any(r.sysctls.values()):
+        out.append(("sysctls", "the simulated hosts have no kernel settings"))
+    return out
+
+
+def sim_config(run: PlannedRun, raw: Path) -> dict:
+    r = run.resolved
+    topo = r.topology
+    hosts = list(topo.hosts)
+    network = topo.engine_config(
+        {h: {"kind": "simulated"} for h in hosts}, run.seed, str(raw / "packets.tlog"), str(raw / "engine.json")
+    )
+    flows = []
+    for f in r.flows:
+        flow = {
+            "name": f.name,
+            "protocol": f.protocol,
+            "client": hosts.index(f.from_),
+            "server": hosts.index(f.to),
+            "port": f.port,
+            "start_ns": round(f.start * 1e9),
+            "end_ns": round(f.end * 1e9),
+            "direction": f.direction,
+            "bytes": f.bytes,
+        }
+        if f.protocol == "tcp":
+            flow["cc"] = f.cc
+            flow["size"] = f.mss
+        elif f.protocol == "quic":
+            flow["cc"] = f.cc
+            flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}
+            flow["size"] = f.mss
+        else:
+            assert f.size is not None  # the schema requires it for udp
+            flow["size"] = f.size
+            interval = f.interval if f.interval else f.burst * f.size * 8 / f.rate if f.rate else None
+            flow["interval_ns"] = round(interval * 1e9) if interval else None
+            flow["burst"] = f.burst
+            flow["count"] = f.count
+        flows.append(flow)
+    probes = [
+        {
+            "name": p.name,
+            "client": hosts.index(p.from_),
+            "server": hosts.index(p.to),
+            "port": p.port,
+            "interval_ns": round(p.interval * 1e9),
+            "start_ns": round(p.start * 1e9),
+            "end_ns": round(p.end * 1e9),
+            "count": p.count,
+            "size": max(p.size, 24),
+        }
+        for p in r.probes
+    ]
+    return {
+        "network": network,
+        "addresses": [topo.address(h) for h in hosts],
+        "seed": run.seed,
+        "t0_ns": T0_NS,
+        "duration_ns": round(r.duration * 1e9),
+        "stop_when_flows_done": r.stop_when == "flows-done",
+        "raw_dir": str(raw),
+        "flows": flows,
+        "probes": probes,
+    }
+
+
+def simulate(run: PlannedRun, record: ScenarioRecord) -> list[AgentFailure]:
+    """Runs one repetition of one point in the simulator into `run.run_dir`; returns the
+    simulator's failure, if it failed."""
+    problems = refusals(run.resolved)
+    if problems:
+        raise ValueError("; ".join(f"{path}: {why}" for path, why in problems))
+    run_dir = run.run_dir
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    raw = run_dir / "raw"
+    raw.mkdir(parents=True)
+    write_json(run_dir / SCENARIO, record.dump())
+    config = raw / "sim-config.json"
+    config.write_text(json.dumps(sim_config(run, raw), indent=1))
+    res = subprocess.run([str(binary("tlab-sim")), str(config)], capture_output=True, text=True, timeout=SIM_TIMEOUT_S)
+    (raw / "sim.stderr").write_text(res.stderr)
+    if res.returncode != 0:
+        message = " ".join(res.stderr.strip().splitlines()[-3:]) or "(no message)"
+        return [AgentFailure("tlab-sim", "-", "simulator", res.returncode, message)]
+    (raw / "sim.json").write_text(res.stdout)
+    return []

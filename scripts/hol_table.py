@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""The head-of-line table of a `scenarios/s2/hol.toml` run (docs/results-hol.md): per arm,
+records sent and delivered, median and p99 record latency, the share late by ≥ 1 RTT
+(`metrics.json`), and how many records were already late when their bytes left the
+server host (waiting in its send buffer for the congestion window) and when they reached
+the client host (that, or waiting for the retransmission of their own bytes), which no
+receiver can undo. The unordered arm's client also assembled the records from the socket's
+stream alone (`stream_ns`): the last columns are what an ordered receiver would have got
+from the same packets in the same run.
+
+Both come from the engine's packet log: arrivals of the flow's data packets on the first
+link direction of its path (the server host handed them over) and departures on its last
+(handed over to the client host), sequence numbers
+mapped to stream offsets with the server's ISN (its SYN-ACK, the first packet of the
+flow), payload = IP length − 20 − 32 (IPv4 and a TCP header with timestamps, as Linux
+sends them). A record has arrived when every byte of its frame has.
+
+    PYTHONPATH=python python3 scripts/hol_table.py RESULTS/s2-hol
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from transportlab import metrics as M
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
+from transportlab.artefacts.rundir import read_arrow
+
+TCP_HEADER = 32
+
+
+def completions(raw: Path, flow: dict, record_size: int, count: int, event: int, direction: int) -> np.ndarray:
+    """Time (ns) of the `event` (arrival, departure) on link `direction` that completed
+    each record (the first copy of its last missing byte), NaN if none did."""
+    log = read_records(raw / "packets.tlog")
+    d = flow["data"]
+    mask = (log["src"] == d["src"]) & (log["dst"] == d["dst"]) & (log["sport"] == d["sport"])
+    mask &= log["dport"] == d["dport"]
+    pk = log[mask]
+    isn = int(pk["tcp_seq"][np.argmin(pk["t_ns"])])
+    dep = pk[(pk["event"] == event) & (pk["direction"] == direction)]
+    dep = dep[np.argsort(actual_time(dep), kind="stable")]
+    have = np.zeros(record_size * count, dtype=bool)
+    missing = np.full(count, record_size, dtype=np.int64)
+    arrived = np.full(count, np.nan)
+    for t, seq, size in zip(actual_time(dep), dep["tcp_seq"], dep["size"]):
+        payload = int(size) - 20 - TCP_HEADER
+        if payload <= 0:
+            continue
+        start = (int(seq) - isn - 1) % 2**32
+        end = min(start + payload, len(have))
+        if start >= end:
+            continue
+        new = ~have[start:end]
+        if not new.any():
+            continue
+        have[start:end] = True
+        idx = np.nonzero(new)[0] + start
+        ids, n = np.unique(idx // record_size, return_counts=True)
+        missing[ids] -= n
+        done = ids[(missing[ids] == 0) & np.isnan(arrived[ids])]
+        arrived[done] = t
+    return arrived
+
+
+def arm_row(run: Path) -> dict:
+    m = json.loads((run / "metrics.json").read_text())
+    (name, flow), *_ = m["flows"].items()
+    raw = run / "raw"
+    client = json.loads((raw / f"{name}-client.json").read_text())["results"]["records"]
+    series = read_arrow(raw / f"{name}-client-records.arrow")
+    assert series is not None
+    sent = flow["records_sent"]
+    rtt_ns = flow["records_rtt_ms"] * 1e6
+    size = client["record_size"]
+    left = completions(raw, flow, size, sent, ARRIVAL, flow["path"][0])
+    arrived = completions(raw, flow, size, sent, DEPARTURE, flow["path"][-1])
+    send = np.full(sent, np.nan)
+    send[series["id"].to_numpy()] = series["send_ns"].to_numpy(dtype=float)
+
+    def late(t: np.ndarray) -> float | None:
+        v = t - send
+        return M.late_share(v[np.isfinite(v)], sent, rtt_ns)
+
+    lat = flow["record_latency_ms"]
+    stream = (series["stream_ns"] - series["send_ns"]).to_numpy(dtype=float)
+    stream = stream[np.isfinite(stream)]
+    stream_p50, stream_p99 = np.percentile(stream / 1e6, [50, 99])
+    return {
+        "stream_p50_ms": float(stream_p50),
+        "stream_p99_ms": float(stream_p99),
+        "stream_late": M.late_share(stream, sent, rtt_ns),
+        "arm": client["delivery"],
+        "sent": sent,
+        "delivered": flow["records_delivered"],
+        "p50_ms": lat["p50"],
+        "p99_ms": lat["p99"],
+        "late": flow["records_late_share"],
+        "left_late": late(left),
+        "arrived_late": late(arrived),
+        "via_packet": client["via_packet"],
+        "loss": flow["loss_rate"],
+        "retrans": flow["retransmissions"],
+    }
+
+
+def main(root: Path) -> None:
+    rows = [arm_row(p.parent) for p in sorted(root.glob("*/rep-*/metrics.json"))]
+    print(
+        "| arm | records sent | delivered | median latency (ms) | p99 latency (ms) | late ≥ 1 RTT "
+        "| left the server late ≥ 1 RTT | reached the client host late ≥ 1 RTT | via packet tap "
+        "| data packets lost | retransmissions | same packets, stream only: median / p99 (ms), late ≥ 1 RTT |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| TCP {r['arm']} | {r['sent']} | {r['delivered']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} "
+            f"| {r['late']:.1%} | {r['left_late']:.1%} | {r['arrived_late']:.1%} | {r['via_packet']} "
+            f"| {r['loss']:.2%} | {r['retrans']} "
+            f"| {r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%} |"
+        )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: scripts/hol_table.py RESULTS/s2-hol")
+    main(Path(sys.argv[1]))
