@@ -10,6 +10,12 @@ command -v sysctl >/dev/null || need_apt+=(procps)
 command -v tshark >/dev/null || need_apt+=(tshark)
 # Tests open the reports in a real browser (headless Chromium over the DevTools Protocol).
 command -v chromium >/dev/null || need_apt+=(chromium)
+# The lab's BPF congestion controls for kernel TCP (bpf/, docs/bpf.md): clang builds them
+# against the running kernel's BTF, bpftool writes vmlinux.h, libbpf loads them.
+command -v clang >/dev/null || need_apt+=(clang llvm)
+command -v bpftool >/dev/null || need_apt+=(bpftool)
+[ -e /usr/include/bpf/bpf_helpers.h ] || need_apt+=(libbpf-dev)
+[ -e /usr/include/libelf.h ] || need_apt+=(libelf-dev)
 command -v cargo >/dev/null || { echo "setup: cargo (Rust) is required" >&2; exit 1; }
 if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
@@ -21,4 +27,9 @@ python3 -c 'import transportlab, pyroute2, pydantic, pyarrow, duckdb, matplotlib
   || { echo "setup: Python dependencies failed to install" >&2; exit 1; }
 
 cargo build --release --quiet
+if [ -e /sys/kernel/btf/vmlinux ]; then
+  make -s -C bpf
+else
+  echo "setup: this kernel has no BTF (/sys/kernel/btf/vmlinux): the BPF congestion controls are not built" >&2
+fi
 echo "setup: ok (binaries in target/release)"

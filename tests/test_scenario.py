@@ -179,7 +179,7 @@ BAD = [
     ("duplicate host", doc(hosts='["client", "server", "client"]'), [], "hosts[2]", "'client'"),
     ("duplicate link name",
      doc(extra='[[links]]\nname = "bottleneck"\nbetween = ["server", "client"]'), [], "links[1].name", "'bottleneck'"),
-    ("kernel lacks cc", doc(flow='cc = "vegas"'), [], "flows.bulk.cc", "'vegas'"),
+    ("kernel lacks cc", doc(flow='cc = "westwood"'), [], "flows.bulk.cc", "'westwood'"),
     ("unknown cc", doc(flow='cc = "turbo"'), [], "flows.bulk.cc", "'turbo'"),
     ("start after duration", doc(flow='start = "30s"'), [], "flows.bulk.start", "'30s'"),
     ("stop before start", doc(flow='start = "5s"\nstop = "2s"'), [], "flows.bulk.stop", "'2s'"),
@@ -333,11 +333,15 @@ def test_format_error_lists_every_problem(tmp_path):
     assert format_error(RuntimeError("boom")) == "error: boom"
 
 
-def test_kernel_cc_message_points_to_quic():
-    with pytest.raises(ScenarioError, match="this kernel lacks tcp_vegas.*quic"):
-        from transportlab.scenario import validate
+def test_kernel_cc_messages_name_what_exists():
+    from transportlab.scenario import validate
 
-        validate(read_toml_text(doc(flow='cc = "vegas"')))
+    with pytest.raises(
+        ScenarioError, match="this kernel lacks tcp_westwood; kernel TCP offers reno, cubic, bbr, vegas"
+    ):
+        validate(read_toml_text(doc(flow='cc = "westwood"')))
+    with pytest.raises(ScenarioError, match='unknown TCP congestion control.*protocol = "quic"'):
+        validate(read_toml_text(doc(flow='cc = "ledbat"')))
 
 
 def read_toml_text(text: str) -> dict:

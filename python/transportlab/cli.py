@@ -201,6 +201,41 @@ def _cmd_doctor(args) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
+def _param_value(text: str) -> int | float | str:
+    for parse in (int, float):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _cmd_bpf(args) -> int:
+    from transportlab.network import kernel_cc
+
+    try:
+        if args.action == "load":
+            params = {}
+            for item in args.params:
+                key, sep, value = item.partition("=")
+                if not sep or not key:
+                    print(f"tlab bpf load: {item!r} is not KEY=VALUE", file=sys.stderr)
+                    return 2
+                params[key] = _param_value(value)
+            print(kernel_cc.load(args.name, args.controller, params))
+        elif args.action == "unload":
+            if not kernel_cc.unload(args.name):
+                print(f"tlab bpf unload: {args.name} was not loaded", file=sys.stderr)
+                return 1
+        else:
+            for name in kernel_cc.loaded():
+                print(name)
+    except kernel_cc.KernelCcError as e:
+        print(f"tlab bpf: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tlab", description="transportlab: transport protocols on an emulated network")
     sub = p.add_subparsers(dest="command", required=True)
@@ -275,6 +310,16 @@ def build_parser() -> argparse.ArgumentParser:
     pc.set_defaults(func=_cmd_pcap)
     sub.add_parser("clean", help="remove what killed runs left behind").set_defaults(func=_cmd_clean)
     sub.add_parser("doctor", help="check that this machine can run experiments").set_defaults(func=_cmd_doctor)
+    bpf = sub.add_parser("bpf", help="the lab's BPF TCP congestion controls by hand (docs/bpf.md)")
+    bpf_sub = bpf.add_subparsers(dest="action", required=True)
+    load = bpf_sub.add_parser("load", help="register CONTROLLER as NAME with KEY=VALUE parameters; prints its pin")
+    load.add_argument("name", help="kernel name: tlab…, at most 15 characters")
+    load.add_argument("controller", help="vegas or delay-correlation")
+    load.add_argument("params", nargs="*", metavar="KEY=VALUE")
+    unload = bpf_sub.add_parser("unload", help="unregister NAME (remove its pin)")
+    unload.add_argument("name")
+    bpf_sub.add_parser("list", help="the instances pinned by transportlab")
+    bpf.set_defaults(func=_cmd_bpf)
     return p
 
 

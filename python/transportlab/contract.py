@@ -34,6 +34,35 @@ def parameters(protocol: str, controller: str) -> dict[str, dict[str, Any]]:
     return {p["name"]: p for p in entry["parameters"]}
 
 
+def implementation(protocol: str, controller: str) -> str:
+    """Where `controller` is implemented: congestion, quinn, kernel or bpf (contracts/README.md)."""
+    return next(c["implementation"] for c in _contract()["controllers"][protocol] if c["name"] == controller)
+
+
+def parameter_problem(p: dict[str, Any], value: Any) -> str | None:
+    """Why `value` does not fit the contract's description `p` of a parameter, or None."""
+    if p["type"] == "choice":
+        return None if value in p["options"] else f"is one of {', '.join(p['options'])}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"is a number ({p['type']})"
+    if p["type"] == "integer" and not float(value).is_integer():
+        return "is a whole number"
+    lo, hi = p.get("min"), p.get("max")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        unit = f" {p['unit']}" if p.get("unit") else ""
+        return f"is {lo} to {hi}{unit}"
+    return None
+
+
+def cross_parameter_problem(controller: str, values: dict[str, Any]) -> tuple[str, str] | None:
+    """A rule between parameters that the per-parameter ranges cannot state, as
+    (parameter, why), or None. Vegas: alpha must not exceed beta (as the congestion
+    crate checks it)."""
+    if controller == "vegas" and values.get("alpha", 2) > values.get("beta", 4):
+        return "alpha", f"must not exceed beta ({values.get('beta', 4)})"
+    return None
+
+
 def drop_reasons() -> dict[int, str]:
     return {int(r["code"]): r["name"] for r in _contract()["drop_reasons"]}
 

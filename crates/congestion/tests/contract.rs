@@ -188,18 +188,44 @@ fn every_value_the_file_allows_builds() {
 }
 
 #[test]
-fn kernel_tcp_controllers_are_the_kernels() {
+fn kernel_tcp_controllers_are_the_kernels_or_the_labs_bpf_programs() {
     let contract = contract();
     let tcp = contract["controllers"]["tcp"]
         .as_array()
         .expect("controllers.tcp is a list");
+    let quic = contract["controllers"]["quic"]
+        .as_array()
+        .expect("controllers.quic is a list");
     assert!(!tcp.is_empty());
     for c in tcp {
-        assert_eq!(c["implementation"], "kernel", "{c}");
-        assert_eq!(
-            c["parameters"],
-            Value::Array(vec![]),
-            "kernel TCP takes no cc_params: {c}"
-        );
+        match c["implementation"].as_str() {
+            Some("kernel") => assert_eq!(
+                c["parameters"],
+                Value::Array(vec![]),
+                "the kernel's own TCP controls take no cc_params: {c}"
+            ),
+            // The lab's BPF programs (bpf/) implement a `congestion` controller for kernel
+            // TCP with the same parameters, less CUBIC's `variant` (the kernel's CUBIC
+            // underneath has fixed constants).
+            Some("bpf") => {
+                let twin = quic
+                    .iter()
+                    .find(|q| q["name"] == c["name"] && q["implementation"] == "congestion")
+                    .unwrap_or_else(|| panic!("{}: a bpf controller has a congestion twin", c["name"]));
+                let expected: Vec<&Value> = twin["parameters"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["name"] != "variant")
+                    .collect();
+                let given: Vec<&Value> = c["parameters"].as_array().unwrap().iter().collect();
+                assert_eq!(
+                    given, expected,
+                    "{}: parameters differ from controllers.quic",
+                    c["name"]
+                );
+            }
+            other => panic!("{c}: implementation {other:?} is not kernel or bpf"),
+        }
     }
 }

@@ -71,6 +71,11 @@ class FlowKind:
             raise FieldIssue(f"{self.name} has no congestion control", (field,))
         return None
 
+    def bpf_congestion(self, flow: Flow) -> tuple[str, dict] | None:
+        """(controller, parameters) when the flow's congestion control is one of the
+        lab's BPF programs, which the runner loads before the flow starts; else None."""
+        return None
+
     # --- plan stage -------------------------------------------------------------------
 
     def endpoints(self, flow: Flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:

@@ -58,7 +58,7 @@ class Quic(FlowKind):
             if key not in params:
                 has = f"it takes {', '.join(params)}" if params else "it takes none"
                 raise FieldIssue(f"not a parameter of {cc} ({has})", ("cc_params", key), value)
-            problem = _parameter_problem(params[key], value)
+            problem = contract.parameter_problem(params[key], value)
             if problem:
                 raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
         return cc
@@ -121,18 +121,3 @@ class Quic(FlowKind):
             "congestion_events": quic.get("congestion_events"),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
-
-
-def _parameter_problem(p: dict, value) -> str | None:
-    """Why `value` does not fit the contract's description `p` of a parameter, or None."""
-    if p["type"] == "choice":
-        return None if value in p["options"] else f"is one of {', '.join(p['options'])}"
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return f"is a number ({p['type']})"
-    if p["type"] == "integer" and not float(value).is_integer():
-        return "is a whole number"
-    lo, hi = p.get("min"), p.get("max")
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        unit = f" {p['unit']}" if p.get("unit") else ""
-        return f"is {lo} to {hi}{unit}"
-    return None

@@ -1,6 +1,7 @@
 """Kernel TCP: bulk (upload/download for a duration or N bytes), objects, and paced
 records (`size` bytes every `interval`, received `ordered` or `unordered`), optional
-TLS 1.3, the kernel's congestion controls (`tcp-server` / `tcp-client` in docs/agent.md)."""
+TLS 1.3, the kernel's congestion controls and the lab's own as BPF programs (`tcp-server`
+/ `tcp-client` in docs/agent.md, docs/bpf.md)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ OTHER_LINUX_TCP_CC = frozenset(
         "lp",
         "nv",
         "scalable",
-        "vegas",
         "veno",
         "westwood",
         "yeah",
@@ -49,7 +49,19 @@ class Tcp(FlowKind):
     name = "tcp"
     ip_proto = 6
     fields = frozenset(
-        {"cc", "direction", "bytes", "objects", "mss", "tls", "tcp_info_interval", "size", "interval", "delivery"}
+        {
+            "cc",
+            "cc_params",
+            "direction",
+            "bytes",
+            "objects",
+            "mss",
+            "tls",
+            "tcp_info_interval",
+            "size",
+            "interval",
+            "delivery",
+        }
     )
     default_cc = "cubic"
 
@@ -88,12 +100,37 @@ class Tcp(FlowKind):
         if cc not in contract.controllers("tcp"):
             avail = ", ".join(contract.controllers("tcp"))
             if cc in OTHER_LINUX_TCP_CC:
-                hint = ' (the userspace one runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
-                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}{hint}", ("cc",))
+                raise FieldIssue(f"this kernel lacks tcp_{cc}; kernel TCP offers {avail}", ("cc",))
             if cc == "newreno":
                 raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
-            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}", ("cc",))
+            hint = ' (it runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
+            raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}{hint}", ("cc",))
+        params = contract.parameters("tcp", cc)
+        given = spec.cc_params or {}
+        for key, value in given.items():
+            if key not in params:
+                has = f"it takes {', '.join(params)}" if params else "it takes none"
+                raise FieldIssue(f"not a parameter of TCP {cc} ({has})", ("cc_params", key), value)
+            problem = contract.parameter_problem(params[key], value)
+            if problem:
+                raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
+        values = {k: given.get(k, p["default"]) for k, p in params.items()}
+        if (rule := contract.cross_parameter_problem(cc, values)) is not None:
+            key, why = rule
+            raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
+        if contract.implementation("tcp", cc) == "bpf":
+            from transportlab.network.kernel_cc import support_problem
+
+            if (problem := support_problem()) is not None:
+                raise FieldIssue(
+                    f"TCP {cc} is the lab's BPF program (docs/bpf.md) and this machine cannot load it: {problem}",
+                    ("cc",),
+                )
         return cc
+
+    def bpf_congestion(self, flow) -> tuple[str, dict] | None:
+        cc = flow.cc or self.default_cc
+        return (cc, dict(flow.cc_params)) if contract.implementation("tcp", cc) == "bpf" else None
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         server = server_argv("tcp-server", flow.port, files, serve_for_s)

@@ -1,6 +1,7 @@
 """`tlab clean`: removes what runs that are no longer alive left behind — their
 processes (by recorded PID and start time, or by membership of a tlab namespace),
-namespaces, TUN devices and veth pairs. Live runs are left alone."""
+namespaces, TUN devices, veth pairs and the BPF congestion controls they registered.
+Live runs are left alone."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import signal
 import subprocess
 import time
 
-from transportlab.network import netns
+from transportlab.network import kernel_cc, netns
 from transportlab.network.registry import ProcessRecord, all_records, is_alive, process_start_time
 
 # Both ends of a run's veth pairs (network/live.py: tlab<run id>h<i>, tlab<run id>e<i>).
@@ -31,6 +32,19 @@ def _kill(pid: int, start_time: int | None) -> bool:
 def _pids_in_namespace(name: str) -> list[int]:
     res = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
     return [int(p) for p in res.stdout.split()]
+
+
+def _unload_kernel_ccs(run_id: str, names: list[str], done: list[str]) -> list[str]:
+    """Unregisters a dead run's BPF congestion controls; returns those that would not go."""
+    kept = []
+    for name in names:
+        try:
+            if kernel_cc.unload(name):
+                done.append(f"run {run_id}: unregistered TCP congestion control {name}")
+        except kernel_cc.KernelCcError as e:
+            done.append(f"run {run_id}: could not unregister {name}: {e}")
+            kept.append(name)
+    return kept
 
 
 def clean() -> list[str]:
@@ -59,7 +73,12 @@ def clean() -> list[str]:
         for ifname in record.tun_devices + record.veth_devices:
             if netns.remove_root_link(ifname):
                 done.append(f"run {record.run_id}: removed device {ifname}")
-        path.unlink(missing_ok=True)
+        kept = _unload_kernel_ccs(record.run_id, record.kernel_ccs, done)
+        if kept:
+            record.kernel_ccs = kept
+            record.save()
+        else:
+            path.unlink(missing_ok=True)
     # Namespaces of ours that no record explains (the registry lives in /run, which a
     # reboot or a hand clean-up empties).
     for ns in netns.list_names("tlab-"):

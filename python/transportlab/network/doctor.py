@@ -71,12 +71,32 @@ def _congestion_controls() -> Check:
     return Check("tcp congestion controls", True, " ".join(avail))
 
 
+def _bpf_congestion_controls() -> Check:
+    """The lab's BPF TCP congestion controls (docs/bpf.md): built, and one really loads,
+    is listed by the kernel and unloads."""
+    from transportlab.network import kernel_cc
+
+    name = "bpf congestion controls"
+    if (problem := kernel_cc.support_problem()) is not None:
+        return Check(name, False, f"{problem}; TCP flows with cc = {' or '.join(kernel_cc.bpf_controllers())} refused")
+    trial = kernel_cc.instance_name("vegas", {}, salt=f"doctor-{secrets.token_hex(4)}")
+    try:
+        kernel_cc.load(trial, "vegas", {})
+        kernel_cc.unload(trial)
+    except kernel_cc.KernelCcError as e:
+        return Check(name, False, str(e))
+    return Check(
+        name, True, f"{', '.join(kernel_cc.bpf_controllers())} load (BPF struct_ops, pins in {kernel_cc.PIN_DIR})"
+    )
+
+
 def run_checks() -> list[Check]:
     checks = [_root()]
     if checks[0].ok:
         checks += [_tun(), _namespaces()]
     checks += _binaries()
     checks.append(_congestion_controls())
+    checks.append(_bpf_congestion_controls())
     return checks
 
 

@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any
 
 from transportlab.locations import binary
-from transportlab.network import netns, veth
+from transportlab.network import kernel_cc, netns, veth
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
@@ -329,6 +329,31 @@ class Network:
             raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s") from None
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
+    def load_kernel_cc(self, controller: str, params: dict) -> str:
+        """Registers the lab's BPF congestion control `controller` with `params` for this
+        run (once per distinct parameter set) and returns its kernel name, which a TCP
+        socket selects with TCP_CONGESTION. Unregistered at teardown."""
+        name = kernel_cc.instance_name(controller, params, salt=self.run_id)
+        if name in self.record.kernel_ccs:
+            return name
+        self.record.kernel_ccs.append(name)
+        self.record.save()
+        try:
+            kernel_cc.load(name, controller, params)
+        except kernel_cc.KernelCcError as e:
+            raise NetworkError(str(e)) from None
+        return name
+
+    def _unload_kernel_ccs(self) -> None:
+        left = []
+        for name in self.record.kernel_ccs:
+            try:
+                kernel_cc.unload(name)
+            except kernel_cc.KernelCcError as e:  # teardown goes on; `tlab clean` retries
+                print(f"warning: {e}", file=sys.stderr)
+                left.append(name)
+        self.record.kernel_ccs = left
+
     def _tun_drops(self) -> dict[str, int]:
         drops = {}
         for host in self._tun_fds or self._attach_config:
@@ -365,7 +390,11 @@ class Network:
         for ifname in self.record.tun_devices + self.record.veth_devices:
             netns.remove_root_link(ifname)
         self._attach_config.clear()
-        self.record.remove()
+        self._unload_kernel_ccs()
+        if self.record.kernel_ccs:
+            self.record.save()  # what could not be unloaded stays for `tlab clean`
+        else:
+            self.record.remove()
 
 
 def _stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:

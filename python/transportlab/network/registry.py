@@ -1,4 +1,5 @@
-"""A record per live run of what it created (namespaces, TUN and veth devices, processes), so a
+"""A record per live run of what it created (namespaces, TUN and veth devices, processes,
+kernel congestion controls it registered), so a
 run killed before it could tear down can be cleaned up later by `tlab clean`, which
 removes exactly what was recorded and nothing else."""
 
@@ -40,6 +41,9 @@ class RunRecord:
     # killed before it moved them out of the root namespace).
     veth_devices: list[str] = field(default_factory=list)
     processes: list[ProcessRecord] = field(default_factory=list)
+    # Kernel names of the lab's BPF congestion controls the run registered (kernel_cc.py),
+    # recorded before each is loaded.
+    kernel_ccs: list[str] = field(default_factory=list)
 
     @property
     def path(self) -> Path:
@@ -70,6 +74,7 @@ class RunRecord:
             tun_devices=list(data["tun_devices"]),
             veth_devices=list(data.get("veth_devices", [])),
             processes=[ProcessRecord(**p) for p in data["processes"]],
+            kernel_ccs=list(data.get("kernel_ccs", [])),
         )
 
 

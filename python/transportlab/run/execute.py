@@ -11,12 +11,14 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
+from transportlab.kinds import kind
 from transportlab.network.live import Network
+from transportlab.plan.flows import Flow
 from transportlab.plan.runs import PlannedRun
 from transportlab.plan.schedule import CLIENT_GRACE_S, Job, flow_jobs, probe_jobs
 
@@ -49,14 +51,16 @@ def execute(
     raw.mkdir(parents=True)
     write_json(run_dir / SCENARIO, record.dump())
 
-    jobs: list[Job] = []
-    for f in r.flows:
-        jobs += flow_jobs(f, r.topology.address(f.to), raw, r.duration)
-    for p in r.probes:
-        jobs += probe_jobs(p, r.topology.address(p.to), raw, r.duration)
-
     capture = (r.capture.snaplen, r.capture.directions) if r.capture else None
     with Network(r.topology, raw, seed=run.seed, run_id=run_id, sysctls=r.sysctls, capture=capture) as net:
+        # The lab's BPF congestion controls are registered before any agent starts; a
+        # flow's agents select its instance by kernel name.
+        jobs: list[Job] = []
+        for f in r.flows:
+            f = _with_kernel_cc(net, f)
+            jobs += flow_jobs(f, r.topology.address(f.to), raw, r.duration)
+        for p in r.probes:
+            jobs += probe_jobs(p, r.topology.address(p.to), raw, r.duration)
         servers: list[tuple[Job, subprocess.Popen]] = []
         for job in (j for j in jobs if j.server):
             servers.append((job, net.start_server(job.host, job.argv, _stderr_path(raw, job))))
@@ -94,6 +98,15 @@ def execute(
     (raw / "t0_ns").write_text(str(t0))
     (raw / "t_end_ns").write_text(str(t_end))
     return failures
+
+
+def _with_kernel_cc(net: Network, flow: Flow) -> Flow:
+    """The flow with its congestion control's kernel name, registering the lab's BPF
+    program for it first when its kind asks for one."""
+    need = kind(flow.protocol).bpf_congestion(flow)
+    if need is None:
+        return flow
+    return replace(flow, cc=net.load_kernel_cc(*need), cc_params={})
 
 
 def _stderr_path(raw: Path, job: Job) -> Path:
