@@ -260,8 +260,7 @@ fn run(cfg: Config) -> Result<(), String> {
         fwd.packets_in,
         fwd.packets_out,
     );
-    let log_error = fwd.close_outputs().err();
-    let stats = RunStats {
+    let mut stats = RunStats {
         directions,
         unintended_drops: unintended,
         unintended_drops_total: unintended_total,
@@ -277,14 +276,21 @@ fn run(cfg: Config) -> Result<(), String> {
         spin_budget_exhausted: exhausted,
         wall_s: (clock::now_ns() - started) as f64 * 1e-9,
         cpu_s: clock::cpu_time_s(),
-        log_error: log_error.clone(),
+        log_error: None,
     };
-    let json = serde_json::to_string_pretty(&stats).expect("stats serialise");
-    std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))?;
-    match log_error {
-        Some(e) => Err(e),
-        None => Ok(()),
+    // The statistics first: flushing a log writer that fell behind can take a while, and
+    // what is known by now must not wait for it.
+    let write_stats = |stats: &RunStats| {
+        let json = serde_json::to_string_pretty(stats).expect("stats serialise");
+        std::fs::write(&cfg.stats_path, json).map_err(|e| format!("{}: {e}", cfg.stats_path.display()))
+    };
+    write_stats(&stats)?;
+    if let Err(e) = fwd.close_outputs() {
+        stats.log_error = Some(e.clone());
+        write_stats(&stats)?;
+        return Err(e);
     }
+    Ok(())
 }
 
 /// Sleeps to 300 absolute deadlines 200 µs apart through the timerfd and epoll, as the

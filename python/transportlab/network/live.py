@@ -33,6 +33,7 @@ DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
 TUN_TXQUEUELEN = 10_000
 ENGINE_READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
+ENGINE_STOP_GRACE_S = 120.0
 
 # Linux defaults for the TCP socket-buffer limits (bytes).
 DEFAULT_TCP_RMEM_MAX = 6_291_456
@@ -371,7 +372,9 @@ class Network:
         self._children.clear()
         tun_drops = self._tun_drops()
         if self._engine is not None:
-            _stop_process(self._engine, grace=10.0)
+            # The engine writes its statistics, then flushes its packet log and capture;
+            # a log writer that fell behind (a saturated machine) needs the time.
+            _stop_process(self._engine, grace=ENGINE_STOP_GRACE_S)
             if self._engine.stdout:
                 self._engine.stdout.close()
             self._engine = None
