@@ -2,12 +2,13 @@
 //! `capture`): one interface per direction, named after it, raw IPv4 frames
 //! (LINKTYPE_IPV4), nanosecond timestamps of the actual hand-over. Like the packet log,
 //! blocks are encoded on the forwarding thread and written by a thread of their own over
-//! an unbounded channel, so capturing never makes forwarding wait for the disk.
+//! a deep bounded channel (as the log: a stalled writer is absorbed, one that stays behind
+//! makes forwarding wait rather than grow memory without bound).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{channel, Sender};
+use std::sync::mpsc::{sync_channel, SyncSender};
 use std::thread::JoinHandle;
 
 const SHB: u32 = 0x0A0D_0D0A;
@@ -28,7 +29,7 @@ pub struct Capture {
     /// Added to CLOCK_MONOTONIC times to give the wall-clock times pcapng readers expect.
     mono_to_real_ns: i64,
     batch: Vec<u8>,
-    tx: Option<Sender<Vec<u8>>>,
+    tx: Option<SyncSender<Vec<u8>>>,
     writer: Option<JoinHandle<std::io::Result<()>>>,
 }
 
@@ -81,7 +82,7 @@ impl Capture {
         }
         let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
         out.write_all(&head)?;
-        let (tx, rx) = channel::<Vec<u8>>();
+        let (tx, rx) = sync_channel::<Vec<u8>>(192);
         let writer = std::thread::Builder::new().name("tlab-capture".into()).spawn(move || {
             for chunk in rx {
                 out.write_all(&chunk)?;
