@@ -285,7 +285,10 @@ impl RxRing {
     /// (`real_to_mono`: CLOCK_REALTIME − CLOCK_MONOTONIC in ns). Each must be released.
     pub fn ready(&mut self, max: usize, real_to_mono: i64, host: usize, out: &mut Vec<(Frame, usize)>) -> usize {
         let mut n = 0;
-        while n < max {
+        // At most one lap: frames stay the user's until released, so on a full ring the
+        // next slot after a lap is one already taken (without the bound this looped for
+        // ever, pushing the same frames until the kernel killed the engine for memory).
+        while n < max.min(self.frames) {
             let h = self.hdr(self.next);
             // SAFETY: the status word is shared with the kernel; read it volatile and
             // only then (acquire) the rest of the header.
