@@ -92,11 +92,19 @@ def test_bad_utp_fields_are_refused_naming_the_flow_and_field(tmp_path, flow, ex
     assert re.search(expected, refused(tmp_path, flow))
 
 
-def test_implementation_is_refused_on_other_kinds(tmp_path):
-    text = SCENARIO.format(flow='implementation = "libtorrent"').replace('protocol = "utp"', 'protocol = "tcp"')
+def test_implementation_on_other_kinds(tmp_path):
     path = tmp_path / "s.toml"
-    path.write_text(text)
-    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: implementation is not a field of tcp flows"):
+    # tcp names its one implementation, the kernel's (a sweep axis may step to it) …
+    path.write_text(SCENARIO.format(flow='implementation = "linux"').replace('protocol = "utp"', 'protocol = "tcp"'))
+    assert load_scenario(path).flows[0].implementation == "linux"
+    path.write_text(
+        SCENARIO.format(flow='implementation = "libtorrent"').replace('protocol = "utp"', 'protocol = "tcp"')
+    )
+    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: kernel TCP is the one implementation"):
+        load_scenario(path)
+    # … other kinds have none to name.
+    path.write_text(SCENARIO.format(flow='implementation = "quinn"').replace('protocol = "utp"', 'protocol = "quic"'))
+    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: implementation is not a field of quic flows"):
         load_scenario(path)
 
 

@@ -39,15 +39,20 @@ OTHER_LINUX_TCP_CC = frozenset(
     }
 )
 MSS_RANGE = (88, 65495)
+KERNEL_TCP = "linux"
 
 
 class Tcp(FlowKind):
     name = "tcp"
     ip_proto = 6
-    fields = frozenset({"cc", "direction", "bytes", "objects", "mss", "tls", "tcp_info_interval"})
+    fields = frozenset({"cc", "direction", "bytes", "objects", "mss", "tls", "tcp_info_interval", "implementation"})
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
+        # implementation to TCP (S0 E4).
+        if spec.implementation not in (None, KERNEL_TCP):
+            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
 

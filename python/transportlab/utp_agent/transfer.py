@@ -20,6 +20,8 @@ RECONNECT_EVERY_NS = 1_000_000_000
 # libtorrent's errors::upload_upload_connection: it closes a connection between two
 # seeds, so the sender sees the receiver holding every piece when it closes with this.
 UPLOAD_UPLOAD_CONNECTION = 37
+# uTP sockets still open (connecting, connected or closing), by libtorrent's counters.
+OPEN_UTP_SOCKETS = ("utp.num_utp_syn_sent", "utp.num_utp_connected", "utp.num_utp_fin_sent", "utp.num_utp_close_wait")
 
 
 class TransferError(Exception):
@@ -83,16 +85,35 @@ def run(lt, job: Job, workdir: Path, stop_requested: Callable[[], bool], on_read
             _loop(lt, ses, handle, job, st, stop_requested)
         except TransferError as e:
             st.error = str(e)
-        finally:
-            st.end_ns = st.end_ns or time.monotonic_ns()
+        st.end_ns = st.end_ns or time.monotonic_ns()
+        try:  # the last row: where the transfer stood at its end
             _sample(lt, ses, handle, job, st, st.end_ns)
             _drain_stats(lt, ses, st)
+        except TransferError as e:
+            st.error = st.error or str(e)
+        _close(lt, ses, handle)
     finally:
         ses.pause()
         del ses
     if st.error is None:
         st.error = _not_utp(st)
     return st
+
+
+def _close(lt, ses, handle, timeout_s: float = 1.0) -> None:
+    """Closes this end's connection the way libtorrent closes one (a uTP FIN, answered)
+    before the session goes, so the peer sees the transfer end instead of a silence."""
+    handle.pause()
+    deadline = time.monotonic() + timeout_s
+    ses.post_session_stats()
+    while time.monotonic() < deadline:
+        ses.wait_for_alert(50)
+        for a in ses.pop_alerts():
+            if isinstance(a, lt.session_stats_alert):
+                open_sockets = sum(int(a.values[k]) for k in OPEN_UTP_SOCKETS)
+                if open_sockets == 0:
+                    return
+                ses.post_session_stats()
 
 
 def _wait_listening(lt, ses) -> int:
