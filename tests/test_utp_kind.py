@@ -70,7 +70,11 @@ def test_a_libtorrent_flow_loads_with_its_parameters(tmp_path):
     [
         ('bytes = "5MB"', r"flows\.dl\.implementation: a utp flow names its implementation: one of libtorrent, libutp"),
         ('implementation = "utorrent"', r"flows\.dl\.implementation: not a uTP implementation; .* \(got 'utorrent'\)"),
-        ('implementation = "libutp"', r"flows\.dl\.implementation: the libutp uTP agent is not built yet"),
+        (
+            'implementation = "libutp"\ncc_params = { target = 50 }',
+            r"flows\.dl\.cc_params\.target: not a uTP parameter libutp exposes \(it takes none\) \(got 50\)",
+        ),
+        ('implementation = "libutp"\nmss = 1000', r"flows\.dl\.mss: libutp's packet size is a constant"),
         (
             'implementation = "libtorrent"\ncc_params = { target = 0 }',
             r"flows\.dl\.cc_params\.target: libtorrent's target is 1 to 10000 ms \(got 0\)",
@@ -127,6 +131,16 @@ def test_endpoints_of_a_download_and_of_a_bulk_transfer(tmp_path):
     assert "--content-seed" not in ends.client
     assert ends.client[ends.client.index("--duration") + 1] == "10000000000ns"
     assert int(ends.client[ends.client.index("--bytes") + 1]) == bulk_size(10.0)
+
+
+def test_libutp_endpoints_are_the_agent_binarys(tmp_path):
+    s = load_scenario(write(tmp_path, 'implementation = "libutp"\nbytes = "5MB"'))
+    (f,) = resolve(s).flows
+    ends = kind("utp").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 27.0)
+    assert ends.server[1:4] == ["utp-server", "--bind", f"0.0.0.0:{f.port}"]
+    assert ends.client[1:4] == ["utp-client", "--connect", f"10.0.0.2:{f.port}"]
+    assert ends.client[ends.client.index("--direction") + 1] == "download"
+    assert ends.client[ends.client.index("--bytes") + 1] == "5000000"
 
 
 def test_content_is_deterministic_and_bulk_is_whole_pieces():

@@ -1,16 +1,26 @@
-"""uTP (BEP 29) with a real implementation (`python -m transportlab.utp_agent` in
-docs/agent.md): a download of `bytes` or a bulk transfer until `stop`, LEDBAT with the
-implementation's own parameters per flow (`cc_params`)."""
+"""uTP (BEP 29) with a real implementation (docs/agent.md, "uTP"): libtorrent's
+(`python -m transportlab.utp_agent`) or BitTorrent's reference libutp (the `agent`
+binary's utp-server / utp-client). A download of `bytes` or a bulk transfer until
+`stop`, LEDBAT with the implementation's own parameters per flow (`cc_params`)."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from transportlab.kinds.base import Endpoints, Files, FlowKind, duration_arg, sender_results, summary_args
+from transportlab.kinds.base import (
+    Endpoints,
+    Files,
+    FlowKind,
+    agent_binary,
+    duration_arg,
+    sender_results,
+    server_argv,
+    summary_args,
+)
 from transportlab.scenario.errors import FieldIssue
 from transportlab.utp_agent.content import bulk_size
-from transportlab.utp_agent.parameters import IMPLEMENTATIONS, Parameter
+from transportlab.utp_agent.parameters import IMPLEMENTATIONS, NO_PACKET_SIZE, Parameter
 
 AGENT_MODULE = "transportlab.utp_agent"
 
@@ -23,10 +33,7 @@ class Utp(FlowKind):
 
     def check(self, spec, given) -> None:
         if spec.mss is not None:
-            raise FieldIssue(
-                f"{spec.implementation}'s uTP finds its packet size by path MTU discovery and has no setting for it",
-                ("mss",),
-            )
+            raise FieldIssue(NO_PACKET_SIZE[spec.implementation], ("mss",))
 
     def check_cc(self, spec) -> str:
         params = _parameters(spec.implementation)
@@ -35,10 +42,9 @@ class Utp(FlowKind):
             raise FieldIssue(f"uTP runs LEDBAT: cc is {self.default_cc}", ("cc",))
         for key, value in (spec.cc_params or {}).items():
             if key not in params:
+                takes = f"it takes {', '.join(params)}" if params else "it takes none"
                 raise FieldIssue(
-                    f"not a uTP parameter {spec.implementation} exposes (it takes {', '.join(params)})",
-                    ("cc_params", key),
-                    value,
+                    f"not a uTP parameter {spec.implementation} exposes ({takes})", ("cc_params", key), value
                 )
             problem = _value_problem(params[key], value)
             if problem:
@@ -46,6 +52,8 @@ class Utp(FlowKind):
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+        if flow.implementation == "libutp":
+            return _libutp_endpoints(flow, server_addr, files, serve_for_s)
         server_sends = flow.direction == "download"
         common = ["--implementation", str(flow.implementation)]
         if flow.bytes:
@@ -69,6 +77,8 @@ class Utp(FlowKind):
         sender, side = sender_results(client, server)
         counters = (sender.get("utp") or {}).get("counters") or {}
         ends = [client, *(server.get("connections") or [])]
+        # libtorrent's ends check that the transfer was uTP; a libutp socket speaks
+        # nothing else, so a libutp flow has no check to report (None).
         verified = [e["utp"]["verified"] for e in ends if e.get("utp")]
         # rtt_ms stays unset: libtorrent exposes no uTP socket RTT, only its request
         # round-trip estimate (peer_info.rtt, the series' rtt_ms column); probes measure RTT.
@@ -79,21 +89,22 @@ class Utp(FlowKind):
         }
 
 
+def _libutp_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+    """The `agent` binary's utp-server (one connection) and utp-client."""
+    server = server_argv("utp-server", flow.port, files, serve_for_s, once=False)
+    client = [agent_binary(), "utp-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction]
+    client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+    client += summary_args(files.client_summary, files.client_series)
+    return Endpoints(server, client)
+
+
 def _parameters(implementation: str | None) -> dict[str, Parameter]:
     known = ", ".join(IMPLEMENTATIONS)
     if implementation is None:
         raise FieldIssue(f"a utp flow names its implementation: one of {known}", ("implementation",))
     if implementation not in IMPLEMENTATIONS:
         raise FieldIssue(f"not a uTP implementation; expected one of {known}", ("implementation",), implementation)
-    params = IMPLEMENTATIONS[implementation]
-    if params is None:
-        built = ", ".join(k for k, v in IMPLEMENTATIONS.items() if v is not None)
-        raise FieldIssue(
-            f"the {implementation} uTP agent is not built yet; implementations that run: {built}",
-            ("implementation",),
-            implementation,
-        )
-    return params
+    return IMPLEMENTATIONS[implementation]
 
 
 def _value_problem(p: Parameter, value: object) -> str | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from transportlab.utp_agent.content import Content
 from transportlab.utp_agent.output import write_series, write_summary
-from transportlab.utp_agent.parameters import IMPLEMENTATIONS, LIBTORRENT_PARAMETERS
+from transportlab.utp_agent.parameters import LIBTORRENT_PARAMETERS
 from transportlab.utp_agent.results import summary
 from transportlab.utp_agent.transfer import Job, TransferError, run
 
@@ -71,7 +71,8 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--connect", type=address, required=True, help="the server's ADDR:PORT")
             p.add_argument("--duration", type=duration_ns, help="bulk: transfer this long from connecting")
             p.add_argument("--connect-timeout", type=duration_ns, default=duration_ns("10s"))
-        p.add_argument("--implementation", choices=list(IMPLEMENTATIONS), required=True)
+        # libutp runs in the `agent` binary (utp-server / utp-client), not here.
+        p.add_argument("--implementation", choices=["libtorrent"], required=True)
         p.add_argument("--role", choices=["sender", "receiver"], required=True, help="which end sends the payload")
         p.add_argument("--bytes", type=int, required=True, help="content size (bulk: its upper bound)")
         p.add_argument("--content-seed", type=int, help="download content: the seed of its bytes (bulk: omit)")
@@ -85,9 +86,6 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     prog = f"utp-{args.end}"
-    if IMPLEMENTATIONS[args.implementation] is None:
-        print(f"{prog}: error: implementation {args.implementation!r} is not built yet", file=sys.stderr)
-        return 2
     if args.bytes <= 0:
         print(f"{prog}: error: --bytes must be positive (got {args.bytes})", file=sys.stderr)
         return 2

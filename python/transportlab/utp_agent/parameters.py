@@ -31,9 +31,20 @@ LIBTORRENT_PARAMETERS: dict[str, Parameter] = {
     )
 }
 
-# Implementations a utp flow may name, with their parameters; None: not built here yet
-# (the kind refuses it when the file is read, saying so).
-IMPLEMENTATIONS: dict[str, dict[str, Parameter] | None] = {
+# BitTorrent's reference libutp through the libutp-rs2 crate (the `agent` binary's
+# utp-server / utp-client): the crate keeps libutp's context to itself, so its one
+# context option (UTP_TARGET_DELAY) cannot be set, and gain and packet size are constants
+# of libutp's source. A libutp flow takes no parameters.
+LIBUTP_PARAMETERS: dict[str, Parameter] = {}
+
+# Implementations a utp flow may name, with the parameters each exposes.
+IMPLEMENTATIONS: dict[str, dict[str, Parameter]] = {
     "libtorrent": LIBTORRENT_PARAMETERS,
-    "libutp": None,
+    "libutp": LIBUTP_PARAMETERS,
+}
+
+# Why neither takes a packet size (a flow's `mss`).
+NO_PACKET_SIZE = {
+    "libtorrent": "libtorrent's uTP finds its packet size by path MTU discovery and has no setting for it",
+    "libutp": "libutp's packet size is a constant of its source (libutp-rs2 sets no MTU callback)",
 }
