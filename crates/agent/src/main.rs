@@ -4,7 +4,8 @@
 //! over kernel TCP with a chosen congestion control), udp-send / udp-recv (constant bit
 //! rate with per-packet one-way delay), echo / probe (RTT), quic-server / quic-client (bulk,
 //! objects on parallel streams and paced messages over QUIC with the congestion controllers
-//! of the `congestion` crate or quinn's BBR). Each writes a JSON summary and,
+//! of the `congestion` crate or quinn's BBR), utp-server / utp-client (uploads and downloads
+//! over uTP with BitTorrent's reference libutp). Each writes a JSON summary and,
 //! optionally, a columnar Arrow IPC time series. See docs/agent.md.
 
 mod echo;
