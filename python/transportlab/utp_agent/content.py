@@ -69,11 +69,7 @@ class Content:
 
     def torrent(self, lt) -> dict:
         """The torrent's decoded metainfo (libtorrent's `create_torrent.generate()`)."""
-        if hasattr(lt, "create_file_entry"):  # libtorrent 2.1
-            files = [lt.create_file_entry(FILE_NAME, self.size)]
-        else:  # 2.0: a file_storage
-            files = lt.file_storage()
-            files.add_file(FILE_NAME, self.size)
+        files = [lt.create_file_entry(FILE_NAME, self.size)]
         ct = lt.create_torrent(files, self.piece_length, lt.create_torrent.v1_only)
         for i, h in enumerate(self.piece_hashes()):
             ct.set_hash(i, h)
