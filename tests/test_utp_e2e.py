@@ -163,7 +163,9 @@ def test_utp_yields_to_a_tcp_burst_and_comes_back(tmp_path, implementation):
 def test_a_bad_utp_parameter_is_refused_naming_file_flow_and_field(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(
-        DOWNLOAD.format(direction="download").replace('bytes = "5MB"', 'bytes = "5MB"\ncc_params = { target = -5 }')
+        DOWNLOAD.format(implementation="libtorrent", direction="download").replace(
+            'bytes = "5MB"', 'bytes = "5MB"\ncc_params = { target = -5 }'
+        )
     )
     res = subprocess.run(
         [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "out"), "--quiet"],
