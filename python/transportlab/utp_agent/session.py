@@ -45,6 +45,11 @@ def settings(lt, listen: str, params: dict[str, int]) -> dict:
         "out_enc_policy": int(lt.enc_policy.disabled),
         "in_enc_policy": int(lt.enc_policy.disabled),
         "allow_multiple_connections_per_ip": True,
+        # A receiver that finishes would close its connection to the seed at once; its
+        # close could then reach the seeder before the last HAVE is handled, and the
+        # seeder could not tell a finished receiver from one that left. The client ends
+        # the connection when its part is done.
+        "close_redundant_connections": False,
         "alert_mask": int(
             lt.alert.category_t.error_notification
             | lt.alert.category_t.status_notification
