@@ -88,10 +88,12 @@ def run(lt, job: Job, workdir: Path, stop_requested: Callable[[], bool], on_read
         st.end_ns = st.end_ns or time.monotonic_ns()
         try:  # the last row: where the transfer stood at its end
             _sample(lt, ses, handle, job, st, st.end_ns)
-            _drain_stats(lt, ses, st)
+            _drain_stats(lt, ses, st, timeout_s=0.5)
         except TransferError as e:
             st.error = st.error or str(e)
-        _close(lt, ses, handle)
+        # Stopped by a signal, the runner is tearing down and kills what outlives its
+        # grace (3 s): close quickly so the summary is written and the files removed.
+        _close(lt, ses, handle, timeout_s=0.2 if st.stopped_by == "signal" else 1.0)
     finally:
         ses.pause()
         del ses
