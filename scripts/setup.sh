@@ -23,7 +23,7 @@ fi
 
 # Python package and its dependencies (editable, so `tlab` runs this checkout).
 python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v 'Running pip as the' || true
-python3 -c 'import transportlab, pyroute2, pydantic, pyarrow, duckdb, matplotlib, rich, websockets, distributed' \
+python3 -c 'import transportlab, pyroute2, pydantic, pyarrow, duckdb, matplotlib, rich, websockets, distributed, libtorrent' \
   || { echo "setup: Python dependencies failed to install" >&2; exit 1; }
 
 cargo build --release --quiet

@@ -16,6 +16,7 @@ STAGES = ["scenario", "plan", "network", "artefacts", "run", "metrics", "report"
 BESIDE = {
     "locations": None,
     "contract": None,
+    "utp_agent": None,  # runs inside a namespace; imports no stage
     "kinds": "metrics",
     "cluster": "run",  # runs on Dask workers; the pipeline analyses what comes back
     "pipeline": "report",

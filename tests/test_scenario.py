@@ -374,10 +374,12 @@ def test_quic_is_accepted_and_unknown_kinds_are_refused_at_load(tmp_path):
     text = doc(protocol="quic", flow='cc = "vegas"\ncc_params = { alpha = 2, beta = 4, gamma = 1 }\nstreams = 2')
     s = load_scenario(write(tmp_path, text))
     assert s.flows[0].cc == "vegas" and s.flows[0].cc_params == {"alpha": 2, "beta": 4, "gamma": 1}
-    # A kind with no plug-in (uTP until it lands) is refused where the file is read,
-    # naming the field, the value and the kinds there are.
-    with pytest.raises(ScenarioError, match=r"flows\.bulk\.protocol: not a flow kind .*tcp, udp, quic \(got 'utp'\)"):
-        load_scenario(write(tmp_path, doc(protocol="utp")))
+    # A kind with no plug-in is refused where the file is read, naming the field, the
+    # value and the kinds there are.
+    with pytest.raises(
+        ScenarioError, match=r"flows\.bulk\.protocol: not a flow kind .*tcp, udp, quic, utp \(got 'sctp'\)"
+    ):
+        load_scenario(write(tmp_path, doc(protocol="sctp")))
 
 
 def test_a_field_of_another_kind_names_its_kinds(tmp_path):

@@ -4,7 +4,8 @@
 //! over kernel TCP with a chosen congestion control), udp-send / udp-recv (constant bit
 //! rate with per-packet one-way delay), echo / probe (RTT), quic-server / quic-client (bulk,
 //! objects on parallel streams and paced messages over QUIC with the congestion controllers
-//! of the `congestion` crate or quinn's BBR). Each writes a JSON summary and,
+//! of the `congestion` crate or quinn's BBR), utp-server / utp-client (uploads and downloads
+//! over uTP with BitTorrent's reference libutp). Each writes a JSON summary and,
 //! optionally, a columnar Arrow IPC time series. See docs/agent.md.
 
 mod echo;
@@ -16,6 +17,7 @@ mod tcpinfo;
 mod tcpstream;
 mod udp;
 mod units;
+mod utp;
 
 use agent::{stats, tls};
 
@@ -70,6 +72,10 @@ enum Cmd {
     QuicServer(QuicServerArgs),
     /// QUIC client: one connection doing a bulk transfer, parallel objects or paced messages.
     QuicClient(QuicClientArgs),
+    /// uTP server (BitTorrent's libutp): serves one upload or download; prints `READY <port>`.
+    UtpServer(UtpServerArgs),
+    /// uTP client (BitTorrent's libutp): one connection doing an upload or a download.
+    UtpClient(UtpClientArgs),
 }
 
 fn positive_duration(s: &str) -> Result<u64, String> {
@@ -237,6 +243,53 @@ pub struct UdpSendArgs {
     /// JSON summary path.
     #[arg(long)]
     pub summary: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct UtpServerArgs {
+    /// Address and port to listen on (UDP; the port must be given).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    /// Stop after this long even if the connection did not end.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Series sampling interval.
+    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
+    pub sample_interval: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC time series path (payload bytes over time).
+    #[arg(long)]
+    pub series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct UtpClientArgs {
+    /// Server address and port.
+    #[arg(long)]
+    pub connect: SocketAddr,
+    /// Transfer for this long (from connection establishment).
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    /// Transfer exactly this many bytes.
+    #[arg(long, value_parser = positive_size)]
+    pub bytes: Option<u64>,
+    /// Which end sends the payload.
+    #[arg(long, value_enum, default_value_t = Direction::Upload)]
+    pub direction: Direction,
+    /// Give up connecting after this long.
+    #[arg(long, default_value = "10s", value_parser = positive_duration)]
+    pub connect_timeout: u64,
+    /// Series sampling interval.
+    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
+    pub sample_interval: u64,
+    /// JSON summary path.
+    #[arg(long)]
+    pub summary: PathBuf,
+    /// Arrow IPC time series path (payload bytes over time).
+    #[arg(long)]
+    pub series: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -420,6 +473,8 @@ fn main() {
         Cmd::Probe(a) => ("probe", echo::probe(a)),
         Cmd::QuicServer(a) => ("quic-server", quic::server(a)),
         Cmd::QuicClient(a) => ("quic-client", quic::client(a)),
+        Cmd::UtpServer(a) => ("utp-server", utp::server(a)),
+        Cmd::UtpClient(a) => ("utp-client", utp::client(a)),
     };
     if let Err(e) = result {
         let msg = format!("{e:#}").replace('\n', " ");

@@ -165,6 +165,8 @@ class FlowMetrics(_Record):
     jitter_rfc3550_ms: float | None = None
     ipdv_rfc3393_ms: Any = None
     one_way_delay_ms: Any = None
+    utp_verified: bool | None = None
+    timeouts: int | None = None
     packets_sent_by_data_sender: int | None = None
     bytes_sent_by_data_sender: int | None = None
     packets_sent_by_data_receiver: int | None = None

@@ -8,8 +8,9 @@ from transportlab.kinds.base import COMMON_FIELDS, Endpoints, Files, FlowKind
 from transportlab.kinds.quic import Quic
 from transportlab.kinds.tcp import Tcp
 from transportlab.kinds.udp import Udp
+from transportlab.kinds.utp import Utp
 
-KINDS: dict[str, FlowKind] = {k.name: k for k in (Tcp(), Udp(), Quic())}
+KINDS: dict[str, FlowKind] = {k.name: k for k in (Tcp(), Udp(), Quic(), Utp())}
 
 
 def kind(protocol: str) -> FlowKind:

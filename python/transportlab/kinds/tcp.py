@@ -43,6 +43,7 @@ OTHER_LINUX_TCP_CC = frozenset(
 MSS_RANGE = (88, 65495)
 # A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
 RECORD_RANGE = (19, 16 * 2**20)
+KERNEL_TCP = "linux"
 
 
 class Tcp(FlowKind):
@@ -61,11 +62,16 @@ class Tcp(FlowKind):
             "size",
             "interval",
             "delivery",
+            "implementation",
         }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
+        # implementation to TCP (S0 E4).
+        if spec.implementation not in (None, KERNEL_TCP):
+            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
         if {"size", "interval", "delivery"} & given:

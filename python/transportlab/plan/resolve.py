@@ -7,6 +7,7 @@ from typing import Literal
 
 from transportlab.kinds import kind
 from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Probe, Resolved
+from transportlab.plan.seeds import derive_seed
 from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.scenario.queues import bdp_packets
 from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
@@ -126,6 +127,8 @@ def to_flows(s: Scenario) -> list[Flow]:
                 rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
                 tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
                 delivery=f.delivery,
+                implementation=f.implementation,
+                seed=derive_seed(s.seed, "flow", f.name),
             )
         )
     return out

@@ -431,6 +431,9 @@ class FlowSpec(_Table):
     # sweep axis can compare default and enlarged).
     rcvbuf: Literal["default"] | PositiveSize = "default"
     tcp_info_interval: PositiveDuration = 0.010
+    # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
+    # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
+    implementation: str | None = None
     port: Port | None = None
 
     @field_validator("protocol")

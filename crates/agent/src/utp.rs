@@ -1,0 +1,587 @@
+//! utp-server and utp-client: bulk transfers over uTP with BitTorrent's reference libutp
+//! (the `libutp-rs2` crate compiles its C++ source and drives it from tokio).
+//!
+//! The client sends the TCP request (`wire::request`, `"TLAB"`, upload or download) on
+//! the uTP stream. libutp-rs2 has no shutdown, so a transfer of N bytes ends by its
+//! length: a downloading client reads exactly N bytes; an uploading client writes N and
+//! waits for the server's reply, the count it read (u64 BE). A transfer for a duration
+//! ends when the client closes its socket (libutp's FIN; the other end reads EOF).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent::wire::request::{Mode, Request, Transport};
+use anyhow::{bail, Context};
+use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
+use libutp_rs2::{UtpUdpContext, UtpUdpStream};
+use serde::Serialize;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::{output, sys, usage, Direction, UtpClientArgs, UtpServerArgs};
+
+const CHUNK: usize = 16 * 1024;
+/// How often the loops look at the stop flag and deadlines.
+const POLL: Duration = Duration::from_millis(100);
+/// How long a closing end keeps libutp running so its FIN goes out.
+const LINGER: Duration = Duration::from_millis(300);
+
+/// Payload bytes moved so far and the series rows sampled from them.
+struct Progress {
+    bytes: AtomicU64,
+    rows: Mutex<Vec<(i64, u64)>>,
+}
+
+impl Progress {
+    fn new() -> Arc<Progress> {
+        Arc::new(Progress {
+            bytes: AtomicU64::new(0),
+            rows: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn add(&self, n: usize) {
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn sample(&self) {
+        let row = (sys::now_ns() as i64, self.get());
+        self.rows.lock().unwrap().push(row);
+    }
+
+    /// Samples every `interval_ns` on a grid of absolute deadlines until the task is dropped.
+    fn spawn_sampler(self: &Arc<Self>, interval_ns: u64) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_nanos(interval_ns));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+            loop {
+                tick.tick().await;
+                me.sample();
+            }
+        })
+    }
+
+    fn write_series(&self, path: &std::path::Path) -> anyhow::Result<usize> {
+        let rows = self.rows.lock().unwrap();
+        let n = rows.len();
+        output::write_series(
+            path,
+            vec![
+                ("conn", Arc::new(UInt32Array::from(vec![0u32; n])) as ArrayRef),
+                ("t_ns", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)))),
+                (
+                    "bytes",
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1))),
+                ),
+            ],
+        )?;
+        Ok(n)
+    }
+}
+
+/// A libutp context on a UDP socket bound to `addr`. libutp sends through tokio's
+/// `try_send_to`, which fails while tokio has not yet seen the socket writable: the
+/// socket's readiness is awaited first, or the first SYN (or SYN-ACK) would be dropped
+/// and the connection would wait for libutp's 3 s retransmission.
+async fn context(addr: SocketAddr) -> anyhow::Result<Arc<UtpUdpContext>> {
+    let sock = tokio::net::UdpSocket::bind(addr)
+        .await
+        .with_context(|| format!("cannot bind a UDP socket to {addr}"))?;
+    sock.writable().await.context("the UDP socket never became writable")?;
+    UtpUdpContext::new(sock, Default::default()).context("cannot start libutp")
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+/// Waits for `fut`, giving up at the stop flag or at `deadline_ns` (None: no deadline).
+async fn until_stopped<F: std::future::Future>(fut: F, deadline_ns: Option<u64>) -> Option<F::Output> {
+    tokio::pin!(fut);
+    loop {
+        if sys::stop_requested() || deadline_ns.is_some_and(|d| sys::now_ns() >= d) {
+            return None;
+        }
+        let wait = match deadline_ns {
+            Some(d) => POLL.min(Duration::from_nanos(d.saturating_sub(sys::now_ns()))),
+            None => POLL,
+        };
+        if let Ok(v) = tokio::time::timeout(wait, &mut fut).await {
+            return Some(v);
+        }
+    }
+}
+
+/// Why a transfer loop ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Every requested byte moved.
+    Done,
+    /// The peer closed the connection (EOF).
+    PeerClosed,
+    /// The transfer's deadline passed.
+    Deadline,
+    /// SIGTERM/SIGINT.
+    Signal,
+}
+
+async fn send(
+    stream: &mut UtpUdpStream,
+    bytes: Option<u64>,
+    deadline_ns: Option<u64>,
+    p: &Progress,
+) -> anyhow::Result<End> {
+    let zeros = [0u8; CHUNK];
+    let mut probe = [0u8; 1];
+    loop {
+        let left = bytes.map(|b| b - p.get());
+        if left == Some(0) {
+            return Ok(End::Done);
+        }
+        // libutp goes on taking writes after the peer's FIN: only a read shows the close
+        // (the receiving end sends nothing else, so a ready read is the EOF).
+        if let Ok(r) = tokio::time::timeout(Duration::ZERO, stream.read(&mut probe)).await {
+            match r {
+                Ok(0) => return Ok(End::PeerClosed),
+                Ok(_) => bail!("the receiving end sent data during the transfer"),
+                Err(e) => return Err(e).context("uTP read failed"),
+            }
+        }
+        let n = left.map_or(CHUNK, |l| l.min(CHUNK as u64) as usize);
+        match until_stopped(stream.write(&zeros[..n]), deadline_ns).await {
+            None if sys::stop_requested() => return Ok(End::Signal),
+            None => return Ok(End::Deadline),
+            Some(Ok(0)) => return Ok(End::PeerClosed),
+            Some(Ok(w)) => p.add(w),
+            Some(Err(e)) => return Err(e).context("uTP write failed"),
+        }
+    }
+}
+
+async fn receive(
+    stream: &mut UtpUdpStream,
+    bytes: Option<u64>,
+    deadline_ns: Option<u64>,
+    p: &Progress,
+    first_byte_ns: &mut Option<u64>,
+) -> anyhow::Result<End> {
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let left = bytes.map(|b| b - p.get());
+        if left == Some(0) {
+            return Ok(End::Done);
+        }
+        let n = left.map_or(CHUNK, |l| l.min(CHUNK as u64) as usize);
+        match until_stopped(stream.read(&mut buf[..n]), deadline_ns).await {
+            None if sys::stop_requested() => return Ok(End::Signal),
+            None => return Ok(End::Deadline),
+            Some(Ok(0)) => return Ok(End::PeerClosed),
+            Some(Ok(r)) => {
+                first_byte_ns.get_or_insert_with(sys::now_ns);
+                p.add(r)
+            }
+            Some(Err(e)) => return Err(e).context("uTP read failed"),
+        }
+    }
+}
+
+fn end_name(end: End, bytes_mode: bool) -> &'static str {
+    match end {
+        End::Done if bytes_mode => "bytes",
+        End::Done | End::Deadline => "duration",
+        End::PeerClosed => "once",
+        End::Signal => "signal",
+    }
+}
+
+// --- client -----------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct ClientParams {
+    connect: String,
+    direction: &'static str,
+    bytes: Option<u64>,
+    duration_ns: Option<u64>,
+    connect_timeout_ns: u64,
+    sample_interval_ns: u64,
+}
+
+#[derive(Serialize, Default)]
+struct Transfer {
+    mode: &'static str,
+    sender: &'static str,
+    implementation: &'static str,
+    workload: &'static str,
+    remote: String,
+    complete: bool,
+    error: Option<String>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    connect_start_ns: Option<u64>,
+    connected_ns: Option<u64>,
+    first_byte_ns: Option<u64>,
+    end_ns: Option<u64>,
+    connect_s: Option<f64>,
+    duration_s: Option<f64>,
+    completion_s: Option<f64>,
+    throughput_bps: Option<f64>,
+    goodput_bps: Option<f64>,
+    samples: usize,
+}
+
+impl Transfer {
+    fn finish(&mut self) {
+        let (Some(start), Some(end)) = (self.connect_start_ns, self.end_ns) else {
+            return;
+        };
+        if let Some(connected) = self.connected_ns {
+            self.connect_s = Some(output::secs(connected - start));
+            self.duration_s = Some(output::secs(end.saturating_sub(connected)));
+            self.throughput_bps = output::bps(self.bytes, end.saturating_sub(connected));
+        }
+        self.goodput_bps = output::bps(self.bytes, end.saturating_sub(start));
+        if self.complete {
+            self.completion_s = Some(output::secs(end.saturating_sub(start)));
+        }
+    }
+}
+
+pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
+    if a.bytes.is_none() == a.duration.is_none() {
+        usage!("give exactly one of --bytes and --duration");
+    }
+    let params = ClientParams {
+        connect: a.connect.to_string(),
+        direction: if a.direction == Direction::Upload {
+            "upload"
+        } else {
+            "download"
+        },
+        bytes: a.bytes,
+        duration_ns: a.duration,
+        connect_timeout_ns: a.connect_timeout,
+        sample_interval_ns: a.sample_interval,
+    };
+    let start_ns = sys::now_ns();
+    let p = Progress::new();
+    let mut t = Transfer {
+        mode: params.direction,
+        sender: if a.direction == Direction::Upload {
+            "client"
+        } else {
+            "server"
+        },
+        implementation: "libutp",
+        workload: if a.bytes.is_some() { "download" } else { "bulk" },
+        remote: a.connect.to_string(),
+        ..Default::default()
+    };
+    let outcome = runtime()?.block_on(run_client(&a, &p, &mut t));
+    t.end_ns.get_or_insert_with(sys::now_ns);
+    p.sample();
+    let stopped_by = match &outcome {
+        // A transfer for a duration ends when either end's time is up: the server's
+        // close at the request's duration is that end.
+        Ok(End::PeerClosed) if a.bytes.is_none() => "duration",
+        Ok(end) => end_name(*end, a.bytes.is_some()),
+        Err(e) => {
+            t.error = Some(format!("{e:#}"));
+            "error"
+        }
+    };
+    t.bytes = p.get();
+    if a.direction == Direction::Upload {
+        t.bytes_sent = t.bytes;
+    } else {
+        t.bytes_received = t.bytes;
+    }
+    if let Some(path) = &a.series {
+        t.samples = p.write_series(path)?;
+    }
+    t.finish();
+    let summary = output::envelope("utp-client", &params, start_ns, sys::now_ns(), stopped_by, &t);
+    output::write_summary(&a.summary, &summary)?;
+    outcome.map(|_| ())
+}
+
+async fn run_client(a: &UtpClientArgs, p: &Arc<Progress>, t: &mut Transfer) -> anyhow::Result<End> {
+    let ctx = context(crate::udp::unspecified_for(&a.connect)).await?;
+    let mut request = Request::new(if a.direction == Direction::Upload {
+        Mode::Upload
+    } else {
+        Mode::Download
+    });
+    request.bytes = a.bytes.unwrap_or(0);
+    request.duration_ns = a.duration.unwrap_or(0);
+    let header = request
+        .encode(Transport::Tcp)
+        .map_err(|e| anyhow::anyhow!("cannot encode the request: {e}"))?;
+
+    t.connect_start_ns = Some(sys::now_ns());
+    let mut stream = ctx.connect(a.connect).await.context("utp_connect failed")?;
+    // libutp writes once the connection is set up: the request's write is the handshake.
+    let connect_deadline = t.connect_start_ns.unwrap() + a.connect_timeout;
+    match until_stopped(stream.write_all(&header), Some(connect_deadline)).await {
+        None if sys::stop_requested() => return Ok(End::Signal),
+        None => bail!(
+            "no uTP connection to {} within {} s",
+            a.connect,
+            output::secs(a.connect_timeout)
+        ),
+        Some(r) => r.context("cannot send the request")?,
+    }
+    let connected = sys::now_ns();
+    t.connected_ns = Some(connected);
+    let deadline = a.duration.map(|d| connected + d);
+    let sampler = p.spawn_sampler(a.sample_interval);
+    let end = match a.direction {
+        Direction::Download => receive(&mut stream, a.bytes, deadline, p, &mut t.first_byte_ns).await?,
+        Direction::Upload => {
+            let end = send(&mut stream, a.bytes, deadline, p).await?;
+            if end == End::Done {
+                // The server answers with the count it read: delivery, not just our writes.
+                let mut reply = [0u8; 8];
+                match until_stopped(stream.read_exact(&mut reply), None).await {
+                    None => End::Signal,
+                    Some(r) => {
+                        r.context("the server closed before confirming the upload")?;
+                        let got = u64::from_be_bytes(reply);
+                        if got != p.get() {
+                            bail!("the server read {got} bytes of {}", p.get());
+                        }
+                        End::Done
+                    }
+                }
+            } else {
+                end
+            }
+        }
+    };
+    sampler.abort();
+    t.end_ns = Some(sys::now_ns());
+    if let (Some(bytes), End::PeerClosed) = (a.bytes, end) {
+        bail!("the server closed the connection after {} of {bytes} bytes", p.get());
+    }
+    t.complete = a.bytes.is_some() && end == End::Done;
+    drop(stream);
+    tokio::time::sleep(LINGER).await;
+    Ok(end)
+}
+
+// --- server -----------------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct ServerParams {
+    bind: String,
+    duration_ns: Option<u64>,
+    sample_interval_ns: u64,
+}
+
+#[derive(Serialize)]
+struct ServerResults {
+    port: u16,
+    implementation: &'static str,
+    bytes_sent: u64,
+    bytes_received: u64,
+    samples: usize,
+    connections: Vec<Connection>,
+}
+
+#[derive(Serialize, Default)]
+struct Connection {
+    conn: u32,
+    mode: &'static str,
+    sender: &'static str,
+    request: Option<RequestSummary>,
+    complete: bool,
+    stopped: bool,
+    error: Option<String>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    accepted_ns: u64,
+    header_ns: Option<u64>,
+    first_byte_ns: Option<u64>,
+    end_ns: u64,
+    duration_s: Option<f64>,
+    throughput_bps: Option<f64>,
+}
+
+#[derive(Serialize)]
+struct RequestSummary {
+    bytes: u64,
+    duration_ns: u64,
+}
+
+pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
+    if a.bind.port() == 0 {
+        usage!("utp-server needs an explicit port in --bind (libutp-rs2 does not report an ephemeral one)");
+    }
+    let params = ServerParams {
+        bind: a.bind.to_string(),
+        duration_ns: a.duration,
+        sample_interval_ns: a.sample_interval,
+    };
+    let start_ns = sys::now_ns();
+    let p = Progress::new();
+    let mut conns = Vec::new();
+    let outcome = runtime()?.block_on(run_server(&a, start_ns, &p, &mut conns));
+    p.sample();
+    let samples = match &a.series {
+        Some(path) => p.write_series(path)?,
+        None => 0,
+    };
+    let (sent, received) = conns.iter().fold((0, 0), |(s, r), c: &Connection| {
+        (s + c.bytes_sent, r + c.bytes_received)
+    });
+    let results = ServerResults {
+        port: a.bind.port(),
+        implementation: "libutp",
+        bytes_sent: sent,
+        bytes_received: received,
+        samples,
+        connections: conns,
+    };
+    let stopped_by = match &outcome {
+        Ok(s) => s,
+        Err(_) => "error",
+    };
+    let summary = output::envelope("utp-server", &params, start_ns, sys::now_ns(), stopped_by, &results);
+    output::write_summary(&a.summary, &summary)?;
+    outcome.map(|_| ())
+}
+
+async fn run_server(
+    a: &UtpServerArgs,
+    start_ns: u64,
+    p: &Arc<Progress>,
+    conns: &mut Vec<Connection>,
+) -> anyhow::Result<&'static str> {
+    let ctx = context(a.bind).await?;
+    output::announce_ready(a.bind.port());
+    let deadline = a.duration.map(|d| start_ns + d);
+    // One connection (the runner's server serves one flow).
+    let Some(accepted) = until_stopped(ctx.accept(), deadline).await else {
+        return Ok(if sys::stop_requested() { "signal" } else { "duration" });
+    };
+    let mut stream = accepted.context("accepting a uTP connection")?;
+    let mut c = Connection {
+        accepted_ns: sys::now_ns(),
+        ..Default::default()
+    };
+    let sampler = p.spawn_sampler(a.sample_interval);
+    let result = serve(&mut stream, &mut c, deadline, p).await;
+    sampler.abort();
+    c.end_ns = sys::now_ns();
+    let moved = p.get();
+    c.bytes = moved;
+    if c.mode == "upload" {
+        c.bytes_received = moved;
+    } else {
+        c.bytes_sent = moved;
+    }
+    let span = c.end_ns - c.header_ns.unwrap_or(c.accepted_ns);
+    c.duration_s = Some(output::secs(span));
+    c.throughput_bps = output::bps(moved, span);
+    let stopped_by = match result {
+        Ok(End::Signal) => {
+            c.stopped = true;
+            "signal"
+        }
+        Ok(End::Deadline) => {
+            c.stopped = deadline.is_some_and(|d| sys::now_ns() >= d);
+            "duration"
+        }
+        Ok(_) => "once",
+        Err(e) => {
+            c.error = Some(format!("{e:#}"));
+            conns.push(c);
+            return Err(e);
+        }
+    };
+    conns.push(c);
+    drop(stream);
+    tokio::time::sleep(LINGER).await;
+    Ok(stopped_by)
+}
+
+async fn serve(
+    stream: &mut UtpUdpStream,
+    c: &mut Connection,
+    deadline: Option<u64>,
+    p: &Progress,
+) -> anyhow::Result<End> {
+    let mut header = vec![0u8; Transport::Tcp.request_len()];
+    match until_stopped(stream.read_exact(&mut header), deadline).await {
+        None if sys::stop_requested() => return Ok(End::Signal),
+        None => return Ok(End::Deadline),
+        Some(r) => r.context("the client closed before its request")?,
+    };
+    c.header_ns = Some(sys::now_ns());
+    let request = Request::decode(Transport::Tcp, &header).map_err(|e| anyhow::anyhow!("bad request: {e}"))?;
+    c.request = Some(RequestSummary {
+        bytes: request.bytes,
+        duration_ns: request.duration_ns,
+    });
+    let bytes = (request.bytes > 0).then_some(request.bytes);
+    // A transfer for a duration ends at the request's duration from its arrival: what
+    // the sender had not delivered by then is not counted (the sender's clock started
+    // half a round trip earlier, at its connection).
+    let own = (request.duration_ns > 0).then(|| c.header_ns.unwrap() + request.duration_ns);
+    let deadline = match (deadline, own) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match request.mode {
+        Mode::Download => {
+            c.mode = "download";
+            c.sender = "server";
+            if bytes.is_none() && request.duration_ns == 0 {
+                bail!("a download request needs bytes or duration_ns");
+            }
+            // A duration transfer ends when the client closes; the request's duration
+            // (plus the server's own stop) only bounds it.
+            let end = send(stream, bytes, deadline, p).await?;
+            c.first_byte_ns = c.header_ns;
+            if end == End::Done {
+                // Wait for the client to close: it has read every byte.
+                let mut one = [0u8; 1];
+                return Ok(match until_stopped(stream.read(&mut one), deadline).await {
+                    None if sys::stop_requested() => End::Signal,
+                    None => End::Deadline,
+                    Some(_) => {
+                        c.complete = true;
+                        End::Done
+                    }
+                });
+            }
+            Ok(end)
+        }
+        Mode::Upload => {
+            c.mode = "upload";
+            c.sender = "client";
+            let end = receive(stream, bytes, deadline, p, &mut c.first_byte_ns).await?;
+            if end == End::Done {
+                stream
+                    .write_all(&p.get().to_be_bytes())
+                    .await
+                    .context("cannot confirm the upload")?;
+                c.complete = true;
+                let mut one = [0u8; 1];
+                let _ = until_stopped(stream.read(&mut one), deadline).await;
+            }
+            Ok(end)
+        }
+        other => bail!("utp-server serves upload and download, not {}", other.name()),
+    }
+}

@@ -1,0 +1,64 @@
+"""A libtorrent session that speaks uTP only: TCP off both ways, uTP on both ways, no
+DHT, local service discovery, UPnP or NAT-PMP, no protocol encryption, so the one peer
+connection the agent makes is the transfer and nothing else touches the network."""
+
+from __future__ import annotations
+
+from transportlab.utp_agent.parameters import LIBTORRENT_PARAMETERS
+
+# libtorrent's peer_info::utp_socket flag (bit 17; the Python bindings do not name it:
+# i2p_socket is bit 16, rc4_encrypted bit 19).
+UTP_SOCKET_FLAG = 1 << 17
+# Counters of `session_stats_metrics()` the series records, by column name.
+COUNTERS = {
+    "utp_peers": "peer.num_utp_peers",
+    "tcp_peers": "peer.num_tcp_peers",
+    "utp_packets_in": "utp.utp_packets_in",
+    "utp_packets_out": "utp.utp_packets_out",
+    "utp_payload_pkts_in": "utp.utp_payload_pkts_in",
+    "utp_payload_pkts_out": "utp.utp_payload_pkts_out",
+    "utp_packet_loss": "utp.utp_packet_loss",
+    "utp_timeout": "utp.utp_timeout",
+    "utp_fast_retransmit": "utp.utp_fast_retransmit",
+    "utp_packet_resend": "utp.utp_packet_resend",
+    "utp_samples_above_target": "utp.utp_samples_above_target",
+    "utp_samples_below_target": "utp.utp_samples_below_target",
+    "utp_redundant_pkts_in": "utp.utp_redundant_pkts_in",
+    "utp_invalid_pkts_in": "utp.utp_invalid_pkts_in",
+}
+
+
+def settings(lt, listen: str, params: dict[str, int]) -> dict:
+    """The settings pack of an end listening on `listen` ("ADDR:PORT") with the flow's
+    uTP parameters (cc_params keys, already checked by the flow kind)."""
+    pack = {
+        "listen_interfaces": listen,
+        "enable_outgoing_tcp": False,
+        "enable_incoming_tcp": False,
+        "enable_outgoing_utp": True,
+        "enable_incoming_utp": True,
+        "enable_dht": False,
+        "enable_lsd": False,
+        "enable_upnp": False,
+        "enable_natpmp": False,
+        "enable_ip_notifier": False,
+        "out_enc_policy": int(lt.enc_policy.disabled),
+        "in_enc_policy": int(lt.enc_policy.disabled),
+        "allow_multiple_connections_per_ip": True,
+        # A receiver that finishes would close its connection to the seed at once; its
+        # close could then reach the seeder before the last HAVE is handled, and the
+        # seeder could not tell a finished receiver from one that left. The client ends
+        # the connection when its part is done.
+        "close_redundant_connections": False,
+        "alert_mask": int(
+            lt.alert.category_t.error_notification
+            | lt.alert.category_t.status_notification
+            | lt.alert.category_t.peer_notification
+            | lt.alert.category_t.connect_notification
+            | lt.alert.category_t.stats_notification
+        ),
+        "alert_queue_size": 10_000,
+    }
+    for key, value in params.items():
+        pack[LIBTORRENT_PARAMETERS[key].setting] = int(value)
+    return pack
