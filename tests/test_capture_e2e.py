@@ -19,7 +19,7 @@ SCENARIO = textwrap.dedent(
     duration = "3s"
     seed = 2
     hosts = ["a", "b"]
-    capture = { snaplen = 96, directions = ["ab.forward"] }
+    capture = { snaplen = 96 }
 
     [[links]]
     name = "ab"
@@ -48,20 +48,32 @@ def tshark(path, *fields: str) -> list[list[str]]:
 
 
 def test_capture_holds_every_departure_of_the_direction_and_tshark_reads_it(tmp_path):
-    """One interface, named after the captured direction; tshark reads as many packets as
-    the log has departures from it, with the same TCP sequence numbers in the same order,
-    the same CE marks (ECN on the wire as the receiver got it), truncated to the snap
-    length; nothing of the reverse direction. `tlab pcap` lists and extracts it."""
+    """One interface per direction (every link direction by default), named after it;
+    tshark reads as many packets per interface as the log has departures from that
+    direction; on the data direction the same TCP sequence numbers in the same order, the
+    same CE marks (ECN on the wire as the receiver got it), truncated to the snap length.
+    `tlab pcap` lists and extracts one."""
     _, run_dir = run_one(tmp_path, SCENARIO)
     cap = run_dir / "raw" / "capture.pcapng"
-    (itf,) = pcapng.read(cap)
-    assert (itf.name, itf.snaplen, itf.linktype) == ("ab.forward", 96, 228)
+    interfaces = pcapng.read(cap)
+    assert [(i.name, i.snaplen, i.linktype) for i in interfaces] == [
+        ("ab.forward", 96, 228),
+        ("ab.reverse", 96, 228),
+    ]
 
     recs = np.asarray(packetlog.read_records(run_dir / "raw" / "packets.tlog"))
-    dep = recs[(recs["event"] == packetlog.DEPARTURE) & (recs["direction"] == 0)]
-    dep = dep[np.argsort(dep["t_actual_ns"], kind="stable")]
-    rows = tshark(cap, "frame.cap_len", "frame.len", "tcp.seq_raw", "ip.dsfield.ecn", "frame.interface_name")
-    assert len(rows) == len(dep) == itf.packets > 1000
+    departures = {d: recs[(recs["event"] == packetlog.DEPARTURE) & (recs["direction"] == d)] for d in (0, 1)}
+    per_interface = tshark(cap, "frame.interface_name")
+    for d, itf in enumerate(interfaces):
+        assert sum(r[0] == itf.name for r in per_interface) == len(departures[d]) == itf.packets > 100, itf.name
+
+    dep = departures[0][np.argsort(departures[0]["t_actual_ns"], kind="stable")]
+    rows = [
+        r
+        for r in tshark(cap, "frame.cap_len", "frame.len", "tcp.seq_raw", "ip.dsfield.ecn", "frame.interface_name")
+        if r[4] == "ab.forward"
+    ]
+    assert len(rows) == len(dep) > 1000
     assert [int(r[2]) for r in rows] == [int(s) for s in dep["tcp_seq"]]
     assert [int(r[1]) for r in rows] == [int(s) for s in dep["size"]]
     assert all(int(r[0]) == min(96, int(r[1])) and r[4] == "ab.forward" for r in rows)
