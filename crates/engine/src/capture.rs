@@ -1,15 +1,12 @@
 //! pcapng capture of the packets leaving chosen link directions (docs/engine-config.md,
 //! `capture`): one interface per direction, named after it, raw IPv4 frames
 //! (LINKTYPE_IPV4), nanosecond timestamps of the actual hand-over. Like the packet log,
-//! blocks are encoded on the forwarding thread and written by a thread of their own over
-//! a deep bounded channel (as the log: a stalled writer is absorbed, one that stays behind
-//! makes forwarding wait rather than grow memory without bound).
+//! blocks are encoded on the forwarding thread and written by a thread of their own
+//! ([`BackgroundFile`]).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::thread::JoinHandle;
+
+use crate::background_file::BackgroundFile;
 
 const SHB: u32 = 0x0A0D_0D0A;
 const IDB: u32 = 1;
@@ -28,9 +25,7 @@ pub struct Capture {
     snaplen: u32,
     /// Added to CLOCK_MONOTONIC times to give the wall-clock times pcapng readers expect.
     mono_to_real_ns: i64,
-    batch: Vec<u8>,
-    tx: Option<SyncSender<Vec<u8>>>,
-    writer: Option<JoinHandle<std::io::Result<()>>>,
+    file: BackgroundFile,
 }
 
 /// Appends a block of `kind` whose body is `body` (padded to 4 bytes) to `out`.
@@ -80,22 +75,13 @@ impl Capture {
             block(&mut head, IDB, &idb);
             interface[*dir] = Some(id as u32);
         }
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        out.write_all(&head)?;
-        let (tx, rx) = sync_channel::<Vec<u8>>(192);
-        let writer = std::thread::Builder::new().name("tlab-capture".into()).spawn(move || {
-            for chunk in rx {
-                out.write_all(&chunk)?;
-            }
-            out.flush()
-        })?;
+        // 192 batches of 1 MiB waiting at most.
+        let file = BackgroundFile::create(path, &head, BATCH_BYTES, 192, "tlab-capture", "capture")?;
         Ok(Capture {
             interface,
             snaplen,
             mono_to_real_ns,
-            batch: Vec::with_capacity(BATCH_BYTES),
-            tx: Some(tx),
-            writer: Some(writer),
+            file,
         })
     }
 
@@ -114,32 +100,13 @@ impl Capture {
         epb.extend_from_slice(&(kept.len() as u32).to_le_bytes());
         epb.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
         epb.extend_from_slice(kept);
-        block(&mut self.batch, EPB, &epb);
-        if self.batch.len() >= BATCH_BYTES {
-            self.flush_batch();
-        }
-    }
-
-    fn flush_batch(&mut self) {
-        if self.batch.is_empty() {
-            return;
-        }
-        let chunk = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_BYTES));
-        if let Some(tx) = &self.tx {
-            // The writer only goes away on an I/O error, reported by `close`.
-            let _ = tx.send(chunk);
-        }
+        block(self.file.batch(), EPB, &epb);
+        self.file.appended();
     }
 
     /// Writes everything out and reports the writer's I/O error, if any.
-    pub fn close(mut self) -> std::io::Result<()> {
-        self.flush_batch();
-        drop(self.tx.take());
-        match self.writer.take().map(|w| w.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(std::io::Error::other("capture writer panicked")),
-            None => Ok(()),
-        }
+    pub fn close(self) -> std::io::Result<()> {
+        self.file.close()
     }
 }
 

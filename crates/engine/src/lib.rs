@@ -4,6 +4,7 @@
 //! statistics, the wire views. The real-time binary and the simulator (`tlab-sim`) drive
 //! the same forwarder; tests and fuzz targets use it without starting a process.
 
+mod background_file;
 pub mod capture;
 pub mod config;
 pub mod forwarder;

@@ -1,13 +1,10 @@
 //! The packet event log (format: docs/packet-log.md). Records are encoded on the
-//! forwarding thread and written by a thread of their own over a deep bounded channel, so
-//! a writer that stalls for a while never delays a packet. Version 2: records carry the model's time and the real one (docs/packet-log.md).
+//! forwarding thread and written by a thread of their own ([`BackgroundFile`]). Version
+//! 2: records carry the model's time and the real one (docs/packet-log.md).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::thread::JoinHandle;
 
+use crate::background_file::BackgroundFile;
 use crate::wire::FlowKey;
 
 pub const RECORD_SIZE: usize = 48;
@@ -54,35 +51,17 @@ pub mod flag {
 pub const NO_DIRECTION: u16 = u16::MAX;
 
 pub struct PacketLog {
-    batch: Vec<u8>,
-    tx: Option<SyncSender<Vec<u8>>>,
-    writer: Option<JoinHandle<std::io::Result<()>>>,
+    file: BackgroundFile,
 }
 
 impl PacketLog {
     pub fn create(path: &Path) -> std::io::Result<PacketLog> {
-        let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
-        out.write_all(HEADER)?;
-        out.write_all(&VERSION.to_le_bytes())?;
-        out.write_all(&(RECORD_SIZE as u32).to_le_bytes())?;
-        // Bounded, but deep: 512 batches of 384 KiB (192 MiB, ~12 s of logging at 1 Gbit/s)
-        // absorb a writer that stalls for a while without delaying a packet. A writer that
-        // stays behind (a saturated machine: the real-time forwarding thread leaves it no
-        // CPU) then makes forwarding wait — visible in the lateness statistics — rather than
-        // growing the engine's memory until the kernel kills it (measured: 23 GB in 15 s
-        // with an unbounded queue at 2 Gbit/s on the 2-core VM).
-        let (tx, rx) = sync_channel::<Vec<u8>>(512);
-        let writer = std::thread::Builder::new().name("tlab-log".into()).spawn(move || {
-            for chunk in rx {
-                out.write_all(&chunk)?;
-            }
-            out.flush()
-        })?;
-        Ok(PacketLog {
-            batch: Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE),
-            tx: Some(tx),
-            writer: Some(writer),
-        })
+        let mut head = HEADER.to_vec();
+        head.extend_from_slice(&VERSION.to_le_bytes());
+        head.extend_from_slice(&(RECORD_SIZE as u32).to_le_bytes());
+        // 512 batches of 384 KiB: 192 MiB, ~12 s of logging at 1 Gbit/s.
+        let file = BackgroundFile::create(path, &head, BATCH_RECORDS * RECORD_SIZE, 512, "tlab-log", "log")?;
+        Ok(PacketLog { file })
     }
 
     /// One record: `t_ns` is the model's time (arrival: the kernel's receive timestamp
@@ -102,7 +81,7 @@ impl PacketLog {
         reason: u8,
         flags: u8,
     ) {
-        let b = &mut self.batch;
+        let b = self.file.batch();
         b.extend_from_slice(&t_ns.to_le_bytes());
         b.extend_from_slice(&packet_id.to_le_bytes());
         b.extend_from_slice(&key.src.to_le_bytes());
@@ -117,31 +96,12 @@ impl PacketLog {
         b.push(flags);
         b.extend_from_slice(&key.tcp_seq.to_le_bytes());
         b.extend_from_slice(&t_actual_ns.to_le_bytes());
-        if b.len() >= BATCH_RECORDS * RECORD_SIZE {
-            self.flush_batch();
-        }
-    }
-
-    fn flush_batch(&mut self) {
-        if self.batch.is_empty() {
-            return;
-        }
-        let chunk = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH_RECORDS * RECORD_SIZE));
-        if let Some(tx) = &self.tx {
-            // The writer only goes away on an I/O error, reported by `close`.
-            let _ = tx.send(chunk);
-        }
+        self.file.appended();
     }
 
     /// Writes everything out and reports the writer's I/O error, if any.
-    pub fn close(mut self) -> std::io::Result<()> {
-        self.flush_batch();
-        drop(self.tx.take());
-        match self.writer.take().map(|w| w.join()) {
-            Some(Ok(r)) => r,
-            Some(Err(_)) => Err(std::io::Error::other("log writer panicked")),
-            None => Ok(()),
-        }
+    pub fn close(self) -> std::io::Result<()> {
+        self.file.close()
     }
 }
 
