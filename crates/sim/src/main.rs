@@ -23,10 +23,11 @@ use engine::stats::{Lateness, RunStats};
 
 use config::SimConfig;
 use datagram::at;
+use endpoint::pacer::Schedule;
 use endpoint::probe::{Echo, Probe};
 use endpoint::quic::{Clock, Plan, QuicClient, QuicServer, QuicSetup};
 use endpoint::tcp::{TcpClient, TcpServer, TcpSetup};
-use endpoint::udp::{Schedule, UdpReceiver, UdpSender};
+use endpoint::udp::{UdpReceiver, UdpSender};
 use endpoint::Delivered;
 use world::{SimHosts, World};
 
@@ -144,15 +145,19 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
         let server = at(addr(cfg, p.server), p.port);
         let name = |e: String| format!("probes[{i}] ({}): {e}", p.name);
         world.add(Box::new(Echo::new(server)), false).map_err(name)?;
+        let schedule = Schedule {
+            size: p.size,
+            interval: p.interval_ns,
+            burst: 1,
+            count: p.count,
+        };
         let probe = Probe::new(
             &p.name,
             client,
             server,
-            p.size,
-            p.interval_ns,
+            schedule,
             cfg.t0_ns + p.start_ns,
             cfg.t0_ns + p.end_ns,
-            p.count,
             p.timeout_ns,
         );
         world.add(Box::new(probe), false).map_err(name)?;

@@ -3,6 +3,7 @@
 //! their summaries in the agent's formats (docs/agent.md), so the metrics stage reads a
 //! simulated run like an emulated one.
 
+pub mod pacer;
 pub mod probe;
 pub mod quic;
 pub mod tcp;

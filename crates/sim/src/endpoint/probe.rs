@@ -12,6 +12,7 @@ use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
 
+use super::pacer::{Pacer, Schedule};
 use super::{packets, udp, write_summary, Endpoint};
 use crate::datagram::Datagram;
 
@@ -20,48 +21,34 @@ pub struct Probe {
     addr: SocketAddrV4,
     to: SocketAddrV4,
     size: usize,
-    interval: Nanos,
     start: Nanos,
-    end: Nanos,
-    count: Option<u64>,
     timeout: Nanos,
-    next: Nanos,
-    sent: u64,
+    pacer: Pacer,
     /// seq → (send, echo stamp, receive), for every answered probe.
     answered: BTreeMap<u64, (Nanos, Nanos, Nanos)>,
 }
 
-#[allow(clippy::too_many_arguments)]
 impl Probe {
+    /// Probes as `schedule` says, each answered within `timeout` or lost.
     pub fn new(
         name: &str,
         addr: SocketAddrV4,
         to: SocketAddrV4,
-        size: u32,
-        interval: Nanos,
+        schedule: Schedule,
         start: Nanos,
         end: Nanos,
-        count: Option<u64>,
         timeout: Nanos,
     ) -> Self {
         Probe {
             name: name.to_string(),
             addr,
             to,
-            size: (size as usize).max(PROBE_LEN),
-            interval: interval.max(1),
+            size: (schedule.size as usize).max(PROBE_LEN),
             start,
-            end,
-            count,
             timeout,
-            next: start,
-            sent: 0,
+            pacer: Pacer::new(&schedule, start, end),
             answered: BTreeMap::new(),
         }
-    }
-
-    fn done_sending(&self) -> bool {
-        self.next >= self.end || self.count.is_some_and(|c| self.sent >= c)
     }
 }
 
@@ -88,17 +75,17 @@ impl Endpoint for Probe {
         let Ok(p) = ProbeStamp::decode(&datagram.payload) else {
             return;
         };
-        if p.seq < self.sent && now - p.send_ns <= self.timeout {
+        if p.seq < self.pacer.sent() && now - p.send_ns <= self.timeout {
             self.answered.entry(p.seq).or_insert((p.send_ns, p.echo_ns, now));
         }
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        while self.next <= now && !self.done_sending() {
+        for (seq, at) in self.pacer.due(now) {
             let mut payload = vec![0u8; self.size];
             let stamp = ProbeStamp {
-                seq: self.sent,
-                send_ns: self.next,
+                seq,
+                send_ns: at,
                 echo_ns: 0,
             };
             stamp.emit(&mut payload).expect("payload holds a probe stamp");
@@ -109,17 +96,15 @@ impl Endpoint for Probe {
                 payload,
             };
             packets([d], out);
-            self.sent += 1;
-            self.next += self.interval;
         }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        (!self.done_sending()).then_some(self.next)
+        self.pacer.next_wakeup()
     }
 
     fn finished(&self) -> bool {
-        self.done_sending()
+        self.pacer.done()
     }
 
     fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
@@ -127,21 +112,17 @@ impl Endpoint for Probe {
         let rtt: Vec<f64> = a.iter().map(|(s, _, r)| (r - s) as f64).collect();
         let fwd: Vec<f64> = a.iter().map(|(s, e, _)| (e - s) as f64).collect();
         let rev: Vec<f64> = a.iter().map(|(_, e, r)| (r - e) as f64).collect();
-        let received = a.len() as u64;
+        let (sent, received) = (self.pacer.sent(), a.len() as u64);
         let results = ProbeResults {
-            sent: self.sent,
+            sent,
             received,
-            lost: self.sent - received,
-            loss_rate: (self.sent > 0).then(|| (self.sent - received) as f64 / self.sent as f64),
+            lost: sent - received,
+            loss_rate: (sent > 0).then(|| (sent - received) as f64 / sent as f64),
             rtt: stats::scaled(&rtt, 1e6, "ms"),
             owd_forward: stats::scaled(&fwd, 1e6, "ms"),
             owd_reverse: stats::scaled(&rev, 1e6, "ms"),
         };
-        let stopped_by = if self.count.is_some_and(|c| self.sent >= c) {
-            "count"
-        } else {
-            "duration"
-        };
+        let stopped_by = if self.pacer.counted_out() { "count" } else { "duration" };
         write_summary(
             &raw.join(format!("{}.json", self.name)),
             "probe",

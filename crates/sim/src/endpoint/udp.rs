@@ -11,30 +11,17 @@ use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
 
+use super::pacer::{Pacer, Schedule};
 use super::{packets, udp, write_summary, Endpoint};
 use crate::datagram::Datagram;
-
-/// What a sender sends: `burst` datagrams of `size` bytes back to back every `interval`,
-/// until `count` datagrams (if given) or the end.
-pub struct Schedule {
-    pub size: u32,
-    pub interval: Nanos,
-    pub burst: u32,
-    pub count: Option<u64>,
-}
 
 pub struct UdpSender {
     name: String,
     addr: SocketAddrV4,
     to: SocketAddrV4,
     size: usize,
-    interval: Nanos,
-    burst: u64,
-    count: Option<u64>,
     start: Nanos,
-    end: Nanos,
-    next: Nanos,
-    sent: u64,
+    pacer: Pacer,
 }
 
 impl UdpSender {
@@ -44,18 +31,9 @@ impl UdpSender {
             addr,
             to,
             size: (s.size as usize).max(LEN),
-            interval: s.interval.max(1),
-            burst: u64::from(s.burst.max(1)),
-            count: s.count,
             start,
-            end,
-            next: start,
-            sent: 0,
+            pacer: Pacer::new(&s, start, end),
         }
-    }
-
-    fn done(&self) -> bool {
-        self.next >= self.end || self.count.is_some_and(|c| self.sent >= c)
     }
 }
 
@@ -74,52 +52,38 @@ impl Endpoint for UdpSender {
     fn receive(&mut self, _now: Nanos, _packet: &[u8]) {}
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        while self.next <= now && !self.done() {
-            for _ in 0..self.burst {
-                if self.count.is_some_and(|c| self.sent >= c) {
-                    break;
-                }
-                let mut payload = vec![0u8; self.size];
-                let stamp = Stamp {
-                    seq: self.sent,
-                    send_ns: self.next,
-                };
-                stamp.emit(&mut payload).expect("payload holds a stamp");
-                let d = Datagram {
-                    src: self.addr,
-                    dst: self.to,
-                    ecn: Ecn::NotEct,
-                    payload,
-                };
-                packets([d], out);
-                self.sent += 1;
-            }
-            self.next += self.interval;
+        for (seq, at) in self.pacer.due(now) {
+            let mut payload = vec![0u8; self.size];
+            let stamp = Stamp { seq, send_ns: at };
+            stamp.emit(&mut payload).expect("payload holds a stamp");
+            let d = Datagram {
+                src: self.addr,
+                dst: self.to,
+                ecn: Ecn::NotEct,
+                payload,
+            };
+            packets([d], out);
         }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        (!self.done()).then_some(self.next)
+        self.pacer.next_wakeup()
     }
 
     fn finished(&self) -> bool {
-        self.done()
+        self.pacer.done()
     }
 
     fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
-        let bursts = self.sent.div_ceil(self.burst);
-        let span = bursts.saturating_sub(1) * self.interval;
-        let bytes = self.sent * self.size as u64;
+        let sent = self.pacer.sent();
+        let (span, burst) = self.pacer.span();
+        let bytes = sent * self.size as u64;
         let results = SendResults {
-            sent: self.sent,
+            sent,
             bytes,
-            rate_bps: (span > 0).then(|| (bytes - self.burst * self.size as u64) as f64 * 8.0 / (span as f64 / 1e9)),
+            rate_bps: (span > 0).then(|| (bytes - burst * self.size as u64) as f64 * 8.0 / (span as f64 / 1e9)),
         };
-        let stopped_by = if self.count.is_some_and(|c| self.sent >= c) {
-            "count"
-        } else {
-            "duration"
-        };
+        let stopped_by = if self.pacer.counted_out() { "count" } else { "duration" };
         write_summary(
             &raw.join(format!("{}-client.json", self.name)),
             "udp-send",
