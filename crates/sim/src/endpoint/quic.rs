@@ -163,7 +163,11 @@ impl Stack {
         });
     }
 
-    fn receive(&mut self, now: Nanos, d: Datagram) {
+    /// An IPv4 packet for this end: its UDP datagram goes to quinn's endpoint.
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        let Some(d) = Datagram::from_packet(packet) else {
+            return;
+        };
         self.buf.clear();
         let event = self.endpoint.handle(
             self.clock.at(now),
@@ -584,10 +588,7 @@ impl Endpoint for QuicClient {
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
-        let Some(datagram) = Datagram::from_packet(packet) else {
-            return;
-        };
-        self.stack.receive(now, datagram);
+        self.stack.receive(now, packet);
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
@@ -723,10 +724,7 @@ impl Endpoint for QuicServer {
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
-        let Some(datagram) = Datagram::from_packet(packet) else {
-            return;
-        };
-        self.stack.receive(now, datagram);
+        self.stack.receive(now, packet);
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
