@@ -31,6 +31,7 @@ use crate::queue::fq_codel::{self, FqCodel, FqCodelParams, MAX_FLOWS};
 use crate::queue::pie::{self, Pie, PieParams};
 use crate::queue::red::{self, Red, RedParams};
 use crate::queue::{Discipline, DropHead, DropTail};
+use crate::Nanos;
 
 /// The queue of a direction (ahead of its rate stage).
 #[derive(Debug, Clone, PartialEq)]
@@ -168,6 +169,18 @@ impl QueueSpec {
             check(c.target > 0, "target_ns", "> 0", c.target)?;
             check(c.interval > 0, "interval_ns", "> 0", c.interval)
         };
+        // The PI controller both PIE and DualPI2 run.
+        let pi = |target: Nanos, t_update: Nanos, alpha: f64, beta: f64| -> Result<(), String> {
+            check(target > 0, "target_ns", "> 0", target)?;
+            check(
+                t_update >= pie::MIN_T_UPDATE,
+                "t_update_ns",
+                "≥ 100000 (100 µs)",
+                t_update,
+            )?;
+            check(alpha.is_finite() && alpha >= 0.0, "alpha", "a number ≥ 0 (1/s)", alpha)?;
+            check(beta.is_finite() && beta >= 0.0, "beta", "a number ≥ 0 (1/s)", beta)
+        };
         match &self.discipline {
             DisciplineSpec::DropTail | DisciplineSpec::DropHead => Ok(()),
             DisciplineSpec::Red(r) => {
@@ -189,25 +202,7 @@ impl QueueSpec {
             }
             DisciplineSpec::Codel(c) => codel(c),
             DisciplineSpec::Pie(p) => {
-                check(p.target > 0, "target_ns", "> 0", p.target)?;
-                check(
-                    p.t_update >= pie::MIN_T_UPDATE,
-                    "t_update_ns",
-                    "≥ 100000 (100 µs)",
-                    p.t_update,
-                )?;
-                check(
-                    p.alpha.is_finite() && p.alpha >= 0.0,
-                    "alpha",
-                    "a number ≥ 0 (1/s)",
-                    p.alpha,
-                )?;
-                check(
-                    p.beta.is_finite() && p.beta >= 0.0,
-                    "beta",
-                    "a number ≥ 0 (1/s)",
-                    p.beta,
-                )?;
+                pi(p.target, p.t_update, p.alpha, p.beta)?;
                 check(
                     (0.0..=1.0).contains(&p.mark_ecnth),
                     "mark_ecnth",
@@ -226,20 +221,7 @@ impl QueueSpec {
                 codel(&f.codel)
             }
             DisciplineSpec::DualPi2(d) => {
-                check(d.target > 0, "target_ns", "> 0", d.target)?;
-                check(
-                    d.t_update >= pie::MIN_T_UPDATE,
-                    "t_update_ns",
-                    "≥ 100000 (100 µs)",
-                    d.t_update,
-                )?;
-                check(
-                    d.alpha.is_finite() && d.alpha >= 0.0,
-                    "alpha",
-                    "a number ≥ 0 (Hz)",
-                    d.alpha,
-                )?;
-                check(d.beta.is_finite() && d.beta >= 0.0, "beta", "a number ≥ 0 (Hz)", d.beta)?;
+                pi(d.target, d.t_update, d.alpha, d.beta)?;
                 check(d.k.is_finite() && d.k > 0.0, "k", "a number > 0", d.k)
             }
         }
