@@ -14,7 +14,9 @@ import pytest
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import read_arrow
 from transportlab.kinds.base import Files
+from transportlab.kinds.quic import Quic
 from transportlab.kinds.tcp import Tcp, records_metrics
+from transportlab.kinds.udp import Udp
 from transportlab.plan.resolve import to_flows
 from transportlab.scenario import ScenarioError, load_scenario
 
@@ -88,13 +90,66 @@ def test_bad_records_fields_name_the_field_and_value(tmp_path, flow, path, value
     assert value in msg, msg
 
 
-def test_delivery_is_a_tcp_field_only(tmp_path):
+def load_as(tmp_path: Path, protocol: str, flow: str):
     p = tmp_path / "s.toml"
-    p.write_text(
-        scenario("").replace('protocol = "tcp"', 'protocol = "udp"\nsize = 100\ninterval = "1s"\ndelivery = "ordered"')
-    )
-    with pytest.raises(ScenarioError, match="delivery is not a field of udp flows"):
-        load_scenario(p, [])
+    p.write_text(scenario(flow).replace('protocol = "tcp"', f'protocol = "{protocol}"'))
+    return p, load_scenario(p, [])
+
+
+def test_quic_records_run_download_with_the_agent_options(tmp_path):
+    _, s = load_as(tmp_path, "quic", 'size = 1448\ninterval = "20ms"\ndelivery = "streams"')
+    spec = s.flows[0]
+    assert (spec.direction, spec.size, spec.delivery) == ("download", 1448, "streams")
+    (flow,) = to_flows(s)
+    files = Files.of(tmp_path / "raw", "rec")
+    text = " ".join(Quic().endpoints(flow, "10.0.0.2", files, 12.0).client)
+    assert "--record-size 1448 --record-interval 20000000ns" in text
+    assert "--delivery streams" in text
+    assert f"--record-series {tmp_path / 'raw' / 'rec-client-records.arrow'}" in text
+    assert "--message-size" not in text and "--direction" not in text
+
+
+def test_udp_records_are_datagrams_with_a_record_series(tmp_path):
+    _, s = load_as(tmp_path, "udp", 'size = 1448\ninterval = "20ms"\ndelivery = "unordered"')
+    (flow,) = to_flows(s)
+    files = Files.of(tmp_path / "raw", "rec")
+    ends = Udp().endpoints(flow, "10.0.0.2", files, 12.0)
+    assert f"--record-series {tmp_path / 'raw' / 'rec-server-records.arrow'}" in " ".join(ends.server)
+
+
+BAD_COMBINATIONS = [
+    ("tcp", 'size = 100\ninterval = "1s"\ndelivery = "streams"', "flows.rec.delivery", "'streams'"),
+    ("udp", 'size = 100\ninterval = "1s"\ndelivery = "ordered"', "flows.rec.delivery", "'ordered'"),
+    ("udp", 'size = 1473\ninterval = "1s"\ndelivery = "unordered"', "flows.rec.size", "1473"),
+    ("quic", 'size = 18\ninterval = "1s"\ndelivery = "ordered"', "flows.rec.size", "18"),
+    ("quic", 'size = 100\nrate = "1Mbit"\ninterval = "1s"\ndelivery = "unordered"', "flows.rec.rate", "rate"),
+    ("quic", 'size = 100\ninterval = "1s"\ndelivery = "unordered"\ndirection = "upload"', "flows.rec.direction",
+     "'upload'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("protocol, flow, path, value", BAD_COMBINATIONS, ids=[f"{b[0]}:{b[2]}" for b in BAD_COMBINATIONS])
+def test_bad_delivery_and_protocol_combinations_name_file_flow_field_value(tmp_path, protocol, flow, path, value):
+    with pytest.raises(ScenarioError) as info:
+        load_as(tmp_path, protocol, flow)
+    msg = str(info.value)
+    assert str(tmp_path / "s.toml") in msg, msg
+    assert f": {path}" in msg, msg
+    assert value in msg, msg
+
+
+def test_the_simulator_refuses_records_naming_flow_and_field(tmp_path):
+    from transportlab.plan.resolve import resolve
+    from transportlab.run.simulate import refusals
+
+    for protocol, flow in (
+        ("tcp", 'size = 1448\ninterval = "20ms"'),
+        ("quic", 'size = 1448\ninterval = "20ms"\ndelivery = "unordered"'),
+        ("udp", 'size = 1448\ninterval = "20ms"\ndelivery = "unordered"'),
+    ):
+        _, s = load_as(tmp_path, protocol, flow)
+        (why,) = [r for r in refusals(resolve(s)) if r[0].startswith("flows.rec")]
+        assert why[0] == "flows.rec.delivery" and "records" in why[1], why
 
 
 # --- metrics on a hand-made series ---------------------------------------------------

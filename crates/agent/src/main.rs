@@ -312,6 +312,11 @@ pub struct UdpRecvArgs {
     /// Arrow IPC per-packet series path.
     #[arg(long)]
     pub series: Option<PathBuf>,
+    /// Arrow IPC per-record path: each datagram's first copy as a record (UDP records:
+    /// one record per datagram), in the columns of tcp-client's --record-series (id =
+    /// seq, deliver_ns = receive time, offset 0, via `datagram`).
+    #[arg(long)]
+    pub record_series: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -419,7 +424,7 @@ pub struct QuicServerArgs {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("amount").required(true).multiple(true)
-    .args(["duration", "bytes", "objects", "message_size"])))]
+    .args(["duration", "bytes", "objects", "message_size", "record_size"])))]
 pub struct QuicClientArgs {
     /// Server address and port.
     #[arg(long)]
@@ -455,6 +460,25 @@ pub struct QuicClientArgs {
     /// Which end sends the bulk payload or the messages.
     #[arg(long, value_enum, default_value_t = Direction::Upload, conflicts_with = "objects")]
     pub direction: Direction,
+    /// Records: the server sends one COBS-framed record of this many bytes (framing
+    /// included, at least 19) every --record-interval for --duration, as over TCP; this
+    /// client receives them as --delivery says.
+    #[arg(long, requires_all = ["record_interval", "duration"],
+          conflicts_with_all = ["bytes", "objects", "message_size", "streams", "direction"],
+          value_parser = positive_size)]
+    pub record_size: Option<u64>,
+    /// Time between the starts of consecutive records (with --record-size).
+    #[arg(long, requires = "record_size", value_parser = positive_duration)]
+    pub record_interval: Option<u64>,
+    /// How records are received: `ordered` (one stream read in order), `unordered` (one
+    /// stream, its chunks read unordered into the record assembler) or `streams` (a
+    /// stream per record).
+    #[arg(long, value_enum, default_value_t = quic::QuicDelivery::Ordered, requires = "record_size")]
+    pub delivery: quic::QuicDelivery,
+    /// Arrow IPC per-record path (records: id, size, offset, send_ns, deliver_ns,
+    /// latency_ns, via, wire_ns, stream_ns), as tcp-client's.
+    #[arg(long, requires = "record_size")]
+    pub record_series: Option<PathBuf>,
     /// Give up connecting after this long.
     #[arg(long, default_value = "10s", value_parser = positive_duration)]
     pub connect_timeout: u64,

@@ -12,6 +12,7 @@ use arrow_array::{ArrayRef, BooleanArray, Int64Array, UInt32Array, UInt64Array};
 use serde::Serialize;
 
 use crate::stats::{self, Scaled};
+use crate::tcp::records::{RecordRow, Via};
 use crate::{output, sys, usage, UdpRecvArgs, UdpSendArgs};
 
 /// Largest UDP payload over IPv4.
@@ -324,6 +325,23 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         ipdv_rfc3393_ms: ipdv.map(|(m, _)| m / 1e6),
         ipdv_pairs: ipdv.map(|(_, n)| n).unwrap_or(0),
     };
+    if let Some(path) = &a.record_series {
+        let mut rows: Vec<RecordRow> = uniq_idx
+            .iter()
+            .map(|&i| RecordRow {
+                id: p.seq[i],
+                size: u64::from(p.size[i]),
+                offset: 0,
+                send_ns: p.send_ns[i],
+                deliver_ns: p.recv_ns[i],
+                via: Via::Datagram,
+                wire_ns: None,
+                stream_ns: None,
+            })
+            .collect();
+        rows.sort_by_key(|r| r.id);
+        crate::tcp::records::write_series(path, &rows)?;
+    }
     if let Some(path) = &a.series {
         let owd_col: Vec<i64> = (0..p.seq.len())
             .map(|i| p.recv_ns[i] as i64 - p.send_ns[i] as i64)

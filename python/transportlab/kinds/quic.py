@@ -1,5 +1,6 @@
 """QUIC (quinn) with the lab's congestion controllers (`quic-server` / `quic-client` in
-docs/agent.md): bulk, objects on parallel streams, or constant-rate messages."""
+docs/agent.md): bulk, objects on parallel streams, constant-rate messages, or paced
+records (`size` bytes every `interval` with `delivery`: the same records as tcp's)."""
 
 from __future__ import annotations
 
@@ -17,22 +18,39 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
+from transportlab.kinds.tcp import RECORD_RANGE, records_metrics, records_series
 from transportlab.scenario.errors import FieldIssue
 
 DATAGRAM_RANGE = (1200, 1472)
 MESSAGE_RANGE = (16, 16 * 2**20)
+DELIVERIES = ("ordered", "unordered", "streams")
 
 
 class Quic(FlowKind):
     name = "quic"
     ip_proto = 17
     fields = frozenset(
-        {"cc", "cc_params", "direction", "bytes", "objects", "streams", "mss", "rcvbuf", "rate", "interval", "size"}
+        {
+            "cc",
+            "cc_params",
+            "direction",
+            "bytes",
+            "objects",
+            "streams",
+            "mss",
+            "rcvbuf",
+            "rate",
+            "interval",
+            "size",
+            "delivery",
+        }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
-        if spec.size is not None or spec.rate is not None or spec.interval is not None:
+        if "delivery" in given:
+            self._check_records(spec, given)
+        elif spec.size is not None or spec.rate is not None or spec.interval is not None:
             if spec.size is None:
                 raise FieldIssue("constant-rate quic messages need size (bytes per message)", ("size",))
             if not MESSAGE_RANGE[0] <= spec.size <= MESSAGE_RANGE[1]:
@@ -47,6 +65,31 @@ class Quic(FlowKind):
             raise FieldIssue(
                 f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
             )
+
+    @staticmethod
+    def _check_records(spec, given) -> None:
+        """Paced records, as tcp's: the server writes one record of `size` bytes (framing
+        included) every `interval` until the flow stops; the client reads them as
+        `delivery` says."""
+        if spec.delivery not in DELIVERIES:
+            raise FieldIssue(
+                'quic records are received "ordered", "unordered" or "streams" (a stream per record)',
+                ("delivery",),
+                spec.delivery,
+            )
+        for k in ("size", "interval"):
+            if getattr(spec, k) is None:
+                raise FieldIssue(f"quic records need size and interval ({k} is missing)", (k,))
+        if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
+            raise FieldIssue(
+                f"a quic record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB", ("size",), spec.size
+            )
+        for k in ("bytes", "objects", "streams", "rate"):
+            if k in given:
+                raise FieldIssue(f"quic records come every interval until stop; {k} does not apply", (k,))
+        if "direction" in given and spec.direction != "download":
+            raise FieldIssue('quic records are sent by the server: direction must be "download"', ("direction",))
+        spec.direction = "download"
 
     def check_cc(self, spec) -> str:
         cc = spec.cc or self.default_cc
@@ -90,6 +133,19 @@ class Quic(FlowKind):
                 "--streams",
                 str(flow.streams),
             ]
+        elif flow.delivery is not None:
+            client += [
+                "--record-size",
+                str(flow.size),
+                "--record-interval",
+                duration_arg(flow.interval),
+                "--duration",
+                duration_arg(flow.end - flow.start),
+                "--delivery",
+                flow.delivery,
+                "--record-series",
+                str(records_series(files)),
+            ]
         elif flow.size is not None:
             per_s = flow.rate / (8 * flow.size) if flow.rate else 1 / flow.interval
             client += [
@@ -116,8 +172,11 @@ class Quic(FlowKind):
         quic = sender.get("quic") or {}
         # QUIC never retransmits a packet (lost data goes out in new packets): its
         # counterpart of TCP's retransmissions is the packets declared lost.
-        return {
+        out = {
             "lost_packets": quic.get("lost_packets"),
             "congestion_events": quic.get("congestion_events"),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
+        if client.get("mode") == "records":
+            out.update(records_metrics(run, flow["name"], client, sender, min_rtt_us=quic.get("min_rtt_us")))
+        return out

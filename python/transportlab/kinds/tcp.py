@@ -44,6 +44,7 @@ MSS_RANGE = (88, 65495)
 # A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
 RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
+DELIVERIES = ("ordered", "unordered")
 
 
 class Tcp(FlowKind):
@@ -96,6 +97,12 @@ class Tcp(FlowKind):
         spec.direction = "download"
         if spec.delivery is None:
             spec.delivery = "ordered"
+        if spec.delivery not in DELIVERIES:
+            raise FieldIssue(
+                'tcp records are received "ordered" or "unordered" (a stream per record is quic\'s)',
+                ("delivery",),
+                spec.delivery,
+            )
         if spec.delivery == "unordered" and spec.tls:
             raise FieldIssue(
                 "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
@@ -195,15 +202,28 @@ def records_series(files: Files):
     return files.client_series.with_name(files.client_series.stem + "-records.arrow")
 
 
-def records_metrics(run, name: str, client: dict, sender: dict) -> dict[str, Any]:
-    """Per-record latency and the share of records late by one RTT or more (docs/metrics.md).
-    The RTT is the sending connection's minimum RTT as the kernel measured it
-    (tcp_info.min_rtt_us): the path's round trip without queueing."""
+def records_metrics(
+    run,
+    name: str,
+    client: dict,
+    sender: dict,
+    *,
+    sent: int | None = None,
+    min_rtt_us: float | None = None,
+    series_stem: str | None = None,
+) -> dict[str, Any]:
+    """Per-record latency and the share of records late by one RTT or more (docs/metrics.md),
+    for every transport's records (tcp, quic, udp: one series layout). The RTT is the
+    sending connection's minimum RTT as its stack measured it (tcp_info.min_rtt_us,
+    quinn's min_rtt): the path's round trip without queueing; udp gives its own
+    `min_rtt_us` (it measures none). `sent` defaults to the sender's records_sent."""
     received = client.get("records") or {}
-    sent = (sender.get("records") or {}).get("records_sent")
-    series = run.series(f"{name}-client-records")
+    if sent is None:
+        sent = (sender.get("records") or {}).get("records_sent")
+    series = run.series(series_stem or f"{name}-client-records")
     lat = M.record_latencies(series) if series is not None else None
-    min_rtt_us = (sender.get("tcp_info") or {}).get("min_rtt_us")
+    if min_rtt_us is None:
+        min_rtt_us = (sender.get("tcp_info") or {}).get("min_rtt_us")
     rtt_ns = min_rtt_us * 1e3 if min_rtt_us else None
     stats = None
     if lat is not None and len(lat):

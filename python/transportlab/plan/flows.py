@@ -44,7 +44,8 @@ class Flow:
     tls: bool = False  # tcp: TLS 1.3 over the connection ("HTTPS")
     rcvbuf: int | None = None  # quic: UDP socket receive buffer of both ends (bytes)
     tcp_info_interval: float | None = None  # tcp only
-    delivery: Literal["ordered", "unordered"] | None = None  # tcp records: how they are received
+    # records (tcp, quic, udp): how the client receives them (kinds/*.py)
+    delivery: Literal["ordered", "unordered", "streams"] | None = None
     implementation: str | None = None  # utp: the uTP implementation
     seed: int = 0  # the flow's own random stream (utp: the content's bytes)
 

@@ -38,6 +38,14 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
         where = f"flows.{f.name}"
         if f.protocol not in STACKS:
             out.append((where, f"protocol {f.protocol!r} is not simulated; run it emulated"))
+        elif f.delivery is not None:
+            out.append(
+                (
+                    f"{where}.delivery",
+                    f"records (delivery {f.delivery!r}) need the agent's record receiver; the simulator "
+                    "runs none: run them emulated",
+                )
+            )
         elif f.protocol == "tcp" and f.cc not in SMOLTCP_CC:
             out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):

@@ -423,9 +423,12 @@ class FlowSpec(_Table):
     streams: Count = 1
     mss: int | None = None
     tls: bool = False
-    # tcp records (`size` bytes every `interval`, sent by the server): how the client
-    # receives them, from the socket's stream only or also from the arriving segments.
-    delivery: Literal["ordered", "unordered"] | None = None
+    # Records (`size` bytes every `interval`): how the receiver gets them. tcp (sent by
+    # the server): "ordered" (the socket's stream) or "unordered" (also the arriving
+    # segments); quic (sent by the server): "ordered" (one stream read in order),
+    # "unordered" (one stream, chunks read unordered) or "streams" (a stream per record);
+    # udp (sent by `from`): "unordered" only (one record per datagram).
+    delivery: Literal["ordered", "unordered", "streams"] | None = None
     # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).

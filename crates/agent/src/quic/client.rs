@@ -17,10 +17,12 @@ use quinn::{Endpoint, EndpointConfig, TokioRuntime, VarInt};
 use serde::Serialize;
 
 use super::cc::Probe;
+use super::records::{self, QuicDelivery};
 use super::series::{self, Sampler, Sources};
 use super::transfer::{self, MessagesSummary, RecvEnd, SendEnd, Transfer};
 use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::tcp::records::{ReceivedRecords, RecordReceiver};
 use crate::{sys, tls, usage, Direction, QuicClientArgs};
 
 pub fn client(a: QuicClientArgs) -> anyhow::Result<()> {
@@ -55,6 +57,16 @@ fn request(a: &QuicClientArgs) -> anyhow::Result<Request> {
         r.object_size = s;
         r.streams = a.streams.unwrap_or(k.min(wire_request::MAX_STREAMS));
     }
+    if let (Some(size), Some(interval)) = (a.record_size, a.record_interval) {
+        r.mode = Mode::Records;
+        r.client_sends_messages = false;
+        r.message_size = size;
+        r.message_interval_ns = interval;
+        r.streams = a.delivery.request_streams();
+        if let Err(e) = records::records_request(&r).validate() {
+            usage!("--record-size {size}: {e}");
+        }
+    }
     if let (Some(size), Some(rate)) = (a.message_size, a.message_rate) {
         if size < stamp::LEN as u64 {
             usage!("--message-size {size}: must be at least 16 bytes (seq + send time)");
@@ -79,6 +91,10 @@ struct Params<'a> {
     message_size: Option<u64>,
     message_rate: Option<f64>,
     message_interval_ns: Option<u64>,
+    record_size: Option<u64>,
+    record_interval_ns: Option<u64>,
+    delivery: Option<&'static str>,
+    record_series: Option<&'a Path>,
     sample_interval_ns: u64,
     connect_timeout_ns: u64,
     summary: &'a Path,
@@ -129,6 +145,8 @@ struct Results {
     objects: Option<ObjectsSummary>,
     #[serde(flatten)]
     messages: Option<MessagesSummary>,
+    /// Records mode: what the client handed over, as tcp-client reports it.
+    records: Option<ReceivedRecords>,
     #[serde(flatten)]
     cpu: Cpu,
 }
@@ -158,6 +176,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         message_size: a.message_size,
         message_rate: a.message_rate,
         message_interval_ns: (req.mode == Mode::Messages).then_some(req.message_interval_ns),
+        record_size: a.record_size,
+        record_interval_ns: a.record_interval,
+        delivery: a.record_size.map(|_| a.delivery.name()),
+        record_series: a.record_series.as_deref(),
         sample_interval_ns: c.sample_interval,
         connect_timeout_ns: a.connect_timeout,
         summary: &c.summary,
@@ -216,9 +238,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         },
         c.sample_interval,
     );
+    let receiver = Arc::new(RecordReceiver::default());
     let mut stopped_by_signal = false;
     let result = tokio::select! {
-        r = transfer_for(&conn, &req, &t, connected_ns) => r,
+        r = transfer_for(&conn, &req, &t, connected_ns, (a.delivery, &receiver)) => r,
         _ = super::stopped(&mut stop) => { stopped_by_signal = true; Ok(Outcome::default()) }
     };
     let samples = sampler.finish();
@@ -254,16 +277,14 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         && match req.mode {
             Mode::Objects => objects == req.object_count,
             Mode::Upload | Mode::Download => req.bytes == 0 || bytes == req.bytes,
-            Mode::Messages => true,
-            // Refused by the QUIC request's encoder before the connection starts.
-            Mode::Records => false,
+            Mode::Messages | Mode::Records => true,
         };
     let stopped_by = if stopped_by_signal {
         Stop::Signal.name()
     } else {
         match req.mode {
             Mode::Objects => "objects",
-            Mode::Messages => "duration",
+            Mode::Messages | Mode::Records => "duration",
             _ if req.duration_ns > 0 => "duration",
             _ => "bytes",
         }
@@ -309,6 +330,16 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         socket: sock.summary(),
         objects,
         messages: (req.mode == Mode::Messages).then(|| t.messages_summary()),
+        records: match req.mode {
+            Mode::Records => Some(crate::tcp::records::finish_receiver(
+                &receiver,
+                a.delivery.name(),
+                records::records_request(&req),
+                None,
+                a.record_series.as_deref(),
+            )?),
+            _ => None,
+        },
         // Last, so the CPU time includes closing and building the summary.
         cpu: Cpu::now(),
     };
@@ -335,6 +366,7 @@ async fn transfer_for(
     req: &Request,
     t: &Arc<Transfer>,
     connected_ns: u64,
+    (delivery, receiver): (QuicDelivery, &Arc<RecordReceiver>),
 ) -> anyhow::Result<Outcome> {
     let mut o = Outcome::default();
     let (mut send, mut recv) = conn.open_bi().await.context("cannot open the control stream")?;
@@ -342,7 +374,11 @@ async fn transfer_for(
         .await
         .context("cannot send the request")?;
     match req.mode {
-        Mode::Records => anyhow::bail!("records mode is TCP only"),
+        Mode::Records => {
+            let _ = send.finish();
+            records::receive(conn, &mut recv, delivery, records::records_request(req), receiver, t).await?;
+            o.end_ns = Some(sys::now_ns());
+        }
         Mode::Upload => {
             let limit = (req.bytes > 0).then_some(req.bytes);
             let deadline = (req.duration_ns > 0).then(|| connected_ns + req.duration_ns);

@@ -1,11 +1,12 @@
-//! quic-server and quic-client: bulk, objects on parallel streams and constant-rate
-//! messages over QUIC (quinn), with the congestion controller chosen per endpoint.
+//! quic-server and quic-client: bulk, objects on parallel streams, constant-rate
+//! messages and paced records (`records`) over QUIC (quinn), with the congestion controller chosen per endpoint.
 //!
 //! Everything asynchronous lives here: each subcommand runs one tokio current-thread
 //! runtime (so a transfer uses one core, like a single-threaded QUIC stack, and CPU per
 //! gigabit is comparable), the rest of the agent stays synchronous.
 
 mod client;
+pub(crate) mod records;
 mod series;
 mod server;
 mod transfer;
@@ -23,6 +24,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 pub use cc::CcChoice;
 pub use client::client;
+pub use records::QuicDelivery;
 pub use server::server;
 
 use crate::sys;

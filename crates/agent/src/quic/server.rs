@@ -16,6 +16,7 @@ use quinn::{ConnectionError, Endpoint, EndpointConfig, ReadExactError, ServerCon
 use serde::Serialize;
 
 use super::cc::Probe;
+use super::records;
 use super::series::{self, Sample, Sampler, Sources};
 use super::transfer::{self, MessageRecord, MessagesSummary, RecvEnd, SendEnd, Transfer};
 use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
@@ -107,6 +108,8 @@ struct ServedConn {
     samples: usize,
     #[serde(flatten)]
     messages: Option<MessagesSummary>,
+    /// Records mode: what was sent, as tcp-server reports it.
+    records: Option<records::SentRecords>,
 }
 
 /// A connection whose handshake failed: what is known of it.
@@ -398,6 +401,9 @@ async fn serve_connection(
         quic,
         samples: samples.len(),
         messages: (mode == Some(Mode::Messages)).then(|| t.messages_summary()),
+        records: req
+            .filter(|r| r.mode == Mode::Records)
+            .map(|r| records::SentRecords::from_transfer(records::records_request(&r), &t)),
     };
     let messages = std::mem::take(&mut *t.messages.lock().unwrap());
     ConnOutcome {
@@ -423,7 +429,12 @@ async fn serve_request(
         Err(ReadExactError::FinishedEarly(n)) => n,
         Err(e) => return Err(e).context("cannot read the request"),
     };
-    let decoded = Request::decode(Transport::Quic, &hdr).and_then(|r| r.validate().map(|()| r));
+    let decoded = Request::decode(Transport::Quic, &hdr)
+        .and_then(|r| r.validate().map(|()| r))
+        .and_then(|r| match r.mode {
+            Mode::Records => records::records_request(&r).validate().map(|()| r),
+            _ => Ok(r),
+        });
     let decoded = match decoded {
         _ if got == hdr.len() => decoded,
         // A client that ended its control stream inside the request (a version-1 client
@@ -446,8 +457,15 @@ async fn serve_request(
         t.track_streams(req.streams);
     }
     match req.mode {
-        // The QUIC request's decoder refuses mode 5.
-        Mode::Records => anyhow::bail!("records mode is TCP only"),
+        Mode::Records => {
+            let r = records::records_request(&req);
+            if req.streams == 0 {
+                records::send_per_stream(conn, &mut send, r, req.duration_ns, t).await?;
+            } else {
+                records::send_on_stream(&mut send, r, req.duration_ns, t).await?;
+            }
+            served.transfer_done = true;
+        }
         Mode::Upload => {
             served.duration_over =
                 transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;

@@ -237,7 +237,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
     let records = match records_req {
         Some(r) => Some(records::finish_receiver(
             &receiver,
-            a.delivery,
+            a.delivery.name(),
             r,
             tap_counts,
             a.record_series.as_deref(),

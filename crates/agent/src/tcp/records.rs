@@ -42,11 +42,27 @@ pub enum Delivery {
     Unordered,
 }
 
+impl Delivery {
+    pub fn name(self) -> &'static str {
+        match self {
+            Delivery::Ordered => "ordered",
+            Delivery::Unordered => "unordered",
+        }
+    }
+}
+
 /// Which path handed a record over.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
+    /// TCP: a segment seen by the packet tap.
     Packet,
+    /// An in-order byte stream: TCP's socket, a QUIC stream read in order (one stream, or
+    /// the record's own stream).
     Stream,
+    /// QUIC: a stream chunk read unordered.
+    Chunk,
+    /// UDP: the record's own datagram.
+    Datagram,
 }
 
 impl Via {
@@ -54,6 +70,8 @@ impl Via {
         match self {
             Via::Packet => "packet",
             Via::Stream => "stream",
+            Via::Chunk => "chunk",
+            Via::Datagram => "datagram",
         }
     }
 }
@@ -300,13 +318,15 @@ impl TapReader {
 /// The receiving client's `results.records`.
 #[derive(Serialize)]
 pub struct ReceivedRecords {
-    pub delivery: Delivery,
+    /// `ordered` or `unordered` (TCP, QUIC), `streams` (QUIC, a stream per record).
+    pub delivery: &'static str,
     pub record_size: u64,
     pub interval_ns: u64,
     /// Distinct records handed over.
     pub delivered: u64,
     pub via_packet: u64,
     pub via_stream: u64,
+    pub via_chunk: u64,
     /// Records below the highest id received that never arrived (ids are 0, 1, 2, …).
     pub missing: u64,
     /// Ids handed over more than once (a correct receiver has 0).
@@ -325,7 +345,7 @@ pub struct ReceivedRecords {
 /// Summarises what the receiver handed over and writes the per-record series.
 pub fn finish_receiver(
     receiver: &RecordReceiver,
-    delivery: Delivery,
+    delivery: &'static str,
     req: RecordsRequest,
     tap: Option<TapCounts>,
     series: Option<&Path>,
@@ -351,6 +371,7 @@ pub fn finish_receiver(
         delivered,
         via_packet: st.rows.iter().filter(|r| r.via == Via::Packet).count() as u64,
         via_stream: st.rows.iter().filter(|r| r.via == Via::Stream).count() as u64,
+        via_chunk: st.rows.iter().filter(|r| r.via == Via::Chunk).count() as u64,
         missing: st.rows.last().map_or(0, |r| r.id + 1 - delivered),
         duplicate_ids: total - delivered,
         malformed: st.assembler.malformed() + st.short_records,
@@ -367,7 +388,7 @@ pub fn finish_receiver(
 /// The per-record series (`--record-series`), one row per record in id order.
 /// A nullable column with no null is written as such (`output::write_series` marks a
 /// column nullable only when it holds a null).
-fn write_series(path: &Path, rows: &[RecordRow]) -> anyhow::Result<()> {
+pub(crate) fn write_series(path: &Path, rows: &[RecordRow]) -> anyhow::Result<()> {
     let i64s = |f: fn(&RecordRow) -> u64| -> ArrayRef {
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| f(r) as i64)))
     };

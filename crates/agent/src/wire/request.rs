@@ -6,7 +6,7 @@
 //! |--------|-------|--------------------------|---------------------------|
 //! | 0..4   | magic | `"TLAB"` | `"TLQC"` |
 //! | 4      | version | 1 | 2 |
-//! | 5      | mode | 1 upload, 2 download, 3 objects, 5 records | 1, 2, 3, 4 messages |
+//! | 5      | mode | 1 upload, 2 download, 3 objects, 5 records | 1, 2, 3, 4 messages, 5 records |
 //! | 6      | message sender | 0 | 1 client sends, 2 server sends (every mode) |
 //! | 7      | reserved | 0 | 0 |
 //! | 8..16  | `bytes` (0 = not limited by bytes) | | |
@@ -18,7 +18,11 @@
 //! | 56..64 | `streams` | – (always 1) | |
 //!
 //! A TCP records request (mode 5) is followed by a [`super::records::RecordsRequest`]
-//! (record size and interval): the 40 bytes of the other modes are unchanged.
+//! (record size and interval): the 40 bytes of the other modes are unchanged. A QUIC
+//! records request carries them in `message_size` and `message_interval_ns` (sender byte
+//! 2), and its `streams` says how the server lays them out: 1 = every record on the
+//! control stream, back to back; 0 = each record on a unidirectional stream of its own
+//! (their number is not fixed in advance).
 //!
 //! QUIC version 1 was the first 56 bytes of version 2, without `streams`; a server refuses
 //! it. Decoding is strict (reserved bytes 0, sender byte 0 for TCP and 1 or 2 for QUIC), so
@@ -110,7 +114,8 @@ pub enum Mode {
     /// One end sends `message_size`-byte messages every `message_interval_ns` (QUIC only).
     Messages = 4,
     /// The server sends COBS-framed records at a fixed interval for `duration_ns`; their
-    /// size and interval follow the request (TCP only, see [`super::records`]).
+    /// size and interval follow the request over TCP ([`super::records`]) and are its
+    /// message fields over QUIC.
     Records = 5,
 }
 
@@ -131,7 +136,7 @@ impl Mode {
             (2, _) => Ok(Mode::Download),
             (3, _) => Ok(Mode::Objects),
             (4, Transport::Quic) => Ok(Mode::Messages),
-            (5, Transport::Tcp) => Ok(Mode::Records),
+            (5, _) => Ok(Mode::Records),
             (m, _) => Err(Error::UnknownMode(m)),
         }
     }
@@ -259,11 +264,15 @@ impl Request {
                     "messages request needs size >= 16, an interval and a duration",
                 ))
             }
+            Mode::Records if self.duration_ns == 0 => Err(Error::Invalid("records request has no duration")),
+            Mode::Records if self.streams > 1 => Err(Error::Invalid(
+                "records request runs on one stream (streams 1) or a stream per record (streams 0)",
+            )),
+            Mode::Records => Ok(()),
             _ if self.streams == 0 || self.streams > MAX_STREAMS => {
                 Err(Error::Invalid("request needs 1 to 9999 streams"))
             }
             Mode::Messages if self.streams != 1 => Err(Error::Invalid("messages request runs on one stream")),
-            Mode::Records if self.duration_ns == 0 => Err(Error::Invalid("records request has no duration")),
             _ => Ok(()),
         }
     }
@@ -274,9 +283,6 @@ impl Request {
         check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
-        }
-        if transport == Transport::Quic && self.mode == Mode::Records {
-            return Err(Error::Invalid("records mode is TCP only"));
         }
         if transport == Transport::Tcp && self.streams != 1 {
             return Err(Error::Invalid("several streams are QUIC only"));
@@ -447,15 +453,6 @@ mod tests {
         };
         assert!(bad(field::MODE, 9).contains("mode"));
         assert!(bad(field::MODE, 4).contains("mode"), "no messages mode over TCP");
-        let mut q = Request::new(Mode::Upload).encode(Transport::Quic).unwrap();
-        q[field::MODE] = 5;
-        assert!(
-            Request::decode(Transport::Quic, &q)
-                .unwrap_err()
-                .to_string()
-                .contains("mode"),
-            "no records mode over QUIC"
-        );
         assert!(bad(field::VERSION, 7).contains("version"));
         assert!(bad(0, b'X').contains("magic"));
         assert!(bad(field::MESSAGE_SENDER, 1).contains("reserved"));
@@ -492,10 +489,26 @@ mod tests {
         assert!(Request::new(Mode::Records).validate().is_err());
         let records = tcp(Mode::Records, 0, 5, 0, 0);
         assert!(records.validate().is_ok());
-        assert!(records.encode(Transport::Quic).is_err());
         let b = records.encode(Transport::Tcp).unwrap();
         assert_eq!((b.len(), b[field::MODE]), (TCP_LEN, 5));
         assert_eq!(Request::decode(Transport::Tcp, &b), Ok(records));
         assert!(!records.client_sends());
+        // Over QUIC: the record size and interval in the message fields, one stream or a
+        // stream per record.
+        let q = Request {
+            message_size: 1448,
+            message_interval_ns: 20_000_000,
+            ..records
+        };
+        for streams in [0, 1] {
+            let q = Request { streams, ..q };
+            assert!(q.validate().is_ok());
+            let b = q.encode(Transport::Quic).unwrap();
+            assert_eq!(b[field::MODE], 5);
+            assert_eq!(Request::decode(Transport::Quic, &b), Ok(q));
+        }
+        let e = Request { streams: 2, ..q }.validate().unwrap_err().to_string();
+        assert!(e.contains("stream per record"), "{e}");
+        assert!(Request { streams: 0, ..records }.encode(Transport::Tcp).is_err());
     }
 }
