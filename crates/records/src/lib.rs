@@ -10,11 +10,14 @@
 //! - [`assembler`]: takes `(stream offset, bytes)` ranges in any order, overlapping or
 //!   repeated, and hands over each complete record exactly once, as soon as all bytes
 //!   between its two delimiters are there; malformed frames are counted and skipped.
+//! - [`mstcp`]: msTCP, ordered sub-streams multiplexed as chunks (stream id, sequence)
+//!   over one stream received unordered; each sub-stream ordered only within itself.
 
 pub mod assembler;
 pub mod cobs;
 pub mod frame;
 pub mod header;
+pub mod mstcp;
 
 pub use assembler::{Assembler, Delivered};
 pub use header::RecordHeader;
