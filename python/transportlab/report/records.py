@@ -1,0 +1,74 @@
+"""Record-latency CDFs per sweep point (the head-of-line experiment's arms), log x: every
+records flow's per-record series (tcp and quic clients' `<flow>-client-records.arrow`,
+udp receivers' `<flow>-server-records.arrow`), pooled over a point's repetitions. A record
+never delivered has no latency: the curve then ends below 1 (the delivered share)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from transportlab import metrics as M
+from transportlab.artefacts.rundir import read_arrow
+from transportlab.report.figures import Plot, not_applicable, skip
+from transportlab.report.style import Colors, figure, legend_below, save
+
+CAPTION = (
+    "Empirical CDF of the per-record latency (delivery to the application − the sender's "
+    "write, docs/metrics.md) of each sweep point's records flows, pooled over repetitions; "
+    "log x. The y axis is the share of records sent, so a curve ends at the share delivered."
+)
+
+
+def record_latencies_ms(run_dir: Path, flow: str) -> np.ndarray | None:
+    raw = Path(run_dir) / "raw"
+    for stem in (f"{flow}-client-records", f"{flow}-server-records"):
+        s = read_arrow(raw / f"{stem}.arrow")
+        if s is not None:
+            return M.record_latencies(s) / 1e6
+    return None
+
+
+def records_sent(run_dir: Path, flow: str) -> int:
+    m = json.loads((Path(run_dir) / "metrics.json").read_text())
+    return int(m["flows"][flow].get("records_sent") or 0)
+
+
+def plot_record_latency_cdf(df: pd.DataFrame, out: Path) -> Plot:
+    key, title = "record_latency_cdf", "Record latency distribution per sweep point"
+    col = "record_latency_p50_ms"
+    if col not in df or df[col].isna().all():
+        return not_applicable(key, title, CAPTION, "no records flow")
+    d = df[~df[col].isna()]
+    points = list(dict.fromkeys(d["point"].astype(str)))
+    colors = Colors(points)
+    fig, ax = figure()
+    drawn = 0
+    for p in points:
+        g = d[d["point"].astype(str) == p]
+        lats = [record_latencies_ms(r.run_dir, r.flow) for r in g.itertuples()]
+        got = [x for x in lats if x is not None]
+        sent = sum(records_sent(r.run_dir, r.flow) for r in g.itertuples())
+        if not got or sent <= 0:
+            continue
+        lat = np.sort(np.concatenate(got))
+        lat = lat[lat > 0]
+        if not len(lat):
+            continue
+        y = np.arange(1, len(lat) + 1) / sent
+        p50, p99 = np.percentile(lat, [50, 99])
+        label = f"{p or 'default'} (p50 {p50:.0f} ms, p99 {p99:.0f} ms)"
+        ax.plot(lat, y, color=colors[p], label=label, drawstyle="steps-post")
+        drawn += 1
+    if not drawn:
+        return skip(key, title, CAPTION, "no per-record series in the runs")
+    ax.set_xscale("log")
+    ax.set_xlabel("record latency (ms, log)")
+    ax.set_ylabel("fraction of records sent ≤ x")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(title)
+    legend_below(ax)
+    return Plot(key, title, CAPTION, save(fig, out / f"{key}.png"))
