@@ -155,6 +155,7 @@ pub enum Direction {
 
 #[derive(Args, Debug)]
 #[command(group(ArgGroup::new("amount").required(true).args(["duration", "bytes", "objects"])))]
+#[command(group(ArgGroup::new("received").args(["record_size", "page_primary"])))]
 pub struct TcpClientArgs {
     /// Server address and port.
     #[arg(long)]
@@ -189,12 +190,26 @@ pub struct TcpClientArgs {
     /// How records are received: `ordered` (from the socket's byte stream) or `unordered`
     /// (also from the connection's segments as they arrive, through a packet socket in
     /// this namespace; needs CAP_NET_RAW and an IPv4 server address).
-    #[arg(long, value_enum, default_value_t = tcp::Delivery::Ordered, requires = "record_size")]
+    #[arg(long, value_enum, default_value_t = tcp::Delivery::Ordered, requires = "received")]
     pub delivery: tcp::Delivery,
     /// Arrow IPC per-record path (records: id, size, offset, send_ns, deliver_ns,
     /// latency_ns, via, wire_ns).
     #[arg(long, requires = "record_size")]
     pub record_series: Option<PathBuf>,
+    /// Web pages: the primary object's size; the server sends it, then (once the client
+    /// has it) the --page-secondaries, page after page for --duration, objects back to
+    /// back (--delivery ordered) or each on an msTCP sub-stream received unordered
+    /// (--delivery unordered).
+    #[arg(long, requires = "duration", conflicts_with_all = ["bytes", "objects", "direction", "record_size"],
+          value_parser = positive_size)]
+    pub page_primary: Option<u64>,
+    /// Sizes of the page's secondary objects, comma-separated (e.g. 10KB,10KB,20KB).
+    #[arg(long, requires = "page_primary", value_delimiter = ',', value_parser = positive_size)]
+    pub page_secondaries: Vec<u64>,
+    /// Arrow IPC per-object path (pages: page, object, size, request_ns, first_byte_ns,
+    /// complete_ns, page_start_ns, page_end_ns, via).
+    #[arg(long, requires = "page_primary")]
+    pub page_series: Option<PathBuf>,
     /// TCP_INFO sampling interval.
     #[arg(long, default_value = "10ms", value_parser = positive_duration)]
     pub tcp_info_interval: u64,

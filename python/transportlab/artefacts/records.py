@@ -165,6 +165,11 @@ class FlowMetrics(_Record):
     jitter_rfc3550_ms: float | None = None
     ipdv_rfc3393_ms: Any = None
     one_way_delay_ms: Any = None
+    # tcp web pages (docs/metrics.md): page time and objects' time to first byte (ms:
+    # mean, p50, p90, p99, max) over the pages the client completed.
+    pages_completed: int | None = None
+    page_time_ms: dict[str, float] | None = None
+    object_ttfb_ms: dict[str, float] | None = None
     utp_verified: bool | None = None
     timeouts: int | None = None
     packets_sent_by_data_sender: int | None = None

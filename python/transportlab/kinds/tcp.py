@@ -63,6 +63,7 @@ class Tcp(FlowKind):
             "size",
             "interval",
             "delivery",
+            "page",
             "implementation",
         }
     )
@@ -75,7 +76,9 @@ class Tcp(FlowKind):
             raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
-        if {"size", "interval", "delivery"} & given:
+        if "page" in given:
+            self._check_page(spec, given)
+        elif {"size", "interval", "delivery"} & given:
             self._check_records(spec, given)
 
     @staticmethod
@@ -107,6 +110,33 @@ class Tcp(FlowKind):
             raise FieldIssue(
                 "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
             )
+
+    @staticmethod
+    def _check_page(spec, given) -> None:
+        """Web pages: the primary, then the secondaries, again and again until the flow
+        stops; `delivery` "ordered" = objects back to back on the byte stream, "unordered"
+        = msTCP (a sub-stream per object) received through the packet tap."""
+        for k in ("bytes", "objects", "size", "interval"):
+            if k in given:
+                raise FieldIssue(f"tcp pages load until stop; {k} does not apply", (k,))
+        if "direction" in given and spec.direction != "download":
+            raise FieldIssue('tcp pages are sent by the server: direction must be "download"', ("direction",))
+        spec.direction = "download"
+        if spec.delivery is None:
+            spec.delivery = "ordered"
+        if spec.delivery not in DELIVERIES:
+            raise FieldIssue(
+                'tcp pages are received "ordered" (one stream) or "unordered" (msTCP sub-streams)',
+                ("delivery",),
+                spec.delivery,
+            )
+        if spec.delivery == "unordered" and spec.tls:
+            raise FieldIssue(
+                "unordered delivery reads msTCP chunks from the segments' payload, which TLS encrypts", ("delivery",)
+            )
+        for k, v in [("primary", spec.page.primary), *((f"secondaries.{i}", s) for i, s in enumerate(spec.page.secondaries))]:
+            if v > RECORD_RANGE[1]:
+                raise FieldIssue("a page object is at most 16 MiB", ("page", *k.split(".")), v)
 
     def check_cc(self, spec) -> str:
         cc = spec.cc or self.default_cc
@@ -160,6 +190,18 @@ class Tcp(FlowKind):
             client += ["--mss", str(flow.mss)]
         if flow.objects is not None:
             client += ["--objects", str(flow.objects.count), "--object-size", str(flow.objects.size)]
+        elif flow.page is not None:
+            client += ["--page-primary", str(flow.page.primary)]
+            if flow.page.secondaries:
+                client += ["--page-secondaries", ",".join(map(str, flow.page.secondaries))]
+            client += [
+                "--duration",
+                duration_arg(flow.end - flow.start),
+                "--delivery",
+                flow.delivery or "ordered",
+                "--page-series",
+                str(page_series(files)),
+            ]
         elif flow.delivery is not None:
             client += [
                 "--record-size",
@@ -194,7 +236,29 @@ class Tcp(FlowKind):
         }
         if client.get("mode") == "records":
             out.update(records_metrics(run, flow["name"], client, sender))
+        if client.get("mode") == "page":
+            out.update(page_metrics(run, flow["name"]))
         return out
+
+
+def page_series(files: Files):
+    """The client's per-object series of web pages beside its TCP_INFO series."""
+    return files.client_series.with_name(files.client_series.stem + "-page.arrow")
+
+
+def page_metrics(run, name: str) -> dict[str, Any]:
+    """Page time and the objects' time to first byte (docs/metrics.md), from the client's
+    per-object series."""
+    series = run.series(f"{name}-client-page")
+    if series is None:
+        return {"pages_completed": None, "page_time_ms": None, "object_ttfb_ms": None}
+    pages = M.page_times(series)
+    ttfb = M.object_ttfb(series)
+    return {
+        "pages_completed": int(len(pages)),
+        "page_time_ms": M.ms_stats(pages),
+        "object_ttfb_ms": M.ms_stats(ttfb),
+    }
 
 
 def records_series(files: Files):

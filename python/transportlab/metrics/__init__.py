@@ -30,8 +30,12 @@ from transportlab.metrics.rtt import probe_rtts, rtt_stats
 from transportlab.metrics.summary import summarize
 from transportlab.metrics.throughput import throughput, throughput_by_flow
 from transportlab.metrics.utilisation import link_utilisation, utilisation, utilisation_over_time
+from transportlab.metrics.web import ms_stats, object_ttfb, page_times
 
 __all__ = [
+    "page_times",
+    "object_ttfb",
+    "ms_stats",
     "Flow",
     "flows",
     "flow_codes",

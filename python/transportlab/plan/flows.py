@@ -16,6 +16,14 @@ class Objects:
 
 
 @dataclass(frozen=True)
+class Page:
+    """tcp web pages: one primary object, then the secondaries (bytes each)."""
+
+    primary: int
+    secondaries: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Flow:
     """`from_` is the client that connects, `to` the server. upload: data client→server;
     download: server→client. Ends at the first of: `stop`, `bytes` sent, `objects`
@@ -32,6 +40,7 @@ class Flow:
     stop: float | None = None
     bytes: int | None = None
     objects: Objects | None = None
+    page: Page | None = None
     count: int | None = None
     cc: str | None = None
     cc_params: dict = field(default_factory=dict)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Literal
 
 from transportlab.kinds import kind
-from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Probe, Resolved
+from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Page, Probe, Resolved
 from transportlab.plan.seeds import derive_seed
 from transportlab.plan.topology import Direction, GilbertElliott, Link, Multipath, Topology
 from transportlab.scenario.queues import bdp_packets
@@ -114,6 +114,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 stop=f.stop,
                 bytes=f.bytes,
                 objects=Objects(f.objects.count, f.objects.size) if f.objects else None,
+                page=Page(f.page.primary, tuple(f.page.secondaries)) if f.page else None,
                 count=f.count,
                 cc=f.cc,
                 cc_params=dict(f.cc_params or {}),

@@ -396,6 +396,14 @@ class ObjectsSpec(_Table):
     size: PositiveSize
 
 
+class PageSpec(_Table):
+    """tcp web pages, loaded one after another until the flow stops: the primary object,
+    then (once the client has it) the secondaries."""
+
+    primary: PositiveSize
+    secondaries: Annotated[list[PositiveSize], Field(max_length=1000)] = Field(default_factory=list)
+
+
 class FlowSpec(_Table):
     """A transfer between two hosts. `from` is the client that connects, `to` the server;
     direction "upload" sends data client→server, "download" server→client."""
@@ -412,6 +420,7 @@ class FlowSpec(_Table):
     stop: PositiveDuration | None = None
     bytes: PositiveSize | None = None
     objects: ObjectsSpec | None = None
+    page: PageSpec | None = None
     count: Count | None = None
     # Sending pattern of udp datagrams and of quic messages (constant-rate messages on one
     # stream): `size` and one of `rate` / `interval`; udp only: `burst` per deadline;

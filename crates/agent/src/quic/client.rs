@@ -278,6 +278,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
             Mode::Objects => objects == req.object_count,
             Mode::Upload | Mode::Download => req.bytes == 0 || bytes == req.bytes,
             Mode::Messages | Mode::Records => true,
+            Mode::Page => false,
         };
     let stopped_by = if stopped_by_signal {
         Stop::Signal.name()
@@ -374,6 +375,7 @@ async fn transfer_for(
         .await
         .context("cannot send the request")?;
     match req.mode {
+        Mode::Page => anyhow::bail!("page mode is TCP only"),
         Mode::Records => {
             let _ = send.finish();
             records::receive(conn, &mut recv, delivery, records::records_request(req), receiver, t).await?;

@@ -457,6 +457,8 @@ async fn serve_request(
         t.track_streams(req.streams);
     }
     match req.mode {
+        // The QUIC request's decoder refuses mode 6.
+        Mode::Page => anyhow::bail!("page mode is TCP only"),
         Mode::Records => {
             let r = records::records_request(&req);
             if req.streams == 0 {

@@ -7,13 +7,15 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use agent::wire::object::ObjectRequest;
+use agent::wire::page::{Framing, PageRequest};
 use agent::wire::records::RecordsRequest;
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use super::records::{self, Delivery, ReceivedRecords, RecordReceiver, TapReader, Via};
+use super::page::{self, PageReceiver, PagesSummary};
+use super::records::{self, Delivery, ReceivedRecords, RecordReceiver, Sink, TapReader, Via};
 use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
@@ -36,6 +38,9 @@ struct Params<'a> {
     record_interval_ns: Option<u64>,
     delivery: Option<Delivery>,
     record_series: Option<&'a Path>,
+    page_primary: Option<u64>,
+    page_secondaries: Option<Vec<u64>>,
+    page_series: Option<&'a Path>,
     tcp_info_interval_ns: u64,
     mss: Option<u32>,
     tls: bool,
@@ -73,6 +78,8 @@ struct Results {
     objects: Option<ObjectsSummary>,
     /// Records mode: what was received, and how.
     records: Option<ReceivedRecords>,
+    /// Page mode: the pages and their objects' times.
+    page: Option<PagesSummary>,
 }
 
 pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
@@ -92,7 +99,21 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         }
         _ => None,
     };
-    let unordered = records_req.is_some() && a.delivery == Delivery::Unordered;
+    let page_req = a.page_primary.map(|primary| PageRequest {
+        framing: match a.delivery {
+            Delivery::Ordered => Framing::Plain,
+            Delivery::Unordered => Framing::Mstcp,
+        },
+        primary,
+        secondaries: a.page_secondaries.clone(),
+    });
+    if let Some(Err(e)) = page_req.as_ref().map(PageRequest::validate) {
+        usage!("--page-primary / --page-secondaries: {e}");
+    }
+    if page_req.is_some() && a.tls && a.delivery == Delivery::Unordered {
+        usage!("--delivery unordered reads the segments' payload, which --tls encrypts");
+    }
+    let unordered = (records_req.is_some() || page_req.is_some()) && a.delivery == Delivery::Unordered;
     let server_v4 = match a.connect {
         SocketAddr::V4(v4) => Some(v4),
         SocketAddr::V6(_) => None,
@@ -104,6 +125,10 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         );
     }
     let header = match (a.objects, a.object_size) {
+        _ if page_req.is_some() => Request {
+            duration_ns: a.duration.unwrap_or(0),
+            ..Request::new(Mode::Page)
+        },
         _ if records_req.is_some() => Request {
             duration_ns: a.duration.unwrap_or(0),
             ..Request::new(Mode::Records)
@@ -134,7 +159,10 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         object_size: a.object_size,
         record_size: a.record_size,
         record_interval_ns: a.record_interval,
-        delivery: records_req.map(|_| a.delivery),
+        delivery: (records_req.is_some() || page_req.is_some()).then_some(a.delivery),
+        page_primary: a.page_primary,
+        page_secondaries: page_req.as_ref().map(|p| p.secondaries.clone()),
+        page_series: a.page_series.as_deref(),
         record_series: a.record_series.as_deref(),
         tcp_info_interval_ns: a.tcp_info_interval,
         mss: a.mss,
@@ -154,6 +182,11 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         sys::set_mss(&sock, mss).with_context(|| format!("cannot set TCP_MAXSEG to {mss}"))?;
     }
     let receiver = Arc::new(RecordReceiver::default());
+    let pages = page_req.clone().map(|p| Arc::new(PageReceiver::new(p)));
+    let sink: Arc<dyn Sink> = match &pages {
+        Some(p) => p.clone(),
+        None => receiver.clone(),
+    };
     let local_ip = Arc::new(OnceLock::new());
     // Unordered: the tap is open before connect() so it sees the SYN-ACK (the server's
     // initial sequence number) and every segment after it.
@@ -166,7 +199,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
                 .as_socket()
                 .map(|s| s.port())
                 .context("the bound socket has no port")?;
-            Some(TapReader::start(server, port, local_ip.clone(), receiver.clone())?)
+            Some(TapReader::start(server, port, local_ip.clone(), sink.clone())?)
         }
         None => None,
     };
@@ -195,7 +228,11 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
                 tls_done_ns = Some(sys::now_ns());
             }
             let records = records_req.map(|r| (r, receiver.as_ref()));
-            run_client_transfer(&mut stream, &header, records, connected_ns, &sampler.progress)
+            let page = match (&page_req, &pages) {
+                (Some(r), Some(p)) => Some((r, p.as_ref(), tcp.try_clone().context("cannot duplicate the socket")?)),
+                _ => None,
+            };
+            run_client_transfer(&mut stream, &header, records, page, connected_ns, &sampler.progress)
         }
     };
     let samples = sampler.finish();
@@ -232,6 +269,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         && t.eof_ns.is_some()
         && match header.mode {
             Mode::Objects => t.objects.len() as u64 == header.object_count,
+            Mode::Page => pages.as_ref().is_some_and(|p| p.done() && p.error().is_none()),
             _ => header.bytes == 0 || bytes == header.bytes,
         };
     let records = match records_req {
@@ -242,6 +280,10 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
             tap_counts,
             a.record_series.as_deref(),
         )?),
+        None => None,
+    };
+    let page = match &pages {
+        Some(p) => Some(page::finish_client(p, tap_counts, a.page_series.as_deref())?),
         None => None,
     };
     let objects = (header.mode == Mode::Objects).then(|| {
@@ -279,13 +321,15 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         samples: samples.len(),
         objects,
         records,
+        page,
     };
     let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
     output::write_summary(&a.summary, &summary)?;
-    if let Some(e) = t.error.or(tap_error) {
+    let page_error = pages.as_ref().and_then(|p| p.error());
+    if let Some(e) = t.error.or(tap_error).or(page_error) {
         bail!("{e}");
     }
     Ok(())
@@ -326,6 +370,7 @@ fn run_client_transfer(
     s: &mut Stream,
     h: &Request,
     records: Option<(RecordsRequest, &RecordReceiver)>,
+    page: Option<(&PageRequest, &PageReceiver, TcpStream)>,
     connected_ns: u64,
     counter: &Progress,
 ) -> anyhow::Result<ClientTransfer> {
@@ -443,6 +488,36 @@ fn run_client_transfer(
                         Some(0) => {
                             t.eof_ns = Some(sys::now_ns());
                             s.shutdown_write()?;
+                            break;
+                        }
+                        Some(n) => {
+                            t.first_byte_ns.get_or_insert_with(sys::now_ns);
+                            receiver.feed(t.bytes_received, &buf[..n], Via::Stream, None);
+                            t.bytes_received += n as u64;
+                            counter.add(n);
+                        }
+                    }
+                }
+            }
+            Mode::Page => {
+                let Some((req, receiver, writer)) = page else {
+                    return Err(io::Error::other("page mode without a page"));
+                };
+                if !write_all(s, &req.encode())? {
+                    t.stopped = true;
+                    return Ok(());
+                }
+                receiver.start(writer, connected_ns + h.duration_ns);
+                // The stream path: every byte read, at its stream offset. The last page's
+                // completion shuts our side; the server then closes its side.
+                loop {
+                    match read_some(s, &mut buf)? {
+                        None => {
+                            t.stopped = true;
+                            break;
+                        }
+                        Some(0) => {
+                            t.eof_ns = Some(sys::now_ns());
                             break;
                         }
                         Some(n) => {

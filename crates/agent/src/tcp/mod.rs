@@ -6,6 +6,7 @@
 //! out every [`POLL`] so a stop request is noticed (see `transfer`).
 
 mod client;
+mod page;
 pub(crate) mod records;
 mod sampler;
 mod segment;

@@ -66,7 +66,7 @@ pub enum Via {
 }
 
 impl Via {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Via::Packet => "packet",
             Via::Stream => "stream",
@@ -166,6 +166,18 @@ struct ReceiverState {
     short_records: u64,
 }
 
+/// What takes the bytes of the connection's stream at their offsets, from the socket's
+/// stream or the packet tap: the records receiver, the web pages' receiver.
+pub trait Sink: Send + Sync {
+    fn feed(&self, offset: u64, bytes: &[u8], via: Via, wire_ns: Option<u64>);
+}
+
+impl Sink for RecordReceiver {
+    fn feed(&self, offset: u64, bytes: &[u8], via: Via, wire_ns: Option<u64>) {
+        RecordReceiver::feed(self, offset, bytes, via, wire_ns)
+    }
+}
+
 /// Where both paths hand their bytes; the assembler makes each record come out once.
 #[derive(Default)]
 pub struct RecordReceiver {
@@ -252,7 +264,7 @@ impl TapReader {
         server: SocketAddrV4,
         local_port: u16,
         local_ip: Arc<OnceLock<std::net::Ipv4Addr>>,
-        receiver: Arc<RecordReceiver>,
+        receiver: Arc<dyn Sink>,
     ) -> anyhow::Result<TapReader> {
         let mut dir = Direction {
             from: server,

@@ -14,6 +14,7 @@ use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use super::page::{serve_pages, ServedPages};
 use super::records::{send_records, SentRecords};
 use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
@@ -74,6 +75,8 @@ struct ConnSummary {
     samples: usize,
     /// Records mode: what was sent.
     records: Option<SentRecords>,
+    /// Page mode: what was served.
+    page: Option<ServedPages>,
 }
 
 /// The decoded request header, as far as TCP carries it.
@@ -205,6 +208,7 @@ struct ServerTransfer {
     last_byte_ns: Option<u64>,
     objects_served: u64,
     records: Option<SentRecords>,
+    page: Option<ServedPages>,
     complete: bool,
     stopped: bool,
 }
@@ -248,7 +252,7 @@ fn serve_connection(
     let error = r.err().map(|e| format!("connection {conn} from {peer}: {e:#}"));
 
     let mode = t.header.map(|h| h.mode);
-    let sender_is_server = matches!(mode, Some(Mode::Download | Mode::Objects | Mode::Records));
+    let sender_is_server = matches!(mode, Some(Mode::Download | Mode::Objects | Mode::Records | Mode::Page));
     let bytes = if sender_is_server {
         t.bytes_sent
     } else {
@@ -291,6 +295,7 @@ fn serve_connection(
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
         records: t.records,
+        page: t.page,
     };
     ConnOutcome {
         summary,
@@ -417,6 +422,20 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
                 None => t.stopped = true,
                 Some(_) => t.complete = true,
             }
+        }
+        Mode::Page => {
+            let start = sys::now_ns();
+            t.first_byte_ns = Some(start);
+            let (served, stopped) = serve_pages(s, counter, &mut t.bytes_sent, &mut t.bytes_received)?;
+            t.page = Some(served);
+            t.last_byte_ns = Some(sys::now_ns());
+            if stopped {
+                t.stopped = true;
+                return Ok(());
+            }
+            // The client closed its side after its last page: close ours.
+            s.shutdown_write()?;
+            t.complete = true;
         }
         // The TCP request has no such mode; decode refuses it.
         Mode::Messages => bail!("messages mode is QUIC only"),

@@ -7,6 +7,7 @@
 //! - [`object`]: an objects-mode request (the object's size) and the QUIC server's reply to
 //!   an upload (the bytes it read).
 //! - [`records`]: the record size and interval after a TCP records request.
+//! - [`page`]: the page's shape after a TCP page request (web workload), and its steps.
 //! - [`stamp`]: sequence number and send time at the start of every UDP datagram (udp-send,
 //!   probe) and every QUIC message, and the probe's echo time after them.
 //! - [`code`]: QUIC application error codes.
@@ -15,6 +16,7 @@
 
 pub mod code;
 pub mod object;
+pub mod page;
 pub mod records;
 pub mod request;
 pub mod stamp;

@@ -6,7 +6,7 @@
 //! |--------|-------|--------------------------|---------------------------|
 //! | 0..4   | magic | `"TLAB"` | `"TLQC"` |
 //! | 4      | version | 1 | 2 |
-//! | 5      | mode | 1 upload, 2 download, 3 objects, 5 records | 1, 2, 3, 4 messages, 5 records |
+//! | 5      | mode | 1 upload, 2 download, 3 objects, 5 records, 6 page | 1, 2, 3, 4 messages, 5 records |
 //! | 6      | message sender | 0 | 1 client sends, 2 server sends (every mode) |
 //! | 7      | reserved | 0 | 0 |
 //! | 8..16  | `bytes` (0 = not limited by bytes) | | |
@@ -117,6 +117,9 @@ pub enum Mode {
     /// size and interval follow the request over TCP ([`super::records`]) and are its
     /// message fields over QUIC.
     Records = 5,
+    /// Web pages: a primary object, then N secondaries, again and again for
+    /// `duration_ns`; the page's shape follows the request (TCP only, see [`super::page`]).
+    Page = 6,
 }
 
 impl Mode {
@@ -127,6 +130,7 @@ impl Mode {
             Mode::Objects => "objects",
             Mode::Messages => "messages",
             Mode::Records => "records",
+            Mode::Page => "page",
         }
     }
 
@@ -137,6 +141,7 @@ impl Mode {
             (3, _) => Ok(Mode::Objects),
             (4, Transport::Quic) => Ok(Mode::Messages),
             (5, _) => Ok(Mode::Records),
+            (6, Transport::Tcp) => Ok(Mode::Page),
             (m, _) => Err(Error::UnknownMode(m)),
         }
     }
@@ -182,7 +187,7 @@ impl Request {
     pub fn client_sends(&self) -> bool {
         match self.mode {
             Mode::Upload => true,
-            Mode::Download | Mode::Objects | Mode::Records => false,
+            Mode::Download | Mode::Objects | Mode::Records | Mode::Page => false,
             Mode::Messages => self.client_sends_messages,
         }
     }
@@ -269,6 +274,7 @@ impl Request {
                 "records request runs on one stream (streams 1) or a stream per record (streams 0)",
             )),
             Mode::Records => Ok(()),
+            Mode::Page if self.duration_ns == 0 => Err(Error::Invalid("page request has no duration")),
             _ if self.streams == 0 || self.streams > MAX_STREAMS => {
                 Err(Error::Invalid("request needs 1 to 9999 streams"))
             }
@@ -283,6 +289,9 @@ impl Request {
         check_len(buf, transport.request_len())?;
         if transport == Transport::Tcp && self.mode == Mode::Messages {
             return Err(Error::Invalid("messages mode is QUIC only"));
+        }
+        if transport == Transport::Quic && self.mode == Mode::Page {
+            return Err(Error::Invalid("page mode is TCP only"));
         }
         if transport == Transport::Tcp && self.streams != 1 {
             return Err(Error::Invalid("several streams are QUIC only"));
