@@ -180,3 +180,74 @@ fn malformed_frames_are_counted_and_skipped_by_the_client() {
         assert_eq!(c["results"]["complete"], true);
     }
 }
+
+/// Web pages on 127.0.0.1, both framings (unordered, msTCP, needs the packet tap: it runs
+/// as root only, as the records' unordered test checks the refusal otherwise).
+fn page_run(delivery: &str) -> (serde_json::Value, serde_json::Value) {
+    let d = TempDir::new(&format!("page-{delivery}"));
+    let (srv_sum, cli_sum, cli_page) = (d.file("srv.json"), d.file("cli.json"), d.file("page.arrow"));
+    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
+    let to = format!("127.0.0.1:{port}");
+    let out = Command::new(AGENT)
+        .args([
+            "tcp-client",
+            "--connect",
+            &to,
+            "--page-primary",
+            "30000",
+            "--page-secondaries",
+            "5000,70000,1",
+            "--duration",
+            "300ms",
+            "--delivery",
+            delivery,
+            "--summary",
+            &cli_sum,
+            "--page-series",
+            &cli_page,
+        ])
+        .stderr(Stdio::piped())
+        .output()
+        .expect("spawn agent");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(wait(srv, LIMIT), 0);
+    assert!(is_arrow_file(&cli_page));
+    (summary(&cli_sum), summary(&srv_sum))
+}
+
+fn check_pages(c: &serde_json::Value, s: &serde_json::Value, framing: &str) {
+    let p = &c["results"]["page"];
+    let conn = &s["results"]["connections"][0];
+    assert_eq!(c["results"]["mode"], "page");
+    assert_eq!(c["results"]["complete"], true);
+    assert_eq!(p["framing"], framing);
+    assert_eq!(conn["page"]["framing"], framing);
+    let pages = p["pages_completed"].as_u64().unwrap();
+    assert!(pages >= 1);
+    assert_eq!(p["pages_started"], pages, "every page asked for completed");
+    assert_eq!(conn["page"]["primaries_sent"], pages);
+    assert_eq!(conn["page"]["secondaries_sent"], 3 * pages);
+    assert_eq!(p["object_ttfb"]["count"], 4 * pages);
+    assert_eq!(p["page_time"]["count"], pages);
+    assert_eq!(p["malformed"], 0);
+    if framing == "plain" {
+        assert_eq!(c["results"]["bytes"], 105_001 * pages, "exactly the objects' bytes");
+    }
+}
+
+#[test]
+fn pages_plain_load_every_object_of_every_page() {
+    let (c, s) = page_run("ordered");
+    check_pages(&c, &s, "plain");
+}
+
+#[test]
+fn pages_mstcp_unordered_when_the_tap_is_allowed() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc_geteuid() } != 0 {
+        return;
+    }
+    let (c, s) = page_run("unordered");
+    check_pages(&c, &s, "mstcp");
+    assert!(c["results"]["page"]["tap"]["isn_seen"].as_bool().unwrap());
+}

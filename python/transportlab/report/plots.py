@@ -5,8 +5,8 @@ one-way delay CDF, cwnd over time, RTT CDF and inter-arrival histogram
 (`report.distributions`), per-leg throughput and utilisation over time
 (`report.linkplots`). Per sweep (`sweep_plots`): each metric against the swept value
 (median with min–max bars over repetitions), box plots of every metric across
-repetitions, Pantheon's throughput–delay plot (`report.pantheon`) and the record-latency
-CDF per sweep point (`report.records`). Each function
+repetitions, Pantheon's throughput–delay plot (`report.pantheon`), the record-latency
+CDF and the page-time box plot per sweep point (`report.records`). Each function
 returns `Plot` records; a plot whose data is absent is returned with `path=None` and the
 reason in `skipped`, never an exception.
 """
@@ -24,7 +24,7 @@ from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
 from transportlab.report.figures import Plot, close, not_applicable, safe, skip, spans_decades, time_axis
 from transportlab.report.linkplots import plot_leg_throughput, plot_utilisation
 from transportlab.report.pantheon import plot_pantheon
-from transportlab.report.records import plot_record_latency_cdf
+from transportlab.report.records import plot_page_time_boxes, plot_record_latency_cdf
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
 from transportlab.report.table import parse_value
@@ -505,6 +505,7 @@ def sweep_plots(df: pd.DataFrame, swept: list[str], out: Path, probes: pd.DataFr
     for col, title, ylabel, scale in SWEEP_METRICS:
         plots.append(safe(plot_sweep_boxes, f"box_{col}", title, df, col, title, ylabel, scale, out))
     plots.append(safe(plot_record_latency_cdf, "record_latency_cdf", "Record latency distribution", df, out))
+    plots.append(safe(plot_page_time_boxes, "page_time_box", "Page time", df, out))
     if len(df):
         schemes, panels = pantheon_layout(df, swept)
         plots.append(safe(plot_pantheon, "pantheon", "Throughput vs delay", df, schemes, panels, out))

@@ -1,7 +1,9 @@
-"""Record-latency CDFs per sweep point (the head-of-line experiment's arms), log x: every
-records flow's per-record series (tcp and quic clients' `<flow>-client-records.arrow`,
-udp receivers' `<flow>-server-records.arrow`), pooled over a point's repetitions. A record
-never delivered has no latency: the curve then ends below 1 (the delivered share)."""
+"""Sweep plots of the message workloads. Record-latency CDFs per sweep point (the
+head-of-line experiment's arms), log x: every records flow's per-record series (tcp and
+quic clients' `<flow>-client-records.arrow`, udp receivers' `<flow>-server-records.arrow`),
+pooled over a point's repetitions; a record never delivered has no latency, so a curve
+ends below 1 (the delivered share). Page-time box plots per sweep point: every completed
+page of the tcp page flows (`<flow>-client-page.arrow`), pooled over repetitions."""
 
 from __future__ import annotations
 
@@ -72,3 +74,42 @@ def plot_record_latency_cdf(df: pd.DataFrame, out: Path) -> Plot:
     ax.set_title(title)
     legend_below(ax)
     return Plot(key, title, CAPTION, save(fig, out / f"{key}.png"))
+
+
+PAGE_CAPTION = (
+    "Page time (the primary asked for → the page's last object complete, docs/metrics.md) of every page "
+    "each sweep point's page flows completed, pooled over repetitions: box = quartiles, whiskers = 1.5 IQR, "
+    "dots = outliers; the number of pages under each box."
+)
+
+
+def plot_page_time_boxes(df: pd.DataFrame, out: Path) -> Plot:
+    key, title = "page_time_box", "Page time per sweep point"
+    if not len(df):
+        return not_applicable(key, title, PAGE_CAPTION, "no runs")
+    points = list(dict.fromkeys(df["point"].astype(str)))
+    data: dict[str, np.ndarray] = {}
+    for p in points:
+        g = df[df["point"].astype(str) == p]
+        times = []
+        for r in g.itertuples():
+            s = read_arrow(Path(r.run_dir) / "raw" / f"{r.flow}-client-page.arrow")
+            if s is not None:
+                times.append(M.page_times(s) / 1e6)
+        if times:
+            data[p] = np.concatenate(times)
+    if not data:
+        return not_applicable(key, title, PAGE_CAPTION, "no page flow")
+    names = list(data)
+    fig, ax = figure()
+    colors = Colors(names)
+    bp = ax.boxplot([data[n] if len(data[n]) else [np.nan] for n in names], patch_artist=True, widths=0.6,
+                    medianprops={"color": "black"})  # fmt: skip
+    for patch, n in zip(bp["boxes"], names):
+        patch.set_facecolor(colors[n])
+        patch.set_alpha(0.55)
+    ax.set_xticks(range(1, len(names) + 1))
+    ax.set_xticklabels([f"{n or 'default'}\n({len(data[n])} pages)" for n in names], fontsize=8)
+    ax.set_ylabel("page time (ms)")
+    ax.set_title(title)
+    return Plot(key, title, PAGE_CAPTION, save(fig, out / f"{key}.png"))
