@@ -19,7 +19,7 @@ def rows(sweep: Path) -> list[list[str]]:
     out = []
     for m_path in sorted(sweep.glob("*/rep-*/metrics.json")):
         m = json.loads(m_path.read_text())
-        for name, f in m["flows"].items():
+        for f in m["flows"].values():
             if f.get("records_sent") is None:
                 continue
             lat = f.get("record_latency_ms") or {}
@@ -43,7 +43,16 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
-    head = ["arm", "run", "records sent", "delivered", "median latency (ms)", "p99 latency (ms)", "late ≥ 1 RTT", "RTT (ms)"]
+    head = [
+        "arm",
+        "run",
+        "records sent",
+        "delivered",
+        "median latency (ms)",
+        "p99 latency (ms)",
+        "late ≥ 1 RTT",
+        "RTT (ms)",
+    ]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for r in rows(Path(argv[1])):

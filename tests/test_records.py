@@ -128,7 +128,9 @@ BAD_COMBINATIONS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("protocol, flow, path, value", BAD_COMBINATIONS, ids=[f"{b[0]}:{b[2]}" for b in BAD_COMBINATIONS])
+@pytest.mark.parametrize(
+    "protocol, flow, path, value", BAD_COMBINATIONS, ids=[f"{b[0]}:{b[2]}" for b in BAD_COMBINATIONS]
+)
 def test_bad_delivery_and_protocol_combinations_name_file_flow_field_value(tmp_path, protocol, flow, path, value):
     with pytest.raises(ScenarioError) as info:
         load_as(tmp_path, protocol, flow)

@@ -206,6 +206,11 @@ pub struct TcpClientArgs {
     /// Sizes of the page's secondary objects, comma-separated (e.g. 10KB,10KB,20KB).
     #[arg(long, requires = "page_primary", value_delimiter = ',', value_parser = positive_size)]
     pub page_secondaries: Vec<u64>,
+    /// How the server lays out a page's objects: `plain` (back to back) or `mstcp` (each
+    /// on a sub-stream, the secondaries' chunks interleaved). Default: plain when
+    /// --delivery is ordered, mstcp when unordered (which needs it).
+    #[arg(long, value_enum, requires = "page_primary")]
+    pub page_framing: Option<tcp::PageFraming>,
     /// Arrow IPC per-object path (pages: page, object, size, request_ns, first_byte_ns,
     /// complete_ns, page_start_ns, page_end_ns, via).
     #[arg(long, requires = "page_primary")]

@@ -134,7 +134,19 @@ class Tcp(FlowKind):
             raise FieldIssue(
                 "unordered delivery reads msTCP chunks from the segments' payload, which TLS encrypts", ("delivery",)
             )
-        for k, v in [("primary", spec.page.primary), *((f"secondaries.{i}", s) for i, s in enumerate(spec.page.secondaries))]:
+        if spec.page.framing is None:
+            spec.page.framing = "mstcp" if spec.delivery == "unordered" else "plain"
+        if spec.delivery == "unordered" and spec.page.framing == "plain":
+            raise FieldIssue(
+                'unordered delivery needs framing "mstcp": plain objects have no boundaries to find in '
+                "out-of-order bytes",
+                ("page", "framing"),
+                spec.page.framing,
+            )
+        for k, v in [
+            ("primary", spec.page.primary),
+            *((f"secondaries.{i}", s) for i, s in enumerate(spec.page.secondaries)),
+        ]:
             if v > RECORD_RANGE[1]:
                 raise FieldIssue("a page object is at most 16 MiB", ("page", *k.split(".")), v)
 
@@ -195,6 +207,8 @@ class Tcp(FlowKind):
             if flow.page.secondaries:
                 client += ["--page-secondaries", ",".join(map(str, flow.page.secondaries))]
             client += [
+                "--page-framing",
+                flow.page.framing,
                 "--duration",
                 duration_arg(flow.end - flow.start),
                 "--delivery",

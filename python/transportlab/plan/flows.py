@@ -21,6 +21,7 @@ class Page:
 
     primary: int
     secondaries: tuple[int, ...]
+    framing: str  # "plain" (back to back) or "mstcp" (a sub-stream per object)
 
 
 @dataclass(frozen=True)

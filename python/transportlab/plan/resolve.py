@@ -114,7 +114,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 stop=f.stop,
                 bytes=f.bytes,
                 objects=Objects(f.objects.count, f.objects.size) if f.objects else None,
-                page=Page(f.page.primary, tuple(f.page.secondaries)) if f.page else None,
+                page=Page(f.page.primary, tuple(f.page.secondaries), f.page.framing or "plain") if f.page else None,
                 count=f.count,
                 cc=f.cc,
                 cc_params=dict(f.cc_params or {}),

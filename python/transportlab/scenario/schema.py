@@ -402,6 +402,9 @@ class PageSpec(_Table):
 
     primary: PositiveSize
     secondaries: Annotated[list[PositiveSize], Field(max_length=1000)] = Field(default_factory=list)
+    # "plain": objects back to back; "mstcp": each on an msTCP sub-stream, the
+    # secondaries' chunks interleaved. Default: plain when ordered, mstcp when unordered.
+    framing: Literal["plain", "mstcp"] | None = None
 
 
 class FlowSpec(_Table):

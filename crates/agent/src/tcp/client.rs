@@ -40,6 +40,7 @@ struct Params<'a> {
     record_series: Option<&'a Path>,
     page_primary: Option<u64>,
     page_secondaries: Option<Vec<u64>>,
+    page_framing: Option<&'static str>,
     page_series: Option<&'a Path>,
     tcp_info_interval_ns: u64,
     mss: Option<u32>,
@@ -99,11 +100,16 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    let framing = match (a.page_framing, a.delivery) {
+        (Some(f), _) => f.wire(),
+        (None, Delivery::Ordered) => Framing::Plain,
+        (None, Delivery::Unordered) => Framing::Mstcp,
+    };
+    if a.page_primary.is_some() && framing == Framing::Plain && a.delivery == Delivery::Unordered {
+        usage!("--delivery unordered needs --page-framing mstcp (plain objects have no boundaries to find in out-of-order bytes)");
+    }
     let page_req = a.page_primary.map(|primary| PageRequest {
-        framing: match a.delivery {
-            Delivery::Ordered => Framing::Plain,
-            Delivery::Unordered => Framing::Mstcp,
-        },
+        framing,
         primary,
         secondaries: a.page_secondaries.clone(),
     });
@@ -162,6 +168,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         delivery: (records_req.is_some() || page_req.is_some()).then_some(a.delivery),
         page_primary: a.page_primary,
         page_secondaries: page_req.as_ref().map(|p| p.secondaries.clone()),
+        page_framing: page_req.as_ref().map(|p| page::framing_name(p.framing)),
         page_series: a.page_series.as_deref(),
         record_series: a.record_series.as_deref(),
         tcp_info_interval_ns: a.tcp_info_interval,

@@ -18,6 +18,7 @@ mod transfer;
 use std::time::Duration;
 
 pub use client::client;
+pub use page::PageFraming;
 pub use records::Delivery;
 pub use server::server;
 

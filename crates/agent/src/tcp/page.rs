@@ -40,6 +40,22 @@ pub const CHUNK_PAYLOAD: usize = 1400;
 /// Filler byte of the objects (not zero: COBS adds only its one byte per 254).
 const FILL: u8 = b'w';
 
+/// `--page-framing`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PageFraming {
+    Plain,
+    Mstcp,
+}
+
+impl PageFraming {
+    pub fn wire(self) -> Framing {
+        match self {
+            PageFraming::Plain => Framing::Plain,
+            PageFraming::Mstcp => Framing::Mstcp,
+        }
+    }
+}
+
 /// The msTCP sub-stream of object `k` (0 = primary) of page `page`.
 pub fn sub_stream(page: u64, k: u64, secondaries: u64) -> u32 {
     (page * (secondaries + 1) + k) as u32
@@ -56,7 +72,7 @@ pub struct ServedPages {
     pub secondaries_sent: u64,
 }
 
-fn framing_name(f: Framing) -> &'static str {
+pub fn framing_name(f: Framing) -> &'static str {
     match f {
         Framing::Plain => "plain",
         Framing::Mstcp => "mstcp",
