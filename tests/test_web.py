@@ -108,3 +108,11 @@ def test_page_time_and_ttfb_on_a_hand_made_series():
     st = M.ms_stats(M.object_ttfb(s))
     assert st is not None and st["p50"] == 50 and st["max"] == 70
     assert M.ms_stats(np.zeros(0)) is None
+
+
+def test_the_simulator_refuses_pages_naming_the_field(tmp_path):
+    from transportlab.plan.resolve import resolve
+    from transportlab.run.simulate import refusals
+
+    _, s = load(tmp_path, PAGE)
+    assert [r[0] for r in refusals(resolve(s))] == ["flows.web.page"]

@@ -38,6 +38,10 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
         where = f"flows.{f.name}"
         if f.protocol not in STACKS:
             out.append((where, f"protocol {f.protocol!r} is not simulated; run it emulated"))
+        elif f.page is not None:
+            out.append(
+                (f"{where}.page", "web pages need the agent's page client; the simulator runs none: run them emulated")
+            )
         elif f.delivery is not None:
             out.append(
                 (
