@@ -45,7 +45,11 @@ FLOW_SCALARS = [
     "records_delivered",
     "records_late_share",
     "jitter_rfc3550_ms",
+    "pages_completed",
 ]
+# Web pages: these statistics of page time and object time to first byte, as columns
+# `page_time_<k>_ms`, `object_ttfb_<k>_ms`.
+PAGE_STATS = ("p50", "p90")
 # Scalars an agent reports (a number, or absent): anything else reads as None.
 AGENT_SCALARS = {"jitter_rfc3550_ms"}
 STATS = ("mean", "p50", "p95", "p99")
@@ -96,6 +100,9 @@ def flow_rows(m: MetricsRecord, scenario: ScenarioRecord | None, run_dir: Path) 
         ):
             for k in STATS:
                 row[f"{metric}_{k}_ms"] = getattr(stats, k) if stats else None
+        for metric, d in (("page_time", f.page_time_ms), ("object_ttfb", f.object_ttfb_ms)):
+            for k in PAGE_STATS:
+                row[f"{metric}_{k}_ms"] = d.get(k) if d else None
         row["window_bytes"] = w.bytes.get(name) if w else None
         rows.append(row)
     return rows

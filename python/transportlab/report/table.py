@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.catalogue import FLOW_SCALARS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
+from transportlab.artefacts.catalogue import FLOW_SCALARS, PAGE_STATS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
 from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.report.rundata import RunData
 
@@ -37,6 +37,7 @@ SHOWN_WHEN_NONZERO = {"marks"}
 NUMERIC = (
     set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
     | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency", "path_delay") for k in PROBE_STATS}
+    | {f"{m}_{k}_ms" for m in ("page_time", "object_ttfb") for k in PAGE_STATS}
     | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
 )
 
