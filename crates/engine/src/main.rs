@@ -181,7 +181,11 @@ fn run(cfg: Config) -> Result<(), String> {
             }
             ring.release(f.slot);
         }
-        fwd.run_due(clock::now_ns());
+        // Up to the time the rings were read, not the time now: a frame stamped after the
+        // read (still on its way into a ring) must not find the model already past its
+        // stamp and be shifted (docs/engine-config.md, `arrival_shift`); what fell due
+        // meanwhile goes out at once on the next turn.
+        fwd.run_due(now);
         // TUNs: read in rounds of at most `read_batch` per host until every one is drained.
         while readable.iter().any(|&r| r) {
             for (host, host_readable) in readable.iter_mut().enumerate() {
