@@ -82,6 +82,34 @@ def test_veth_bulk_transfer_is_mtu_sized(tmp_path):
     assert (dep["t_actual_ns"] >= dep["t_ns"]).all()
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning and steering need two CPUs")
+@pytest.mark.parametrize("rps", [True, False])
+def test_engine_pinned_and_hosts_steered(tmp_path, rps):
+    """With RPS on, the engine's forwarding thread runs on one CPU and every host's veth
+    end steers its receive work to the others; with it off, neither (and both forward)."""
+    topo = two_hosts(Direction(delay=0.002), Direction(delay=0.002))
+    cpus = sorted(os.sched_getaffinity(0))
+    with Network(topo, tmp_path, attach="veth", rps=rps) as net:
+        masks = [
+            subprocess.run(
+                netns.exec_argv(net.namespace(h), ["cat", f"/sys/class/net/{net.tun_name(h)}/queues/rx-0/rps_cpus"]),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+            for h in ("a", "b")
+        ]
+        pinned = os.sched_getaffinity(net._engine.pid)
+        rtt = agents.run_probes(net, "a", "b", tmp_path, interval=0.01, count=20)["rtt"]
+    assert rtt["count"] == 20
+    if rps:
+        assert pinned == {cpus[0]}
+        assert all(int(m.replace(",", ""), 16) == sum(1 << c for c in cpus[1:]) for m in masks), masks
+    else:
+        assert pinned == set(cpus)
+        assert all(int(m.replace(",", ""), 16) == 0 for m in masks), masks
+
+
 RUN_AND_HANG = textwrap.dedent(
     """
     import sys, time

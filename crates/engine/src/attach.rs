@@ -281,6 +281,13 @@ impl RxRing {
         unsafe { self.ring.add(slot * FRAME_SIZE as usize).cast() }
     }
 
+    /// Whether the next frame is the reader's: a read of the shared status word, no
+    /// system call (the forwarding loop polls this while it spins).
+    pub fn has_frame(&self) -> bool {
+        // SAFETY: the status word is shared with the kernel; read it volatile.
+        unsafe { std::ptr::read_volatile(&(*self.hdr(self.next)).status) & TP_STATUS_USER != 0 }
+    }
+
     /// Up to `max` frames ready for the reader, in ring order, appended to `out`
     /// (`real_to_mono`: CLOCK_REALTIME − CLOCK_MONOTONIC in ns). Each must be released.
     pub fn ready(&mut self, max: usize, real_to_mono: i64, host: usize, out: &mut Vec<(Frame, usize)>) -> usize {

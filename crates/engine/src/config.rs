@@ -43,6 +43,11 @@ pub struct Config {
     /// scheduler time slice; the kernel's RT throttling still bounds its CPU share.
     #[serde(default)]
     pub realtime_priority: Option<i32>,
+    /// Pin the forwarding thread to this CPU (None: anywhere). With veth hosts whose
+    /// receive processing is steered to the other CPUs (RPS, set by the runner), the
+    /// receiving hosts' network stacks no longer run inside the engine's hand-over.
+    #[serde(default)]
+    pub cpu: Option<usize>,
     /// Measure the engine's own timer lateness at start and spin at least its p99
     /// before each due time.
     #[serde(default = "default_true")]

@@ -109,6 +109,9 @@ fn run(cfg: Config) -> Result<(), String> {
     if let Some(prio) = cfg.realtime_priority {
         sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
     }
+    if let Some(cpu) = cfg.cpu {
+        sys::pin_to_cpu(cpu).map_err(|e| format!("cpu {cpu}: {e}"))?;
+    }
 
     let epoll = sys::Epoll::new().map_err(|e| format!("epoll: {e}"))?;
     for (i, h) in cfg.hosts.iter().enumerate() {
@@ -147,6 +150,8 @@ fn run(cfg: Config) -> Result<(), String> {
     // the kernel's RT throttling (docs/architecture.md, "What this machine kind does").
     let (mut spin_total, mut spin_window, mut window_start, mut exhausted) = (0u64, 0u64, clock::now_ns(), 0u64);
     let mut spinning_since: Option<u64> = None;
+    let all_rings = rings.iter().all(Option::is_some);
+    let mut polled_at = 0u64;
     'main: loop {
         let now = clock::now_ns();
         if now - offset_at > 1_000_000_000 {
@@ -176,7 +181,11 @@ fn run(cfg: Config) -> Result<(), String> {
             }
             ring.release(f.slot);
         }
-        fwd.run_due(clock::now_ns());
+        // Up to the time the rings were read, not the time now: a frame stamped after the
+        // read (still on its way into a ring) must not find the model already past its
+        // stamp and be shifted (docs/engine-config.md, `arrival_shift`); what fell due
+        // meanwhile goes out at once on the next turn.
+        fwd.run_due(now);
         // TUNs: read in rounds of at most `read_batch` per host until every one is drained.
         while readable.iter().any(|&r| r) {
             for (host, host_readable) in readable.iter_mut().enumerate() {
@@ -219,6 +228,19 @@ fn run(cfg: Config) -> Result<(), String> {
         let spin = if budget_left { spin_ns } else { 0 };
         let timeout_ms = match fwd.next_due() {
             Some(due) if due <= now => 0,
+            // With every host on a ring the spin polls the rings' status words and the
+            // vDSO clock only — no system call — until the due time or an arrival; the
+            // descriptors (and the stop signal) are still looked at once a millisecond.
+            Some(due) if due - now <= spin && all_rings && now - polled_at < 1_000_000 => {
+                let mut t = now;
+                while t < due && !rings.iter().flatten().any(RxRing::has_frame) {
+                    std::hint::spin_loop();
+                    t = clock::now_ns();
+                }
+                spin_window += t - now;
+                spin_total += t - now;
+                continue 'main;
+            }
             Some(due) if due - now <= spin => {
                 spinning_since = Some(now);
                 0
@@ -238,6 +260,7 @@ fn run(cfg: Config) -> Result<(), String> {
         let n = epoll
             .wait(&mut events, timeout_ms)
             .map_err(|e| format!("epoll_wait: {e}"))?;
+        polled_at = clock::now_ns();
         for ev in &events[..n] {
             match ev.u64 {
                 TOKEN_TIMER => timer.clear(),

@@ -77,16 +77,25 @@ impl Epoll {
 
 pub struct Timer {
     pub fd: RawFd,
+    /// The deadline the timer is armed for (0: disarmed or fired): re-arming it for the
+    /// same deadline is skipped, which at gigabit rates saves a system call per packet.
+    armed: std::cell::Cell<u64>,
 }
 
 impl Timer {
     pub fn new() -> io::Result<Timer> {
         let fd = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) })?;
-        Ok(Timer { fd })
+        Ok(Timer {
+            fd,
+            armed: std::cell::Cell::new(0),
+        })
     }
 
     /// Fires at the absolute CLOCK_MONOTONIC time `at_ns`; 0 disarms.
     pub fn arm_at(&self, at_ns: u64) -> io::Result<()> {
+        if self.armed.get() == at_ns {
+            return Ok(());
+        }
         let ts = libc::timespec {
             tv_sec: (at_ns / 1_000_000_000) as _,
             tv_nsec: (at_ns % 1_000_000_000) as _,
@@ -96,10 +105,13 @@ impl Timer {
             it_value: ts,
         };
         check(unsafe { libc::timerfd_settime(self.fd, libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) })?;
+        self.armed.set(at_ns);
         Ok(())
     }
 
+    /// Consumes an expiry (the timer is then disarmed).
     pub fn clear(&self) {
+        self.armed.set(0);
         let mut b = [0u8; 8];
         let _ = read(self.fd, &mut b);
     }
@@ -130,5 +142,16 @@ pub fn set_realtime(priority: i32) -> io::Result<()> {
     };
     // SAFETY: valid pointer; pid 0 = calling thread.
     check(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; pid 0 = calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        check(libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set))?;
+    }
     Ok(())
 }

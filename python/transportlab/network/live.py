@@ -28,6 +28,11 @@ TUN_MTU = 1500
 # own wake-up never delays an arrival: bench/engine measures it closer to the floor than
 # TUN) or "tun" (arrival = when the engine read the TUN device).
 DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
+# With veth hosts on a machine of two or more CPUs: the engine's forwarding thread is
+# pinned to one CPU and the hosts' receive processing steered (RPS) to the others, so
+# handing a packet to a host does not run that host's stack in the engine's thread
+# (TLAB_RPS=off: neither; bench/engine measures both).
+DEFAULT_RPS = os.environ.get("TLAB_RPS", "on") != "off"
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
@@ -93,6 +98,7 @@ class Network:
         realtime_priority: int | None = 10,
         attach: str | None = None,
         capture: tuple[int, tuple[str, ...]] | None = None,
+        rps: bool | None = None,
     ):
         self.topology = topology
         # (snaplen, direction names): the engine writes `capture_path` (pcapng).
@@ -109,6 +115,11 @@ class Network:
         if self.attach == "floor" and len(topology.hosts) != 2:
             raise NetworkError("the floor (a plain veth pair, no engine) joins exactly two hosts")
         self._attach_config: dict[str, dict] = {}
+        cpus = sorted(os.sched_getaffinity(0))
+        steer = DEFAULT_RPS if rps is None else rps
+        # The engine's CPU and the hosts' receive CPUs (None: no pinning, no steering).
+        self.engine_cpu: int | None = cpus[0] if steer and self.attach == "veth" and len(cpus) >= 2 else None
+        self.host_cpus = set(cpus[1:])
         self.record: RunRecord = new_record(self.run_id)
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
@@ -214,6 +225,7 @@ class Network:
             }
         config["spin_ns"] = int(self.spin_us * 1000)
         config["realtime_priority"] = self.realtime_priority
+        config["cpu"] = self.engine_cpu
         config_path = self.workdir / "engine-config.json"
         config_path.write_text(json.dumps(config, indent=1))
         # The engine keeps the file after we close our copy of the descriptor.
@@ -264,6 +276,8 @@ class Network:
         netns.move_link(engine_if, self.engine_namespace)
         veth.configure_host(ns, host_if, self.address(host), engine_mac)
         veth.configure_engine_end(self.engine_namespace, engine_if)
+        if self.engine_cpu is not None:
+            veth.steer_receive(ns, host_if, self.host_cpus)
         self._attach_config[host] = {"kind": "veth", "ifname": engine_if, "mac": engine_mac, "peer_mac": host_mac}
 
     def _create_floor(self) -> None:

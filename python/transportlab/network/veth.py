@@ -86,3 +86,14 @@ def configure_host(ns: str, ifname: str, address: str, engine_mac: str, gateway:
 
 def configure_engine_end(ns: str, ifname: str) -> None:
     _ip("-n", ns, "link", "set", ifname, "arp", "off", "up")
+
+
+def steer_receive(ns: str, ifname: str, cpus: set[int]) -> None:
+    """Receive packet steering (RPS): packets the engine hands to this end are processed
+    by the receiving host's stack on `cpus`, not inside the engine's send on its own CPU
+    (the sysfs file is per namespace, so it is written from inside `ns`)."""
+    mask = f"{sum(1 << c for c in cpus):x}"
+    path = f"/sys/class/net/{ifname}/queues/rx-0/rps_cpus"
+    res = subprocess.run(["ip", "netns", "exec", ns, "tee", path], input=mask, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise VethError(f"{ns}: {path} = {mask}: {res.stderr.strip()}")
