@@ -172,13 +172,14 @@ def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):
     assert 0 < flow["congestion_events"] <= flow["marks"]
 
 
-def test_quic_constant_rate_messages(tmp_path):
+@pytest.mark.parametrize("direction", ["upload", "download"])
+def test_quic_constant_rate_messages(tmp_path, direction):
     """S3's QUIC workload in the simulator: 1200-byte messages at 100/s until 3 s over an
-    uncongested 10 Mbit/s, 10 ms one-way link. The pacing starts once the stream is open
-    (after the handshake, as the agent's), so 3 s less a handshake holds 298 deadlines;
-    every message made arrives, each one's
-    one-way delay (deadline stamped in it → last byte read) is the 10 ms path plus its
-    serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
+    uncongested 10 Mbit/s, 10 ms one-way link (both ways). The pacing starts once the
+    sender has the stream (after the handshake, as the agent's; the server a half RTT
+    later), so 3 s less a handshake holds 297–298 deadlines; every message made arrives,
+    each one's one-way delay (deadline stamped in it → last byte read) is the 10 ms path
+    plus its serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
     text = textwrap.dedent(
         """
         name = "sim-messages"
@@ -195,13 +196,81 @@ def test_quic_constant_rate_messages(tmp_path):
         size = 1200
         rate = "960kbit"
         stop = "3s"
+        direction = "{direction}"
         """
-    )
+    ).replace("{direction}", direction)
+    if direction == "download":
+        text = text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
     res = simulate(tmp_path, text)
     assert res.returncode == 0, res.stderr
     (run,) = run_dirs(tmp_path)
-    sent = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]["messages_sent"]
+    client = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]
     conn = json.loads((run / "raw" / "msgs-server.json").read_text())["results"]["connections"][0]
-    assert 295 <= sent < 300 and conn["messages_received"] == sent
-    owd = conn["owd"]
+    sender, receiver = (client, conn) if direction == "upload" else (conn, client)
+    assert client["mode"] == conn["mode"] == "messages"
+    sent = sender["messages_sent"]
+    assert 295 <= sent < 300 and receiver["messages_received"] == sent, (sender, receiver)
+    owd = receiver["owd"]
     assert owd["min_ms"] >= 10.0 and owd["max_ms"] <= 13.0, owd
+
+
+def test_quic_objects_and_several_streams(tmp_path):
+    """The agent's other QUIC applications in the simulator, one after the other on a
+    10 Mbit/s link: 20 objects of 100 kB downloaded 4 at a time, each on its own stream
+    (each whole, a time to first byte above the 20 ms RTT, all 20 served); a 3 000 001-byte
+    download on 3 streams (each its share, the remainder on the first, as the agent
+    splits it); a 4 s upload on 2 streams (both carry about half)."""
+    text = textwrap.dedent(
+        """
+        name = "sim-streams"
+        duration = "12s"
+        hosts = ["client", "server"]
+        """
+        + LINK.format(queue=100)
+        + """
+        [[flows]]
+        name = "objs"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        direction = "download"
+        objects = { count = 20, size = 100000 }
+        streams = 4
+
+        [[flows]]
+        name = "multi"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        direction = "download"
+        bytes = 3000001
+        streams = 3
+        start = "3s"
+
+        [[flows]]
+        name = "up"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        streams = 2
+        start = "7s"
+        stop = "11s"
+        """
+    )
+    res = simulate(tmp_path, text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }'))
+    assert res.returncode == 0, res.stderr
+    (run,) = run_dirs(tmp_path)
+    raw = run / "raw"
+    objs = json.loads((raw / "objs-client.json").read_text())["results"]
+    assert objs["mode"] == "objects" and objs["complete"] and objs["objects_completed"] == 20, objs
+    assert [o["index"] for o in objs["objects"]] == list(range(20))
+    assert all(o["size"] == 100_000 and o["ttfb_s"] > 0.02 for o in objs["objects"])
+    assert objs["bytes"] == 2_000_000 and objs["error"] is None
+    assert json.loads((raw / "objs-server.json").read_text())["results"]["connections"][0]["objects_served"] == 20
+    multi = json.loads((raw / "multi-client.json").read_text())["results"]
+    assert multi["complete"] and multi["stream_bytes"] == [1_000_001, 1_000_000, 1_000_000], multi
+    up = json.loads((raw / "up-server.json").read_text())["results"]["connections"][0]
+    a, b = up["stream_bytes"]
+    assert a + b == up["bytes"] > 0.9 * 10e6 / 8 * 4 and abs(a - b) < 0.1 * (a + b), up
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["flows"]["objs"]["complete"] and m["flows"]["multi"]["complete"]

@@ -307,7 +307,7 @@ impl Endpoint for TcpClient {
                         &Request {
                             upload: t.upload,
                             limit: t.limit,
-                            messages: None,
+                            ..Request::default()
                         }
                         .encode(),
                     )
