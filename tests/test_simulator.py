@@ -265,7 +265,9 @@ def test_quic_objects_and_several_streams(tmp_path):
         stop = "11s"
         """
     )
-    res = simulate(tmp_path, text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }'))
+    res = simulate(
+        tmp_path, text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
+    )
     assert res.returncode == 0, res.stderr
     (run,) = run_dirs(tmp_path)
     raw = run / "raw"
