@@ -162,6 +162,11 @@ def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
     assert "flows.web.cc: not in the simulator: 'bbr' is a kernel control; smoltcp has reno and cubic" in res.stderr
     res = simulate(tmp_path, text.replace('cc = "bbr"', "tls = true"))
     assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
+    res = simulate(tmp_path, text.replace('cc = "bbr"', "objects = { count = 3, size = 1000 }"))
+    assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
+    quic = text.replace('protocol = "tcp"', 'protocol = "quic"')
+    res = simulate(tmp_path, quic.replace('cc = "bbr"', 'rcvbuf = "32MiB"'))
+    assert "flows.web.rcvbuf: not in the simulator: a socket buffer" in res.stderr, res.stderr
     assert not (tmp_path / "out" / "simulated" / "sim-refused").exists() or not run_dirs(tmp_path)
 
 
