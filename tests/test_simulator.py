@@ -99,14 +99,22 @@ def test_a_smoltcp_tcp_flow_fills_a_10mbit_link_in_simulation(tmp_path):
     assert json.loads((run / "scenario.json").read_text())["stacks"] == {"tcp": "smoltcp"}
     client = json.loads((run / "raw" / "bulk-client.json").read_text())["results"]
     assert (client["stack"], client["cc"]) == ("smoltcp", "cubic")
+    # smoltcp's estimator is private: the endpoint times segments itself (Karn's rule) and
+    # writes the series, so the flow has the smoothed-RTT metrics: above the 20 ms base
+    # RTT, below base + CoDel's 5 ms target + the 100-packet queue's 120 ms; and it counts
+    # the sender's retransmissions, at least one per data packet CoDel dropped.
+    flow = m["flows"]["bulk"]
+    assert 20.0 <= flow["rtt_ms"]["p50"] < 140.0, flow["rtt_ms"]
+    assert flow["retransmissions"] >= sum(flow["drops"].values()) > 0, flow
 
 
-def test_same_scenario_and_seed_give_a_byte_identical_log_and_equal_metrics(tmp_path):
+@pytest.mark.parametrize("protocol", ["quic", "tcp"])
+def test_same_scenario_and_seed_give_a_byte_identical_log_and_equal_metrics(tmp_path, protocol):
     runs = []
     for i in range(2):
         d = tmp_path / str(i)
         d.mkdir()
-        res = simulate(d, QUIC.replace("{cc}", "cubic"))
+        res = simulate(d, QUIC.replace("{cc}", "cubic").replace('protocol = "quic"', f'protocol = "{protocol}"'))
         assert res.returncode == 0, res.stderr
         (run,) = run_dirs(d)
         runs.append(run)
@@ -154,6 +162,11 @@ def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
     assert "flows.web.cc: not in the simulator: 'bbr' is a kernel control; smoltcp has reno and cubic" in res.stderr
     res = simulate(tmp_path, text.replace('cc = "bbr"', "tls = true"))
     assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
+    res = simulate(tmp_path, text.replace('cc = "bbr"', "objects = { count = 3, size = 1000 }"))
+    assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
+    quic = text.replace('protocol = "tcp"', 'protocol = "quic"')
+    res = simulate(tmp_path, quic.replace('cc = "bbr"', 'rcvbuf = "32MiB"'))
+    assert "flows.web.rcvbuf: not in the simulator: a socket buffer" in res.stderr, res.stderr
     assert not (tmp_path / "out" / "simulated" / "sim-refused").exists() or not run_dirs(tmp_path)
 
 
@@ -172,13 +185,14 @@ def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):
     assert 0 < flow["congestion_events"] <= flow["marks"]
 
 
-def test_quic_constant_rate_messages(tmp_path):
+@pytest.mark.parametrize("direction", ["upload", "download"])
+def test_quic_constant_rate_messages(tmp_path, direction):
     """S3's QUIC workload in the simulator: 1200-byte messages at 100/s until 3 s over an
-    uncongested 10 Mbit/s, 10 ms one-way link. The pacing starts once the stream is open
-    (after the handshake, as the agent's), so 3 s less a handshake holds 298 deadlines;
-    every message made arrives, each one's
-    one-way delay (deadline stamped in it → last byte read) is the 10 ms path plus its
-    serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
+    uncongested 10 Mbit/s, 10 ms one-way link (both ways). The pacing starts once the
+    sender has the stream (after the handshake, as the agent's; the server a half RTT
+    later), so 3 s less a handshake holds 297–298 deadlines; every message made arrives,
+    each one's one-way delay (deadline stamped in it → last byte read) is the 10 ms path
+    plus its serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
     text = textwrap.dedent(
         """
         name = "sim-messages"
@@ -195,13 +209,83 @@ def test_quic_constant_rate_messages(tmp_path):
         size = 1200
         rate = "960kbit"
         stop = "3s"
+        direction = "{direction}"
         """
-    )
+    ).replace("{direction}", direction)
+    if direction == "download":
+        text = text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
     res = simulate(tmp_path, text)
     assert res.returncode == 0, res.stderr
     (run,) = run_dirs(tmp_path)
-    sent = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]["messages_sent"]
+    client = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]
     conn = json.loads((run / "raw" / "msgs-server.json").read_text())["results"]["connections"][0]
-    assert 295 <= sent < 300 and conn["messages_received"] == sent
-    owd = conn["owd"]
+    sender, receiver = (client, conn) if direction == "upload" else (conn, client)
+    assert client["mode"] == conn["mode"] == "messages"
+    sent = sender["messages_sent"]
+    assert 295 <= sent < 300 and receiver["messages_received"] == sent, (sender, receiver)
+    owd = receiver["owd"]
     assert owd["min_ms"] >= 10.0 and owd["max_ms"] <= 13.0, owd
+
+
+def test_quic_objects_and_several_streams(tmp_path):
+    """The agent's other QUIC applications in the simulator, one after the other on a
+    10 Mbit/s link: 20 objects of 100 kB downloaded 4 at a time, each on its own stream
+    (each whole, a time to first byte above the 20 ms RTT, all 20 served); a 3 000 001-byte
+    download on 3 streams (each its share, the remainder on the first, as the agent
+    splits it); a 4 s upload on 2 streams (both carry about half)."""
+    text = textwrap.dedent(
+        """
+        name = "sim-streams"
+        duration = "12s"
+        hosts = ["client", "server"]
+        """
+        + LINK.format(queue=100)
+        + """
+        [[flows]]
+        name = "objs"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        direction = "download"
+        objects = { count = 20, size = 100000 }
+        streams = 4
+
+        [[flows]]
+        name = "multi"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        direction = "download"
+        bytes = 3000001
+        streams = 3
+        start = "3s"
+
+        [[flows]]
+        name = "up"
+        from = "client"
+        to = "server"
+        protocol = "quic"
+        streams = 2
+        start = "7s"
+        stop = "11s"
+        """
+    )
+    res = simulate(
+        tmp_path, text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
+    )
+    assert res.returncode == 0, res.stderr
+    (run,) = run_dirs(tmp_path)
+    raw = run / "raw"
+    objs = json.loads((raw / "objs-client.json").read_text())["results"]
+    assert objs["mode"] == "objects" and objs["complete"] and objs["objects_completed"] == 20, objs
+    assert [o["index"] for o in objs["objects"]] == list(range(20))
+    assert all(o["size"] == 100_000 and o["ttfb_s"] > 0.02 for o in objs["objects"])
+    assert objs["bytes"] == 2_000_000 and objs["error"] is None
+    assert json.loads((raw / "objs-server.json").read_text())["results"]["connections"][0]["objects_served"] == 20
+    multi = json.loads((raw / "multi-client.json").read_text())["results"]
+    assert multi["complete"] and multi["stream_bytes"] == [1_000_001, 1_000_000, 1_000_000], multi
+    up = json.loads((raw / "up-server.json").read_text())["results"]["connections"][0]
+    a, b = up["stream_bytes"]
+    assert a + b == up["bytes"] > 0.9 * 10e6 / 8 * 4 and abs(a - b) < 0.1 * (a + b), up
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["flows"]["objs"]["complete"] and m["flows"]["multi"]["complete"]

@@ -4,7 +4,8 @@
 //! directions, so a packet handed from one direction to the next enters it at its exact
 //! due time however late the engine woke up.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 
 use crate::wire::ipv4::{Ecn, Ipv4Packet};
@@ -77,6 +78,12 @@ pub struct Forwarder<H: Hosts> {
     /// Largest IP packet a host may send (its link MTU); a larger one is an unintended drop.
     mtu: u32,
     models: Vec<Direction<Carried>>,
+    /// Each model's next due time as last read, and those times in a min-heap by (time,
+    /// direction), so finding the next event does not ask every direction each time (an
+    /// entry whose time is no longer its direction's is stale and skipped; the top is
+    /// never stale).
+    due: Vec<Option<Nanos>>,
+    queue: BinaryHeap<Reverse<(Nanos, usize)>>,
     /// `leg_index[d][k]`: the log/stats direction index of leg k of direction d.
     leg_index: Vec<Vec<u16>>,
     routes: Vec<Route>,
@@ -133,11 +140,14 @@ impl<H: Hosts> Forwarder<H> {
                 egress: r.egress,
             });
         }
-        Ok(Forwarder {
+        let n = models.len();
+        let mut fwd = Forwarder {
             hosts,
             watermark: 0,
             mtu: cfg.mtu,
             models,
+            due: vec![None; n],
+            queue: BinaryHeap::new(),
             leg_index: leg_index
                 .into_iter()
                 .map(|l| l.into_iter().map(|i| i as u16).collect())
@@ -153,7 +163,28 @@ impl<H: Hosts> Forwarder<H> {
             arrival_shift: Lateness::default(),
             packets_in: 0,
             packets_out: 0,
-        })
+        };
+        for i in 0..n {
+            fwd.refresh(i);
+        }
+        Ok(fwd)
+    }
+
+    /// Reads direction `i`'s next due time again after it changed.
+    fn refresh(&mut self, i: usize) {
+        let d = self.models[i].next_due();
+        if d != self.due[i] {
+            self.due[i] = d;
+            if let Some(t) = d {
+                self.queue.push(Reverse((t, i)));
+            }
+        }
+        while let Some(&Reverse((t, k))) = self.queue.peek() {
+            if self.due[k] == Some(t) {
+                break;
+            }
+            self.queue.pop();
+        }
     }
 
     /// Captures the packets leaving the directions `capture` lists (pcapng).
@@ -162,7 +193,7 @@ impl<H: Hosts> Forwarder<H> {
     }
 
     pub fn next_due(&self) -> Option<Nanos> {
-        self.models.iter().filter_map(|p| p.next_due()).min()
+        self.queue.peek().map(|&Reverse((t, _))| t)
     }
 
     /// A packet that came out of host `ingress` at `stamp` (the kernel's receive
@@ -264,6 +295,7 @@ impl<H: Hosts> Forwarder<H> {
             None => self.models[dir as usize].push(packet, at),
             Some(leg) => self.models[dir as usize].push_on_leg(packet, leg as usize, at),
         }
+        self.refresh(dir as usize);
     }
 
     fn handle(&mut self, dir: u16, ev: DirectionEvent<Carried>) {
@@ -418,19 +450,17 @@ impl<H: Hosts> Forwarder<H> {
     /// directions.
     pub fn run_due(&mut self, now: Nanos) {
         self.watermark = self.watermark.max(now);
-        loop {
-            let mut best: Option<(usize, Nanos)> = None;
-            for (i, p) in self.models.iter().enumerate() {
-                if let Some(t) = p.next_due() {
-                    if t <= now && best.is_none_or(|(_, b)| t < b) {
-                        best = Some((i, t));
-                    }
-                }
+        // The earliest due event first, the lowest direction first among equal times.
+        while let Some(&Reverse((t, dir))) = self.queue.peek() {
+            if t > now {
+                return;
             }
-            let Some((dir, t)) = best else { return };
+            self.queue.pop();
+            self.due[dir] = None;
             if let Some(ev) = self.models[dir].step(t) {
                 self.handle(dir as u16, ev);
             }
+            self.refresh(dir);
         }
     }
 

@@ -63,6 +63,14 @@ pub struct FlowConfig {
     /// QUIC: constant-rate messages of this many bytes every `interval_ns` (upload).
     #[serde(default)]
     pub message_size: Option<u32>,
+    /// QUIC: the bulk transfer's streams, or the objects in flight at once.
+    #[serde(default = "one")]
+    pub streams: u32,
+    /// QUIC: objects mode, `objects` objects of `object_size` bytes (a download).
+    #[serde(default)]
+    pub objects: Option<u64>,
+    #[serde(default)]
+    pub object_size: Option<u64>,
     /// UDP: `burst` datagrams every `interval_ns`, at most `count` in all.
     #[serde(default)]
     pub interval_ns: Option<u64>,
@@ -116,6 +124,12 @@ impl SimConfig {
                     "flows[{i}] ({}): protocol {:?}: the simulator runs quic, tcp and udp flows",
                     f.name, f.protocol
                 ));
+            }
+            if f.objects.is_some() != f.object_size.is_some() {
+                return Err(format!("flows[{i}] ({}): objects and object_size go together", f.name));
+            }
+            if f.streams == 0 {
+                return Err(format!("flows[{i}] ({}): streams 0: at least 1", f.name));
             }
             if !matches!(f.direction.as_str(), "upload" | "download") {
                 return Err(format!("flows[{i}] ({}): direction {:?}", f.name, f.direction));

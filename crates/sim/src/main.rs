@@ -98,6 +98,8 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                     upload,
                     bytes: f.bytes,
                     messages,
+                    streams: f.streams,
+                    objects: f.objects.zip(f.object_size),
                 };
                 let client_end = QuicClient::new(setup().map_err(name)?, client, server, plan).map_err(name)?;
                 world.add(Box::new(client_end), true).map_err(name)?;

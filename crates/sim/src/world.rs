@@ -3,7 +3,8 @@
 //! is handed over exactly at its due time, so the log's actual time equals its model
 //! time. Endpoints are visited in a fixed order, so a run is a function of its input.
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use engine::forwarder::{Forwarder, Hosts};
@@ -35,6 +36,50 @@ impl Hosts for SimHosts {
     }
 }
 
+/// Each endpoint's next wake-up as last asked, and those times in a min-heap by (time,
+/// endpoint). An endpoint's answer changes only when it receives or is polled, so it is
+/// asked again only then, not at every event; an entry whose time is no longer its
+/// endpoint's is stale and skipped.
+#[derive(Default)]
+struct Wakes {
+    at: Vec<Option<Nanos>>,
+    heap: BinaryHeap<Reverse<(Nanos, usize)>>,
+}
+
+impl Wakes {
+    fn set(&mut self, i: usize, t: Option<Nanos>) {
+        if self.at[i] != t {
+            self.at[i] = t;
+            if let Some(t) = t {
+                self.heap.push(Reverse((t, i)));
+            }
+        }
+    }
+
+    /// The earliest wake-up of any endpoint.
+    fn next(&mut self) -> Option<Nanos> {
+        while let Some(&Reverse((t, i))) = self.heap.peek() {
+            if self.at[i] == Some(t) {
+                return Some(t);
+            }
+            self.heap.pop();
+        }
+        None
+    }
+
+    /// Takes the endpoints due by `now` into `due`.
+    fn take_due(&mut self, now: Nanos, due: &mut Vec<usize>) {
+        while let Some(t) = self.next() {
+            if t > now {
+                return;
+            }
+            let Reverse((_, i)) = self.heap.pop().expect("a valid entry");
+            self.at[i] = None;
+            due.push(i);
+        }
+    }
+}
+
 pub struct World {
     fwd: Forwarder<SimHosts>,
     endpoints: Vec<Box<dyn Endpoint>>,
@@ -48,6 +93,7 @@ pub struct World {
     pub unclaimed: u64,
     /// Simulation events processed: endpoint polls and packet hand-overs.
     pub events: u64,
+    wakes: Wakes,
 }
 
 impl World {
@@ -60,6 +106,7 @@ impl World {
             host_of: addresses.iter().enumerate().map(|(i, a)| (*a, i)).collect(),
             unclaimed: 0,
             events: 0,
+            wakes: Wakes::default(),
         }
     }
 
@@ -75,6 +122,8 @@ impl World {
         if client {
             self.clients.push(self.endpoints.len());
         }
+        self.wakes.at.push(None);
+        self.wakes.set(self.endpoints.len(), endpoint.next_wakeup());
         self.endpoints.push(endpoint);
         Ok(())
     }
@@ -96,9 +145,10 @@ impl World {
     /// send (and what that sends on ideal links at the same instant), until nothing is left.
     fn settle(&mut self, now: Nanos) -> Result<(), String> {
         let mut out = Vec::new();
+        let mut due = Vec::new();
         for _ in 0..MAX_PASSES_PER_INSTANT {
             let inbox = std::mem::take(&mut self.fwd.hosts_mut().inbox);
-            let mut touched = vec![false; self.endpoints.len()];
+            due.clear();
             for (_, packet) in inbox {
                 self.events += 1;
                 let to = flow_key(&packet)
@@ -107,26 +157,22 @@ impl World {
                 match to.and_then(|to| self.by_address.get(&to)) {
                     Some(&i) => {
                         self.endpoints[i].receive(now, &packet);
-                        touched[i] = true;
+                        due.push(i);
                     }
                     None => self.unclaimed += 1,
                 }
             }
-            let mut polled = false;
-            for (i, touched) in touched.into_iter().enumerate() {
-                if touched || self.endpoints[i].next_wakeup().is_some_and(|t| t <= now) {
-                    self.events += 1;
-                    self.endpoints[i].poll(now, &mut out);
-                    polled = true;
-                    self.send(&mut out, now);
-                }
+            // Those that received something or are due, each once, in endpoint order.
+            self.wakes.take_due(now, &mut due);
+            due.sort_unstable();
+            due.dedup();
+            for &i in &due {
+                self.events += 1;
+                self.endpoints[i].poll(now, &mut out);
+                self.wakes.set(i, self.endpoints[i].next_wakeup());
+                self.send(&mut out, now);
             }
-            if !polled && self.fwd.hosts_mut().inbox.is_empty() {
-                return Ok(());
-            }
-            if self.fwd.hosts_mut().inbox.is_empty()
-                && !self.endpoints.iter().any(|e| e.next_wakeup().is_some_and(|t| t <= now))
-            {
+            if self.fwd.hosts_mut().inbox.is_empty() && self.wakes.next().is_none_or(|t| t > now) {
                 return Ok(());
             }
         }
@@ -147,7 +193,7 @@ impl World {
             {
                 return Ok(now);
             }
-            let wake = self.endpoints.iter().filter_map(|e| e.next_wakeup()).min();
+            let wake = self.wakes.next();
             // An endpoint that asks for a time already past runs at the next nanosecond.
             let next = [self.fwd.next_due(), wake]
                 .into_iter()

@@ -54,10 +54,6 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
             out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
             out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
-        elif f.protocol == "quic" and (f.objects is not None or f.streams > 1):
-            out.append((where, "the simulator runs QUIC bulk transfers or messages on one stream, not objects"))
-        elif f.protocol == "quic" and f.size is not None and f.direction != "upload":
-            out.append((f"{where}.direction", "the simulator sends QUIC messages from client to server"))
         elif f.protocol == "quic" and f.rcvbuf:
             out.append((f"{where}.rcvbuf", "a socket buffer; the simulator has no sockets"))
         elif f.protocol == "udp" and f.direction != "upload":
@@ -96,6 +92,10 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             flow["cc"] = f.cc
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}
             flow["size"] = f.mss
+            flow["streams"] = f.streams
+            if f.objects is not None:  # as the agent's --objects/--object-size/--streams
+                flow["objects"] = f.objects.count
+                flow["object_size"] = f.objects.size
             if f.size is not None:  # constant-rate messages, as the agent's --message-size/--message-rate
                 flow["message_size"] = f.size
                 interval = f.interval if f.interval else f.size * 8 / f.rate if f.rate else None

@@ -315,40 +315,130 @@ fn counters(c: &Connection) -> QuicCounters {
     }
 }
 
-/// The state of the one transfer of a connection, on either end.
+/// Stream `stream`'s share of `total` bytes split over `streams` streams (as the agent's
+/// `transfer::share`): `total / streams` each, the remainder on the first; `u64::MAX`
+/// (until the end) on each.
+fn share(total: u64, streams: u64, stream: u64) -> u64 {
+    if total == u64::MAX {
+        return u64::MAX;
+    }
+    total / streams + if stream == 0 { total % streams } else { 0 }
+}
+
+/// An object the client asked for: on its own bidirectional stream.
+struct Fetch {
+    index: u64,
+    id: StreamId,
+    request_ns: Nanos,
+    first_byte_ns: Option<Nanos>,
+    got: u64,
+}
+
+/// An object the server is sending: its stream, the request read so far, then the size
+/// and what is written.
+struct Serve {
+    id: StreamId,
+    request: Vec<u8>,
+    size: Option<u64>,
+    written: u64,
+}
+
+/// A whole object at the client (the agent's `ObjectRecord`).
+struct ObjectDone {
+    index: u64,
+    size: u64,
+    request_ns: Nanos,
+    first_byte_ns: Nanos,
+    complete_ns: Nanos,
+}
+
+/// The state of the transfer of a connection, on either end.
 #[derive(Default)]
 struct Transfer {
+    /// The request's (control) stream: bulk stream 0.
     stream: Option<StreamId>,
     upload: bool,
-    /// Bytes to move (`u64::MAX`: until the end).
+    /// Bytes to move in all (`u64::MAX`: until the end).
     limit: u64,
+    /// Bulk: the payload's streams; objects: how many in flight.
+    streams: u32,
     request: Vec<u8>,
     /// Payload bytes written (sender) or read (receiver).
     bytes: u64,
     finished_writing: bool,
-    /// The receiver read the stream's end; or the sender saw all of it acknowledged.
+    /// The receiver read the end of every stream; or the sender saw all of it
+    /// acknowledged; or every object arrived whole.
     complete: bool,
     done_ns: Option<Nanos>,
     quic: QuicCounters,
-    /// Constant-rate messages (bytes each, ns apart) instead of a bulk transfer.
+    /// Bulk on several streams: bulk stream k's id, payload moved on it, and (sender)
+    /// finished / (receiver) its end read; the writer's turn.
+    payload: Vec<StreamId>,
+    stream_bytes: Vec<u64>,
+    stream_done: Vec<bool>,
+    /// Sender: payload streams whose data was all acknowledged.
+    streams_acked: u32,
+    turn: usize,
+    /// Objects mode: (count, bytes each); the client's fetches in flight and the next
+    /// index, the objects done; the server's objects being sent and how many it sent.
+    objects: Option<(u64, u64)>,
+    fetches: Vec<Fetch>,
+    next_object: u64,
+    objects_done: Vec<ObjectDone>,
+    serving: Vec<Serve>,
+    objects_served: u64,
+    /// Constant-rate messages (bytes each, ns apart) instead of a bulk transfer, and for
+    /// how long (the sender's end is its start plus this).
     messages: Option<(u32, Nanos)>,
-    /// Sender: the next message's deadline, messages made, bytes not yet taken by the stream.
+    messages_duration: Nanos,
+    /// Sender: the next message's deadline and the end of sending, messages made, bytes
+    /// not yet taken by the stream.
     next_message: Nanos,
+    messages_end: Nanos,
     messages_sent: u64,
     unsent: Vec<u8>,
     /// Receiver: the bytes of the message being read, and (send, receive) time of each one.
     partial: Vec<u8>,
     received: Vec<(Nanos, Nanos)>,
+    /// Something went wrong with the transfer itself (an object cut short).
+    error: Option<String>,
 }
 
 impl Transfer {
-    /// Messages mode, the sender: makes the messages due by `now` (before `end`), each
+    fn streams(&self) -> u64 {
+        u64::from(self.streams.max(1))
+    }
+
+    /// The request this end sends (client) or took (server).
+    fn as_request(&self) -> Request {
+        Request {
+            upload: self.upload,
+            limit: self.limit,
+            messages: self.messages,
+            duration_ns: self.messages_duration,
+            streams: self.streams.max(1),
+            objects: self.objects,
+        }
+    }
+
+    /// The server takes the client's request.
+    fn take_request(&mut self, r: Request) {
+        self.upload = r.upload;
+        self.limit = r.limit;
+        self.messages = r.messages;
+        self.messages_duration = r.duration_ns;
+        self.streams = r.streams;
+        self.objects = r.objects;
+    }
+
+    /// Messages mode, the sender: makes the messages due by `now` (before the end), each
     /// stamped with its sequence number and deadline, and writes what the stream takes;
-    /// finishes the stream at `end` once everything made is written.
-    fn write_messages(&mut self, conn: &mut Connection, now: Nanos, end: Nanos) {
+    /// finishes the stream at the end once everything made is written.
+    fn write_messages(&mut self, conn: &mut Connection, now: Nanos) {
         let (Some(id), Some((size, interval))) = (self.stream, self.messages) else {
             return;
         };
+        let end = self.messages_end;
         while self.next_message <= now && self.next_message < end {
             let mut m = vec![0u8; size as usize];
             let stamp = agent::wire::stamp::Stamp {
@@ -392,31 +482,67 @@ impl Transfer {
         }
     }
 
-    /// Writes payload while the stream takes it, up to the limit; finishes it then.
+    /// Bulk, the sender: opens the payload streams (the control stream is the first),
+    /// then writes to one after the other, as the agent's writer taking turns, while the
+    /// connection takes data; each stream finishes at its share of the limit.
     fn write(&mut self, conn: &mut Connection) {
-        let Some(id) = self.stream else { return };
-        while !self.finished_writing {
-            let left = self.limit - self.bytes;
+        let Some(control) = self.stream else { return };
+        if self.payload.is_empty() {
+            self.payload.push(control);
+        }
+        while (self.payload.len() as u64) < self.streams() {
+            let Some(id) = conn.streams().open(Dir::Uni) else { break };
+            self.payload.push(id);
+        }
+        let n = self.payload.len();
+        self.stream_bytes.resize(n, 0);
+        self.stream_done.resize(n, false);
+        // Turns without progress; a whole round of them means the connection is full.
+        let mut idle = 0;
+        while !self.finished_writing && idle < n {
+            let k = self.turn % n;
+            self.turn = self.turn.wrapping_add(1);
+            if self.stream_done[k] {
+                idle += 1;
+                continue;
+            }
+            let id = self.payload[k];
+            let left = share(self.limit, self.streams(), k as u64) - self.stream_bytes[k];
             if left == 0 {
-                self.finished_writing = conn.send_stream(id).finish().is_ok();
-                break;
+                self.stream_done[k] = conn.send_stream(id).finish().is_ok();
+                idle = 0;
+            } else {
+                let len = left.min(CHUNK.len() as u64) as usize;
+                match conn.send_stream(id).write(&CHUNK[..len]) {
+                    Ok(w) if w > 0 => {
+                        self.bytes += w as u64;
+                        self.stream_bytes[k] += w as u64;
+                        idle = 0;
+                    }
+                    _ => idle += 1,
+                }
             }
-            let n = left.min(CHUNK.len() as u64) as usize;
-            match conn.send_stream(id).write(&CHUNK[..n]) {
-                Ok(w) if w > 0 => self.bytes += w as u64,
-                _ => break,
-            }
+            self.finished_writing = self.payload.len() as u64 == self.streams() && self.stream_done.iter().all(|&d| d);
         }
     }
 
-    /// Reads what arrived, counting the payload into `delivered`; `true` once the
-    /// stream's end was read.
-    fn read(&mut self, conn: &mut Connection, skip_request: bool, delivered: &Cell<Delivered>, now: Nanos) -> bool {
-        let Some(id) = self.stream else { return false };
-        let before = self.bytes;
+    /// Reads what arrived on stream `id` (the first `REQUEST_LEN` bytes into `request` if
+    /// `skip_request`), counting the payload into `delivered`; the payload read, and
+    /// whether the stream's end was read.
+    fn read_stream(
+        &mut self,
+        conn: &mut Connection,
+        id: StreamId,
+        skip_request: bool,
+        delivered: &Cell<Delivered>,
+        now: Nanos,
+    ) -> (u64, bool) {
         let mut recv = conn.recv_stream(id);
-        let Ok(mut chunks) = recv.read(true) else { return false };
+        let Ok(mut chunks) = recv.read(true) else {
+            return (0, false);
+        };
         let mut ended = false;
+        let mut got = 0u64;
         loop {
             match chunks.next(usize::MAX) {
                 Ok(Some(chunk)) => {
@@ -426,10 +552,10 @@ impl Transfer {
                         self.request.extend_from_slice(&data[..take]);
                         data = data.slice(take..);
                         if self.request.len() == REQUEST_LEN {
-                            self.messages = Request::decode(&self.request).messages;
+                            self.take_request(Request::decode(&self.request));
                         }
                     }
-                    self.bytes += data.len() as u64;
+                    got += data.len() as u64;
                     self.take_messages(&data, now);
                 }
                 Ok(None) => {
@@ -440,8 +566,143 @@ impl Transfer {
             }
         }
         let _ = chunks.finalize();
-        Delivered::add(delivered, self.bytes - before, now);
-        ended
+        self.bytes += got;
+        Delivered::add(delivered, got, now);
+        (got, ended)
+    }
+
+    /// Bulk or messages, the receiver: reads the control stream and the payload streams
+    /// the sender opened; `true` once the end of every one was read.
+    fn read(&mut self, conn: &mut Connection, skip_request: bool, delivered: &Cell<Delivered>, now: Nanos) -> bool {
+        let Some(control) = self.stream else { return false };
+        if self.payload.is_empty() {
+            self.payload.push(control);
+            self.stream_bytes.push(0);
+            self.stream_done.push(false);
+        }
+        while let Some(id) = conn.streams().accept(Dir::Uni) {
+            self.payload.push(id);
+            self.stream_bytes.push(0);
+            self.stream_done.push(false);
+        }
+        for k in 0..self.payload.len() {
+            if self.stream_done[k] {
+                continue;
+            }
+            let (got, ended) = self.read_stream(conn, self.payload[k], skip_request && k == 0, delivered, now);
+            self.stream_bytes[k] += got;
+            self.stream_done[k] = ended;
+        }
+        let known = !skip_request || self.request.len() == REQUEST_LEN;
+        known && self.payload.len() as u64 >= self.streams() && self.stream_done.iter().all(|&d| d)
+    }
+
+    /// Objects, the client: keeps `streams` objects requested at once, each on a new
+    /// bidirectional stream (its 8-byte request, then FIN), reads them, and records each
+    /// one whole; `true` once all of them arrived.
+    fn fetch_objects(&mut self, conn: &mut Connection, delivered: &Cell<Delivered>, now: Nanos) -> bool {
+        let Some((count, size)) = self.objects else {
+            return false;
+        };
+        let mut i = 0;
+        while i < self.fetches.len() {
+            let id = self.fetches[i].id;
+            let (got, ended) = self.read_stream(conn, id, false, delivered, now);
+            let f = &mut self.fetches[i];
+            if got > 0 {
+                f.got += got;
+                f.first_byte_ns.get_or_insert(now);
+            }
+            if ended {
+                let f = self.fetches.remove(i);
+                if f.got != size {
+                    self.error = Some(format!("object {}: server sent {} of {size} bytes", f.index, f.got));
+                }
+                self.objects_done.push(ObjectDone {
+                    index: f.index,
+                    size: f.got,
+                    request_ns: f.request_ns,
+                    first_byte_ns: f.first_byte_ns.unwrap_or(now),
+                    complete_ns: now,
+                });
+            } else {
+                i += 1;
+            }
+        }
+        while (self.fetches.len() as u64) < self.streams() && self.next_object < count {
+            let Some(id) = conn.streams().open(Dir::Bi) else { break };
+            let word = agent::wire::object::ObjectRequest { size }.encode();
+            let _ = conn.send_stream(id).write(&word);
+            let _ = conn.send_stream(id).finish();
+            self.fetches.push(Fetch {
+                index: self.next_object,
+                id,
+                request_ns: now,
+                first_byte_ns: None,
+                got: 0,
+            });
+            self.next_object += 1;
+        }
+        self.objects_done.len() as u64 == count
+    }
+
+    /// Objects, the server: takes each object stream, reads its size, and sends that many
+    /// bytes to one object after the other while the connection takes data, then FIN.
+    fn serve_objects(&mut self, conn: &mut Connection) {
+        while let Some(id) = conn.streams().accept(Dir::Bi) {
+            self.serving.push(Serve {
+                id,
+                request: Vec::new(),
+                size: None,
+                written: 0,
+            });
+        }
+        for s in self.serving.iter_mut().filter(|s| s.size.is_none()) {
+            let mut recv = conn.recv_stream(s.id);
+            let Ok(mut chunks) = recv.read(true) else { continue };
+            while let Ok(Some(c)) = chunks.next(agent::wire::object::LEN - s.request.len()) {
+                s.request.extend_from_slice(&c.bytes);
+                if s.request.len() == agent::wire::object::LEN {
+                    break;
+                }
+            }
+            let _ = chunks.finalize();
+            if s.request.len() == agent::wire::object::LEN {
+                s.size = agent::wire::object::ObjectRequest::decode(&s.request)
+                    .ok()
+                    .map(|r| r.size);
+            }
+        }
+        let n = self.serving.len();
+        let mut idle = 0;
+        while idle < n {
+            let k = self.turn % n;
+            self.turn = self.turn.wrapping_add(1);
+            let s = &mut self.serving[k];
+            let Some(size) = s.size else {
+                idle += 1;
+                continue;
+            };
+            let left = size - s.written;
+            if left == 0 {
+                idle += 1;
+                continue;
+            }
+            let len = left.min(CHUNK.len() as u64) as usize;
+            match conn.send_stream(s.id).write(&CHUNK[..len]) {
+                Ok(w) if w > 0 => {
+                    s.written += w as u64;
+                    self.bytes += w as u64;
+                    idle = 0;
+                    if s.written == size {
+                        let _ = conn.send_stream(s.id).finish();
+                        self.objects_served += 1;
+                    }
+                }
+                _ => idle += 1,
+            }
+        }
+        self.serving.retain(|s| s.size.is_none_or(|size| s.written < size));
     }
 }
 
@@ -461,13 +722,16 @@ pub struct QuicClient {
 }
 
 /// What a client does: from `start` to `end`, a bulk transfer (of `bytes`, or until the
-/// end) or constant-rate messages, upload or download.
+/// end, on `streams` streams), constant-rate messages, upload or download; or `objects`
+/// (count, bytes each) downloaded `streams` at a time.
 pub struct Plan {
     pub start: Nanos,
     pub end: Nanos,
     pub upload: bool,
     pub bytes: Option<u64>,
     pub messages: Option<(u32, Nanos)>,
+    pub streams: u32,
+    pub objects: Option<(u64, u64)>,
 }
 
 impl QuicClient {
@@ -478,6 +742,8 @@ impl QuicClient {
             upload,
             bytes,
             messages,
+            streams,
+            objects,
         } = plan;
         let crypto = QuicClientConfig::try_from(agent::tls::client_config().map_err(|e| e.to_string())?)
             .map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
@@ -499,9 +765,12 @@ impl QuicClient {
             start,
             end,
             transfer: Transfer {
-                upload,
+                upload: upload && objects.is_none(),
                 limit: bytes.unwrap_or(u64::MAX),
                 messages,
+                messages_duration: end.saturating_sub(start),
+                streams: streams.max(1),
+                objects,
                 ..Transfer::default()
             },
             connected_ns: None,
@@ -510,7 +779,20 @@ impl QuicClient {
         })
     }
 
+    /// When the client closes the connection if the transfer is not complete by then: the
+    /// flow's end; downloaded messages, never (it reads until the server finishes the
+    /// stream, which it does the request's duration after it began, as the agent's).
+    fn close_at(&self) -> Nanos {
+        let t = &self.transfer;
+        if t.messages.is_some() && !t.upload {
+            Nanos::MAX
+        } else {
+            self.end
+        }
+    }
+
     fn app(&mut self, now: Nanos) {
+        let close_at = self.close_at();
         let t = &mut self.transfer;
         let (end, closed) = (self.end, &mut self.closed);
         let connected = &mut self.connected_ns;
@@ -526,37 +808,41 @@ impl QuicClient {
                         }
                         *closed = true;
                     }
-                    Event::Stream(StreamEvent::Finished { .. }) if t.upload && t.finished_writing => {
-                        t.complete = true;
-                        t.done_ns = Some(now);
+                    Event::Stream(StreamEvent::Finished { id }) if t.upload && t.payload.contains(&id) => {
+                        t.streams_acked += 1;
+                        if u64::from(t.streams_acked) == t.streams() && !t.complete {
+                            t.complete = true;
+                            t.done_ns = Some(now);
+                        }
                     }
                     _ => {}
                 }
             }
             if connected.is_some() && t.stream.is_none() {
                 if let Some(id) = conn.streams().open(Dir::Bi) {
-                    let request = Request {
-                        upload: t.upload,
-                        limit: t.limit,
-                        messages: t.messages,
-                    };
-                    let _ = conn.send_stream(id).write(&request.encode());
-                    t.next_message = now;
+                    t.messages_duration = end.saturating_sub(now);
+                    let _ = conn.send_stream(id).write(&t.as_request().encode());
+                    (t.next_message, t.messages_end) = (now, end);
                     if !t.upload {
                         let _ = conn.send_stream(id).finish();
                     }
                     t.stream = Some(id);
                 }
             }
-            if t.upload && t.messages.is_some() {
-                t.write_messages(conn, now, end);
+            if t.objects.is_some() {
+                if t.stream.is_some() && t.fetch_objects(conn, delivered, now) && !t.complete {
+                    t.complete = true;
+                    t.done_ns = Some(now);
+                }
+            } else if t.upload && t.messages.is_some() {
+                t.write_messages(conn, now);
             } else if t.upload {
                 t.write(conn);
             } else if t.read(conn, false, delivered, now) && !t.complete {
                 t.complete = true;
                 t.done_ns = Some(now);
             }
-            if !*closed && (now >= end || t.complete) {
+            if !*closed && (now >= close_at || t.complete) {
                 t.quic = counters(conn);
                 conn.close(at, VarInt::from_u32(0), Bytes::from_static(b"done"));
                 *closed = true;
@@ -565,8 +851,19 @@ impl QuicClient {
     }
 }
 
+/// The agent's name of the transfer's mode.
+fn mode_name(t: &Transfer) -> &'static str {
+    match (t.objects.is_some(), t.messages.is_some(), t.upload) {
+        (true, _, _) => "objects",
+        (false, true, _) => "messages",
+        (false, false, true) => "upload",
+        (false, false, false) => "download",
+    }
+}
+
 #[derive(Serialize)]
 struct ClientResults {
+    mode: &'static str,
     sender: &'static str,
     cc: String,
     /// Payload the receiving application read (the server's, in an upload).
@@ -580,6 +877,64 @@ struct ClientResults {
     quic: QuicCounters,
     /// Messages mode: messages the sender made (each written in full or still queued).
     messages_sent: Option<u64>,
+    /// Messages downloaded: those received whole, and their one-way delay, as the agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages_received: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owd: Option<agent::stats::Scaled>,
+    /// Bulk: payload per stream, the request's stream first (as the agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_bytes: Option<Vec<u64>>,
+    /// Objects mode: each object, and the distributions of time to first byte and to the
+    /// whole object (the agent's objects fields).
+    #[serde(flatten)]
+    objects: Option<ObjectsResults>,
+}
+
+#[derive(Serialize)]
+struct ObjectResult {
+    index: u64,
+    size: u64,
+    request_ns: Nanos,
+    first_byte_ns: Nanos,
+    complete_ns: Nanos,
+    ttfb_s: f64,
+    completion_s: f64,
+}
+
+#[derive(Serialize)]
+struct ObjectsResults {
+    objects: Vec<ObjectResult>,
+    objects_completed: usize,
+    ttfb: Option<agent::stats::Scaled>,
+    object_completion: Option<agent::stats::Scaled>,
+}
+
+fn objects_results(done: &[ObjectDone]) -> ObjectsResults {
+    let mut objects: Vec<ObjectResult> = done
+        .iter()
+        .map(|o| ObjectResult {
+            index: o.index,
+            size: o.size,
+            request_ns: o.request_ns,
+            first_byte_ns: o.first_byte_ns,
+            complete_ns: o.complete_ns,
+            ttfb_s: (o.first_byte_ns - o.request_ns) as f64 / 1e9,
+            completion_s: (o.complete_ns - o.request_ns) as f64 / 1e9,
+        })
+        .collect();
+    objects.sort_by_key(|o| o.index);
+    let ttfb: Vec<f64> = objects
+        .iter()
+        .map(|o| (o.first_byte_ns - o.request_ns) as f64)
+        .collect();
+    let whole: Vec<f64> = objects.iter().map(|o| (o.complete_ns - o.request_ns) as f64).collect();
+    ObjectsResults {
+        objects_completed: objects.len(),
+        ttfb: agent::stats::scaled(&ttfb, 1e6, "ms"),
+        object_completion: agent::stats::scaled(&whole, 1e6, "ms"),
+        objects,
+    }
 }
 
 impl Endpoint for QuicClient {
@@ -618,10 +973,13 @@ impl Endpoint for QuicClient {
             t = Some(t.map_or(self.start, |x| x.min(self.start)));
         }
         if !self.closed && self.connected_ns.is_some() {
-            t = Some(t.map_or(self.end, |x| x.min(self.end)));
+            let close_at = self.close_at();
+            if close_at < Nanos::MAX {
+                t = Some(t.map_or(close_at, |x| x.min(close_at)));
+            }
             // The next message's deadline (messages mode, once the stream is open).
             let tr = &self.transfer;
-            if tr.messages.is_some() && tr.stream.is_some() && tr.next_message < self.end {
+            if tr.messages.is_some() && tr.upload && tr.stream.is_some() && tr.next_message < self.end {
                 t = t.map(|x| x.min(tr.next_message));
             }
         }
@@ -637,7 +995,11 @@ impl Endpoint for QuicClient {
         let d = self.delivered.get();
         // Goodput: what arrived over the time from the connection to its last byte.
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
+        let download_messages = t.messages.is_some() && !t.upload;
+        let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
+        let bulk = t.messages.is_none() && t.objects.is_none();
         let results = ClientResults {
+            mode: mode_name(t),
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
             bytes: d.bytes,
@@ -645,11 +1007,23 @@ impl Endpoint for QuicClient {
             complete: t.complete,
             completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
             goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
-            error: self.error.clone(),
+            error: self.error.clone().or_else(|| t.error.clone()),
             quic: t.quic.clone(),
-            messages_sent: t.messages.map(|_| t.messages_sent),
+            messages_sent: (t.messages.is_some() && t.upload).then_some(t.messages_sent),
+            messages_received: download_messages.then_some(t.received.len()),
+            owd: if download_messages {
+                agent::stats::scaled(&owd, 1e6, "ms")
+            } else {
+                None
+            },
+            stream_bytes: bulk.then(|| t.stream_bytes.clone()),
+            objects: t.objects.map(|_| objects_results(&t.objects_done)),
         };
-        let stopped_by = if t.complete { "bytes" } else { "duration" };
+        let stopped_by = match (t.objects.is_some(), t.complete) {
+            (true, _) => "objects",
+            (false, true) => "bytes",
+            (false, false) => "duration",
+        };
         self.stack
             .write_series(&raw.join(format!("{}-client.arrow", self.name)))?;
         write_summary(
@@ -701,9 +1075,17 @@ impl QuicServer {
 
 #[derive(Serialize)]
 struct ServerConnection {
+    mode: &'static str,
     bytes: u64,
     complete: bool,
     quic: QuicCounters,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_bytes: Option<Vec<u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    objects_served: Option<u64>,
+    /// Download messages: messages the server made.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    messages_sent: Option<u64>,
     /// Messages mode: messages received whole, and their one-way delay (last byte read −
     /// the deadline stamped in it), as the agent's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -741,20 +1123,33 @@ impl Endpoint for QuicServer {
                 t.stream = conn.streams().accept(Dir::Bi);
             }
             let request_known = t.request.len() == REQUEST_LEN;
-            if !request_known || t.upload {
+            if !request_known || (t.upload && t.objects.is_none()) {
                 let ended = t.read(conn, true, delivered, now);
                 if t.request.len() == REQUEST_LEN && !request_known {
-                    let r = Request::decode(&t.request);
-                    (t.upload, t.limit) = (r.upload, r.limit);
+                    // The sender of download messages starts now, for the request's duration.
+                    t.next_message = now;
+                    t.messages_end = now.saturating_add(t.messages_duration);
+                    if !t.upload {
+                        // The server sends: its streams' counts are the sender's from here.
+                        (t.payload, t.stream_bytes, t.stream_done) = Default::default();
+                    }
                 }
                 if ended && t.upload && !t.complete {
                     t.complete = true;
                     t.done_ns = Some(now);
                 }
             }
-            if t.request.len() == REQUEST_LEN && !t.upload {
-                t.write(conn);
-                t.complete = t.finished_writing;
+            if t.request.len() == REQUEST_LEN {
+                if let Some((count, _)) = t.objects {
+                    t.serve_objects(conn);
+                    t.complete = t.objects_served == count;
+                } else if !t.upload && t.messages.is_some() {
+                    t.write_messages(conn, now);
+                    t.complete = t.finished_writing;
+                } else if !t.upload {
+                    t.write(conn);
+                    t.complete = t.finished_writing;
+                }
             }
             if !conn.is_closed() {
                 t.quic = counters(conn);
@@ -764,7 +1159,24 @@ impl Endpoint for QuicServer {
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        self.stack.wake()
+        let t = &self.transfer;
+        let mut wake = self.stack.wake();
+        // Download messages: the next message's deadline, then the end of sending.
+        let open = self
+            .stack
+            .conns
+            .values()
+            .next()
+            .is_some_and(|c| !c.is_closed() && !c.is_drained());
+        if open && t.messages.is_some() && !t.upload && t.request.len() == REQUEST_LEN && !t.finished_writing {
+            let due = if t.next_message < t.messages_end {
+                t.next_message
+            } else {
+                t.messages_end
+            };
+            wake = Some(wake.map_or(due, |w| w.min(due)));
+        }
+        wake
     }
 
     fn finished(&self) -> bool {
@@ -775,12 +1187,21 @@ impl Endpoint for QuicServer {
         let t = &self.transfer;
         let connections = if self.connected_ns.is_some() {
             let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
+            let upload_messages = t.messages.is_some() && t.upload;
             vec![ServerConnection {
+                mode: mode_name(t),
                 bytes: t.bytes,
                 complete: t.complete,
                 quic: t.quic.clone(),
-                messages_received: t.messages.map(|_| t.received.len()),
-                owd: t.messages.and_then(|_| agent::stats::scaled(&owd, 1e6, "ms")),
+                stream_bytes: (t.messages.is_none() && t.objects.is_none()).then(|| t.stream_bytes.clone()),
+                objects_served: t.objects.map(|_| t.objects_served),
+                messages_sent: (t.messages.is_some() && !t.upload).then_some(t.messages_sent),
+                messages_received: upload_messages.then_some(t.received.len()),
+                owd: if upload_messages {
+                    agent::stats::scaled(&owd, 1e6, "ms")
+                } else {
+                    None
+                },
             }]
         } else {
             vec![]

@@ -78,6 +78,171 @@ impl Device for Wire {
     }
 }
 
+/// Sequence-space order (RFC 793's modular comparison).
+fn seq_lt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) < 0
+}
+
+/// How often each end samples its connection for the series, as the agent's default
+/// `--tcp-info-interval`.
+const SAMPLE_INTERVAL: Nanos = 10_000_000;
+
+/// One row of the series.
+struct Sample {
+    t_ns: Nanos,
+    bytes: u64,
+    srtt_us: Option<u64>,
+    rttvar_us: Option<u64>,
+    min_rtt_us: Option<u64>,
+    bytes_in_flight: u64,
+    total_retrans: u64,
+}
+
+/// What the endpoint measures of its own connection from the segments smoltcp sends and
+/// the acknowledgements it receives, because smoltcp keeps its RTT estimator and its
+/// congestion window private: the RTT of one segment at a time (RFC 6298, with Karn's
+/// rule: no sample from a retransmitted segment, a retransmission abandons the timing),
+/// smoothed as RFC 6298 does; the data outstanding (highest sequence number sent −
+/// highest acknowledgement), which smoltcp's window bounds except after a retransmission
+/// timeout, when smoltcp forgets what it sent and sends it again; and its retransmissions
+/// (segments sent again below the highest sequence number sent).
+#[derive(Default)]
+struct Meter {
+    snd_max: Option<u32>,
+    acked: Option<u32>,
+    /// The segment being timed (its end) and when it left.
+    timing: Option<(u32, Nanos)>,
+    srtt_ns: Option<f64>,
+    rttvar_ns: f64,
+    min_rtt_ns: Option<Nanos>,
+    retransmits: u64,
+    samples: Vec<Sample>,
+    next_sample: Option<Nanos>,
+}
+
+/// (sequence number, sequence space used, ack number if ACK is set) of an IPv4/TCP packet.
+fn tcp_fields(p: &[u8]) -> Option<(u32, u32, Option<u32>)> {
+    let ihl = usize::from(p.first()? & 0x0f) * 4;
+    let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?])).min(p.len());
+    let t = p.get(ihl..total)?;
+    if t.len() < 20 {
+        return None;
+    }
+    let seq = u32::from_be_bytes(t[4..8].try_into().ok()?);
+    let ack = u32::from_be_bytes(t[8..12].try_into().ok()?);
+    let doff = usize::from(t[12] >> 4) * 4;
+    let flags = t[13];
+    let len = t.len().saturating_sub(doff) as u32 + u32::from(flags & 0x02 != 0) + u32::from(flags & 0x01 != 0);
+    Some((seq, len, (flags & 0x10 != 0).then_some(ack)))
+}
+
+impl Meter {
+    fn sent(&mut self, now: Nanos, packet: &[u8]) {
+        let Some((seq, len, _)) = tcp_fields(packet) else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        let end = seq.wrapping_add(len);
+        match self.snd_max {
+            Some(max) if !seq_lt(seq, max) => {
+                self.timing.get_or_insert((end, now));
+                self.snd_max = Some(end);
+            }
+            Some(max) => {
+                self.retransmits += 1;
+                self.timing = None;
+                if seq_lt(max, end) {
+                    self.snd_max = Some(end);
+                }
+            }
+            None => {
+                self.timing = Some((end, now));
+                self.snd_max = Some(end);
+            }
+        }
+    }
+
+    fn received(&mut self, now: Nanos, packet: &[u8]) {
+        let Some((_, _, Some(ack))) = tcp_fields(packet) else {
+            return;
+        };
+        if self.acked.is_none_or(|a| seq_lt(a, ack)) {
+            self.acked = Some(ack);
+        }
+        if let Some((end, t)) = self.timing {
+            if !seq_lt(ack, end) {
+                self.timing = None;
+                let r = now.saturating_sub(t);
+                self.min_rtt_ns = Some(self.min_rtt_ns.map_or(r, |m| m.min(r)));
+                let r = r as f64;
+                match self.srtt_ns {
+                    None => {
+                        self.srtt_ns = Some(r);
+                        self.rttvar_ns = r / 2.0;
+                    }
+                    Some(s) => {
+                        self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * (s - r).abs();
+                        self.srtt_ns = Some(0.875 * s + 0.125 * r);
+                    }
+                }
+            }
+        }
+    }
+
+    fn in_flight(&self) -> u64 {
+        match (self.acked, self.snd_max) {
+            (Some(a), Some(max)) if seq_lt(a, max) => u64::from(max.wrapping_sub(a)),
+            _ => 0,
+        }
+    }
+
+    /// Samples at the first poll at or after each deadline of the 10 ms grid (from the
+    /// first poll), while the connection is open.
+    fn sample(&mut self, now: Nanos, bytes: u64) {
+        let due = *self.next_sample.get_or_insert(now);
+        if now < due {
+            return;
+        }
+        let us = |ns: f64| (ns / 1e3).round() as u64;
+        self.samples.push(Sample {
+            t_ns: now,
+            bytes,
+            srtt_us: self.srtt_ns.map(us),
+            rttvar_us: self.srtt_ns.map(|_| us(self.rttvar_ns)),
+            min_rtt_us: self.min_rtt_ns.map(|m| us(m as f64)),
+            bytes_in_flight: self.in_flight(),
+            total_retrans: self.retransmits,
+        });
+        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+    }
+
+    /// Writes the samples as the agent's TCP series (`docs/agent.md`) has them, connection
+    /// 0: the columns measured here (cwnd and the kernel's other counters do not exist).
+    fn write_series(&self, path: &Path) -> std::io::Result<()> {
+        use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
+        use std::sync::Arc;
+        let s = &self.samples;
+        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
+        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            ("conn", Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0)))),
+            (
+                "t_ns",
+                Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+            ),
+            ("bytes", u64s(|x| x.bytes)),
+            ("srtt_us", opts(|x| x.srtt_us)),
+            ("rttvar_us", opts(|x| x.rttvar_us)),
+            ("min_rtt_us", opts(|x| x.min_rtt_us)),
+            ("bytes_in_flight", u64s(|x| x.bytes_in_flight)),
+            ("total_retrans", u64s(|x| x.total_retrans)),
+        ];
+        agent::series::write_series(path, columns).map_err(std::io::Error::other)
+    }
+}
+
 fn smol(ns: Nanos) -> SmolInstant {
     SmolInstant::from_micros((ns / 1000) as i64)
 }
@@ -90,6 +255,7 @@ struct Stack {
     sockets: SocketSet<'static>,
     socket: SocketHandle,
     wake: Option<Nanos>,
+    meter: Meter,
 }
 
 impl Stack {
@@ -120,7 +286,14 @@ impl Stack {
             sockets,
             socket,
             wake: None,
+            meter: Meter::default(),
         }
+    }
+
+    /// An IPv4 packet for this end: measured, then queued for smoltcp.
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        self.meter.received(now, packet);
+        self.wire.rx.push_back(packet.to_vec());
     }
 
     fn socket(&mut self) -> &mut Socket<'static> {
@@ -134,6 +307,9 @@ impl Stack {
         self.iface.poll(t, &mut self.wire, &mut self.sockets);
         app(self.sockets.get_mut::<Socket>(self.socket));
         self.iface.poll(t, &mut self.wire, &mut self.sockets);
+        for p in &self.wire.tx {
+            self.meter.sent(now, p);
+        }
         out.append(&mut self.wire.tx);
         self.wake = self
             .iface
@@ -267,7 +443,7 @@ struct ClientResults {
     complete: bool,
     completion_s: Option<f64>,
     goodput_bps: Option<f64>,
-    /// smoltcp does not count its retransmissions; the packet log does.
+    /// Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
     retransmits: Option<u64>,
 }
 
@@ -276,8 +452,8 @@ impl Endpoint for TcpClient {
         (engine::wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
-    fn receive(&mut self, _now: Nanos, packet: &[u8]) {
-        self.stack.wire.rx.push_back(packet.to_vec());
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        self.stack.receive(now, packet);
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
@@ -307,7 +483,7 @@ impl Endpoint for TcpClient {
                         &Request {
                             upload: t.upload,
                             limit: t.limit,
-                            messages: None,
+                            ..Request::default()
                         }
                         .encode(),
                     )
@@ -333,6 +509,10 @@ impl Endpoint for TcpClient {
                 *closed = true;
             }
         });
+        if self.connected_ns.is_some() {
+            let t = &self.transfer;
+            self.stack.meter.sample(now, if t.upload { t.sent } else { t.received });
+        }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
@@ -361,9 +541,12 @@ impl Endpoint for TcpClient {
             complete: t.complete,
             completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
             goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
-            retransmits: None,
+            retransmits: Some(self.stack.meter.retransmits),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
+        self.stack
+            .meter
+            .write_series(&raw.join(format!("{}-client.arrow", self.name)))?;
         write_summary(
             &raw.join(format!("{}-client.json", self.name)),
             "tcp-client",
@@ -423,8 +606,8 @@ impl Endpoint for TcpServer {
         (engine::wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
-    fn receive(&mut self, _now: Nanos, packet: &[u8]) {
-        self.stack.wire.rx.push_back(packet.to_vec());
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        self.stack.receive(now, packet);
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
@@ -452,6 +635,11 @@ impl Endpoint for TcpServer {
                 t.done_ns = Some(now);
             }
         });
+        let t = &self.transfer;
+        if self.accepted && self.stack.socket().is_active() {
+            let bytes = if t.upload { t.received } else { t.sent };
+            self.stack.meter.sample(now, bytes);
+        }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
@@ -468,7 +656,7 @@ impl Endpoint for TcpServer {
             vec![ServerConnection {
                 bytes: if t.upload { t.received } else { t.sent },
                 complete: t.complete,
-                retransmits: None,
+                retransmits: Some(self.stack.meter.retransmits),
             }]
         } else {
             vec![]
@@ -478,6 +666,9 @@ impl Endpoint for TcpServer {
             stack: "smoltcp",
             connections,
         };
+        self.stack
+            .meter
+            .write_series(&raw.join(format!("{}-server.arrow", self.name)))?;
         write_summary(
             &raw.join(format!("{}-server.json", self.name)),
             "tcp-server",
@@ -486,5 +677,60 @@ impl Endpoint for TcpServer {
             "once",
             &results,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPv4/TCP packet with `len` payload bytes (flags: ACK, plus SYN if `syn`).
+    fn segment(seq: u32, ack: u32, len: usize, syn: bool) -> Vec<u8> {
+        let mut p = vec![0u8; 40 + len];
+        p[0] = 0x45;
+        p[2..4].copy_from_slice(&((40 + len) as u16).to_be_bytes());
+        p[9] = 6;
+        p[24..28].copy_from_slice(&seq.to_be_bytes());
+        p[28..32].copy_from_slice(&ack.to_be_bytes());
+        p[32] = 5 << 4;
+        p[33] = 0x10 | if syn { 0x02 } else { 0 };
+        p
+    }
+
+    #[test]
+    fn meter_times_one_segment_and_keeps_karns_rule() {
+        let mut m = Meter::default();
+        m.sent(0, &segment(u32::MAX - 1000, 0, 0, true));
+        m.received(20_000_000, &segment(7, u32::MAX - 999, 0, true));
+        assert_eq!(m.srtt_ns, Some(20e6));
+        // Data across the sequence-number wrap: timed, acknowledged 30 ms later.
+        m.sent(21_000_000, &segment(u32::MAX - 999, 8, 1460, false));
+        m.sent(
+            21_000_000,
+            &segment((u32::MAX - 999).wrapping_add(1460), 8, 1460, false),
+        );
+        assert_eq!(m.in_flight(), 2920);
+        m.received(51_000_000, &segment(8, (u32::MAX - 999).wrapping_add(1460), 0, false));
+        assert_eq!(m.srtt_ns, Some(0.875 * 20e6 + 0.125 * 30e6));
+        assert_eq!(
+            (m.min_rtt_ns, m.retransmits, m.in_flight()),
+            (Some(20_000_000), 0, 1460)
+        );
+        // The next segment is timed, then sent again: no sample from its acknowledgement.
+        let seq = (u32::MAX - 999).wrapping_add(2920);
+        m.sent(52_000_000, &segment(seq, 8, 1460, false));
+        m.sent(
+            60_000_000,
+            &segment((u32::MAX - 999).wrapping_add(1460), 8, 1460, false),
+        );
+        let before = m.srtt_ns;
+        m.received(90_000_000, &segment(8, seq.wrapping_add(1460), 0, false));
+        assert_eq!((m.srtt_ns, m.retransmits, m.in_flight()), (before, 1, 0));
+        m.sample(90_000_000, 4380);
+        let s = &m.samples[0];
+        assert_eq!(
+            (s.srtt_us, s.min_rtt_us, s.total_retrans),
+            (Some(21_250), Some(20_000), 1)
+        );
     }
 }
