@@ -6,6 +6,11 @@
 //! length: a downloading client reads exactly N bytes; an uploading client writes N and
 //! waits for the server's reply, the count it read (u64 BE). A transfer for a duration
 //! ends when the client closes its socket (libutp's FIN; the other end reads EOF).
+//!
+//! Per-flow parameters (`--cc-param target=MS`, `--cc-param gain=BYTES`,
+//! `--datagram-size BYTES`) go to libutp's context before any socket exists, through the
+//! patched copy of libutp-rs2 in crates/vendor (its README says what changed); each end's
+//! summary reports the values libutp itself returns for them (`libutp`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +20,7 @@ use std::time::Duration;
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
-use libutp_rs2::{UtpUdpContext, UtpUdpStream};
+use libutp_rs2::{options, UtpOpts, UtpUdpContext, UtpUdpStream};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -85,16 +90,86 @@ impl Progress {
     }
 }
 
+/// libutp's per-flow parameters (None: libutp's default).
+#[derive(Serialize, Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// LEDBAT target delay, ms (UTP_TARGET_DELAY; default 100).
+    pub target_ms: Option<u32>,
+    /// Window growth per RTT at zero queueing delay, bytes (default 3000).
+    pub gain: Option<u32>,
+    /// The UDP MTU libutp is told: its largest datagram, uTP header included (default 1402).
+    pub datagram_size: Option<u16>,
+}
+
+/// Ranges of the parameters (the flow kind checks the same: utp_agent/parameters.py).
+pub const TARGET_MS: (u32, u32) = (1, 10_000);
+pub const GAIN: (u32, u32) = (1, 1_000_000);
+/// libutp's MTU search never goes below 576; 1472 fills a 1500-byte IPv4 packet.
+pub const DATAGRAM_SIZE: (u64, u64) = (576, 1472);
+
+impl Params {
+    pub fn parse(cc_params: &[(String, String)], datagram_size: Option<u64>) -> anyhow::Result<Params> {
+        let mut p = Params::default();
+        for (key, value) in cc_params {
+            let (slot, (lo, hi), unit) = match key.as_str() {
+                "target" => (&mut p.target_ms, TARGET_MS, "ms"),
+                "gain" => (&mut p.gain, GAIN, "bytes"),
+                other => usage!("--cc-param {other}: libutp takes target and gain"),
+            };
+            match value.parse::<u32>() {
+                Ok(v) if (lo..=hi).contains(&v) => *slot = Some(v),
+                _ => usage!("--cc-param {key}={value}: libutp's {key} is {lo} to {hi} {unit}"),
+            }
+        }
+        if let Some(d) = datagram_size {
+            let (lo, hi) = DATAGRAM_SIZE;
+            if !(lo..=hi).contains(&d) {
+                usage!("--datagram-size {d}: libutp's datagram size is {lo} to {hi} bytes");
+            }
+            p.datagram_size = Some(d as u16);
+        }
+        Ok(p)
+    }
+
+    pub fn opts(&self) -> UtpOpts {
+        UtpOpts {
+            target_delay_us: self.target_ms.map(|ms| ms as i32 * 1000),
+            max_cwnd_increase_bytes_per_rtt: self.gain.map(|g| g as i32),
+            udp_mtu: self.datagram_size,
+            ..Default::default()
+        }
+    }
+}
+
+/// What libutp reports for the parameters: its context's options and the connection's own
+/// target (a socket copies the context's target when it is created).
+#[derive(Serialize, Default, Debug)]
+pub struct Applied {
+    context_target_delay_us: i32,
+    gain: i32,
+    socket_target_delay_us: Option<i32>,
+    datagram_size: Option<u16>,
+}
+
+fn applied(ctx: &UtpUdpContext, stream: Option<&UtpUdpStream>, p: &Params) -> Applied {
+    Applied {
+        context_target_delay_us: ctx.get_option(options::TARGET_DELAY),
+        gain: ctx.get_option(options::MAX_CWND_INCREASE_BYTES_PER_RTT),
+        socket_target_delay_us: stream.map(|s| s.target_delay_us()),
+        datagram_size: p.datagram_size,
+    }
+}
+
 /// A libutp context on a UDP socket bound to `addr`. libutp sends through tokio's
 /// `try_send_to`, which fails while tokio has not yet seen the socket writable: the
 /// socket's readiness is awaited first, or the first SYN (or SYN-ACK) would be dropped
 /// and the connection would wait for libutp's 3 s retransmission.
-async fn context(addr: SocketAddr) -> anyhow::Result<Arc<UtpUdpContext>> {
+async fn context(addr: SocketAddr, params: &Params) -> anyhow::Result<Arc<UtpUdpContext>> {
     let sock = tokio::net::UdpSocket::bind(addr)
         .await
         .with_context(|| format!("cannot bind a UDP socket to {addr}"))?;
     sock.writable().await.context("the UDP socket never became writable")?;
-    UtpUdpContext::new(sock, Default::default()).context("cannot start libutp")
+    UtpUdpContext::new(sock, params.opts()).context("cannot start libutp")
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -213,6 +288,7 @@ struct ClientParams {
     duration_ns: Option<u64>,
     connect_timeout_ns: u64,
     sample_interval_ns: u64,
+    libutp: Params,
 }
 
 #[derive(Serialize, Default)]
@@ -237,6 +313,8 @@ struct Transfer {
     throughput_bps: Option<f64>,
     goodput_bps: Option<f64>,
     samples: usize,
+    /// The parameters as libutp reports them.
+    libutp: Option<Applied>,
 }
 
 impl Transfer {
@@ -260,6 +338,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     if a.bytes.is_none() == a.duration.is_none() {
         usage!("give exactly one of --bytes and --duration");
     }
+    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
     let params = ClientParams {
         connect: a.connect.to_string(),
         direction: if a.direction == Direction::Upload {
@@ -271,6 +350,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         duration_ns: a.duration,
         connect_timeout_ns: a.connect_timeout,
         sample_interval_ns: a.sample_interval,
+        libutp,
     };
     let start_ns = sys::now_ns();
     let p = Progress::new();
@@ -286,7 +366,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         remote: a.connect.to_string(),
         ..Default::default()
     };
-    let outcome = runtime()?.block_on(run_client(&a, &p, &mut t));
+    let outcome = runtime()?.block_on(run_client(&a, &libutp, &p, &mut t));
     t.end_ns.get_or_insert_with(sys::now_ns);
     p.sample();
     let stopped_by = match &outcome {
@@ -314,8 +394,13 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     outcome.map(|_| ())
 }
 
-async fn run_client(a: &UtpClientArgs, p: &Arc<Progress>, t: &mut Transfer) -> anyhow::Result<End> {
-    let ctx = context(crate::udp::unspecified_for(&a.connect)).await?;
+async fn run_client(
+    a: &UtpClientArgs,
+    params: &Params,
+    p: &Arc<Progress>,
+    t: &mut Transfer,
+) -> anyhow::Result<End> {
+    let ctx = context(crate::udp::unspecified_for(&a.connect), params).await?;
     let mut request = Request::new(if a.direction == Direction::Upload {
         Mode::Upload
     } else {
@@ -329,6 +414,7 @@ async fn run_client(a: &UtpClientArgs, p: &Arc<Progress>, t: &mut Transfer) -> a
 
     t.connect_start_ns = Some(sys::now_ns());
     let mut stream = ctx.connect(a.connect).await.context("utp_connect failed")?;
+    t.libutp = Some(applied(&ctx, Some(&stream), params));
     // libutp writes once the connection is set up: the request's write is the handshake.
     let connect_deadline = t.connect_start_ns.unwrap() + a.connect_timeout;
     match until_stopped(stream.write_all(&header), Some(connect_deadline)).await {
@@ -385,6 +471,7 @@ struct ServerParams {
     bind: String,
     duration_ns: Option<u64>,
     sample_interval_ns: u64,
+    libutp: Params,
 }
 
 #[derive(Serialize)]
@@ -415,6 +502,8 @@ struct Connection {
     end_ns: u64,
     duration_s: Option<f64>,
     throughput_bps: Option<f64>,
+    /// The parameters as libutp reports them.
+    libutp: Option<Applied>,
 }
 
 #[derive(Serialize)]
@@ -427,15 +516,17 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     if a.bind.port() == 0 {
         usage!("utp-server needs an explicit port in --bind (libutp-rs2 does not report an ephemeral one)");
     }
+    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
     let params = ServerParams {
         bind: a.bind.to_string(),
         duration_ns: a.duration,
         sample_interval_ns: a.sample_interval,
+        libutp,
     };
     let start_ns = sys::now_ns();
     let p = Progress::new();
     let mut conns = Vec::new();
-    let outcome = runtime()?.block_on(run_server(&a, start_ns, &p, &mut conns));
+    let outcome = runtime()?.block_on(run_server(&a, &libutp, start_ns, &p, &mut conns));
     p.sample();
     let samples = match &a.series {
         Some(path) => p.write_series(path)?,
@@ -463,11 +554,12 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
 
 async fn run_server(
     a: &UtpServerArgs,
+    params: &Params,
     start_ns: u64,
     p: &Arc<Progress>,
     conns: &mut Vec<Connection>,
 ) -> anyhow::Result<&'static str> {
-    let ctx = context(a.bind).await?;
+    let ctx = context(a.bind, params).await?;
     output::announce_ready(a.bind.port());
     let deadline = a.duration.map(|d| start_ns + d);
     // One connection (the runner's server serves one flow).
@@ -477,6 +569,7 @@ async fn run_server(
     let mut stream = accepted.context("accepting a uTP connection")?;
     let mut c = Connection {
         accepted_ns: sys::now_ns(),
+        libutp: Some(applied(&ctx, Some(&stream), params)),
         ..Default::default()
     };
     let sampler = p.spawn_sampler(a.sample_interval);

@@ -90,6 +90,9 @@ enum {
 	UTP_SNDBUF,
 	UTP_RCVBUF,
 	UTP_TARGET_DELAY,
+	// transportlab patch: the LEDBAT gain, a context option (was the constant
+	// MAX_CWND_INCREASE_BYTES_PER_RTT of utp_internal.cpp; default unchanged, 3000)
+	UTP_MAX_CWND_INCREASE_BYTES_PER_RTT,
 
 	UTP_ARRAY_SIZE,	// must be last
 };

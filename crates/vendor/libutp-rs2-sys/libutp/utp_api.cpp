@@ -72,6 +72,7 @@ struct_utp_context::struct_utp_context()
 	memset(&context_stats, 0, sizeof(context_stats));
 	memset(callbacks, 0, sizeof(callbacks));
 	target_delay = CCONTROL_TARGET;
+	max_cwnd_increase_bytes_per_rtt = MAX_CWND_INCREASE_BYTES_PER_RTT; // transportlab patch
 	utp_sockets = new UTPSocketHT;
 
 	callbacks[UTP_GET_UDP_MTU]      = &utp_default_get_udp_mtu;

@@ -39,7 +39,8 @@
 // scaled down linearly proportional to off_target. i.e. if all packets
 // in one window have 0 delay, window size will increase by this number.
 // Typically it's less. TCP increases one MSS per RTT, which is 1500
-#define MAX_CWND_INCREASE_BYTES_PER_RTT 3000
+// transportlab patch: MAX_CWND_INCREASE_BYTES_PER_RTT (3000) is now in utp_internal.h, the
+// default of the context's max_cwnd_increase_bytes_per_rtt (UTP_MAX_CWND_INCREASE_BYTES_PER_RTT)
 #define CUR_DELAY_SIZE 3
 // experiments suggest that a clock skew of 10 ms per 325 seconds
 // is not impossible. Reset delay_base every 13 minutes. The clock
@@ -1668,14 +1669,16 @@ void UTPSocket::apply_ccontrol(size_t bytes_acked, uint32 actual_delay, int64 mi
 	double window_factor = (double)min(bytes_acked, max_window) / (double)max(max_window, bytes_acked);
 
 	double delay_factor = off_target / target;
-	double scaled_gain = MAX_CWND_INCREASE_BYTES_PER_RTT * window_factor * delay_factor;
+	// transportlab patch: the context's gain instead of the constant
+	const double max_cwnd_increase = (double)ctx->max_cwnd_increase_bytes_per_rtt;
+	double scaled_gain = max_cwnd_increase * window_factor * delay_factor;
 
 	// since MAX_CWND_INCREASE_BYTES_PER_RTT is a cap on how much the window size (max_window)
 	// may increase per RTT, we may not increase the window size more than that proportional
 	// to the number of bytes that were acked, so that once one window has been acked (one rtt)
 	// the increase limit is not exceeded
 	// the +1. is to allow for floating point imprecision
-	assert(scaled_gain <= 1. + MAX_CWND_INCREASE_BYTES_PER_RTT * (double)min(bytes_acked, max_window) / (double)max(max_window, bytes_acked));
+	assert(scaled_gain <= 1. + max_cwnd_increase * (double)min(bytes_acked, max_window) / (double)max(max_window, bytes_acked));
 
 	if (scaled_gain > 0 && ctx->current_ms - last_maxed_out_window > 1000) {
 		// if it was more than 1 second since we tried to send a packet
@@ -2658,6 +2661,12 @@ int utp_context_set_option(utp_context *ctx, int opt, int val)
 			ctx->target_delay = val;
 			return 0;
 
+		// transportlab patch
+		case UTP_MAX_CWND_INCREASE_BYTES_PER_RTT:
+			if (val < 1) return -1;
+			ctx->max_cwnd_increase_bytes_per_rtt = val;
+			return 0;
+
 		case UTP_SNDBUF:
 			assert(val >= 1);
 			ctx->opt_sndbuf = val;
@@ -2681,6 +2690,7 @@ int utp_context_get_option(utp_context *ctx, int opt)
     	case UTP_LOG_MTU:		return ctx->log_mtu    ? 1 : 0;
     	case UTP_LOG_DEBUG:		return ctx->log_debug  ? 1 : 0;
     	case UTP_TARGET_DELAY:	return ctx->target_delay;
+		case UTP_MAX_CWND_INCREASE_BYTES_PER_RTT: return ctx->max_cwnd_increase_bytes_per_rtt; // transportlab patch
 		case UTP_SNDBUF:		return ctx->opt_sndbuf;
 		case UTP_RCVBUF:		return ctx->opt_rcvbuf;
 	}

@@ -37,6 +37,8 @@
 
 /* These originally lived in utp_config.h */
 #define CCONTROL_TARGET (100 * 1000) // us
+// transportlab patch: moved here from utp_internal.cpp (the context's default gain)
+#define MAX_CWND_INCREASE_BYTES_PER_RTT 3000
 
 enum bandwidth_type_t {
 	payload_bandwidth, connect_overhead,
@@ -122,6 +124,8 @@ struct struct_utp_context {
 	Array<RST_Info> rst_info;
 	UTPSocketHT *utp_sockets;
 	size_t target_delay;
+	// transportlab patch: UTP_MAX_CWND_INCREASE_BYTES_PER_RTT
+	size_t max_cwnd_increase_bytes_per_rtt;
 	size_t opt_sndbuf;
 	size_t opt_rcvbuf;
 	uint64 last_check;

@@ -62,7 +62,9 @@ pub const UTP_LOG_DEBUG: _bindgen_ty_4 = 18;
 pub const UTP_SNDBUF: _bindgen_ty_4 = 19;
 pub const UTP_RCVBUF: _bindgen_ty_4 = 20;
 pub const UTP_TARGET_DELAY: _bindgen_ty_4 = 21;
-pub const UTP_ARRAY_SIZE: _bindgen_ty_4 = 22;
+// transportlab patch (libutp/utp.h): the gain as a context option.
+pub const UTP_MAX_CWND_INCREASE_BYTES_PER_RTT: _bindgen_ty_4 = 22;
+pub const UTP_ARRAY_SIZE: _bindgen_ty_4 = 23;
 pub type _bindgen_ty_4 = ::core::ffi::c_uint;
 unsafe extern "C" {
     pub static mut utp_callback_names: [*const ::core::ffi::c_char; 0usize];

@@ -18,7 +18,9 @@ use bstr::BStr;
 use futures::task::AtomicWaker;
 use libutp_rs2_sys::{
     uint64, utp_callback_arguments, utp_check_timeouts, utp_close, utp_connect,
-    utp_context_get_userdata, utp_context_set_option, utp_context_set_userdata, utp_create_socket,
+    utp_context_get_option, utp_context_get_userdata, utp_context_set_option,
+    utp_context_set_userdata, utp_create_socket, utp_getsockopt, UTP_GET_UDP_MTU,
+    UTP_MAX_CWND_INCREASE_BYTES_PER_RTT, UTP_TARGET_DELAY,
     utp_destroy, utp_error_code_names, utp_get_userdata, utp_init, utp_issue_deferred_acks,
     utp_process_udp, utp_read_drained, utp_set_callback, utp_set_userdata, utp_shutdown,
     utp_socket, utp_state_names, utp_write, SHUT_RDWR, UTP_GET_READ_BUFFER_SIZE, UTP_LOG,
@@ -158,6 +160,13 @@ unsafe extern "C" fn utp_on_sendto<T: Transport>(args: *mut utp_callback_argumen
     0
 }
 
+// transportlab patch: the UDP MTU libutp asks for (UTP_GET_UDP_MTU), from UtpOpts::udp_mtu.
+unsafe extern "C" fn utp_get_udp_mtu<T>(args: *mut utp_callback_arguments) -> uint64 {
+    let args = cbcheck!(cbargs args, "utp_get_udp_mtu");
+    let ctx = cbcheck!(context args.context, "utp_get_udp_mtu");
+    ctx.udp_mtu.unwrap_or(0) as uint64
+}
+
 unsafe extern "C" fn utp_on_error(args: *mut utp_callback_arguments) -> uint64 {
     let args = cbcheck!(cbargs args, "utp_on_error");
     let error = args.unnamed_field1.error_code;
@@ -230,6 +239,9 @@ pub struct UtpContext<T> {
     accept_queue: Mutex<VecDeque<tokio::sync::oneshot::Sender<UtpStream<T>>>>,
 
     ctx: *mut libutp_rs2_sys::utp_context,
+
+    // transportlab patch: what UTP_GET_UDP_MTU answers (None: libutp's default callback).
+    udp_mtu: Option<u16>,
 }
 
 impl<T> Drop for UtpContext<T> {
@@ -298,6 +310,14 @@ impl<T> UtpStream<T> {
     fn get_context(&self) -> &UtpContext<T> {
         &self.ctx
     }
+
+    /// transportlab patch: the socket's own LEDBAT target delay (utp_getsockopt
+    /// UTP_TARGET_DELAY), microseconds: the context's value when the socket was created.
+    pub fn target_delay_us(&self) -> i32 {
+        with_global_lock(|| unsafe {
+            utp_getsockopt(self.inner.utp_socket, UTP_TARGET_DELAY as c_int)
+        })
+    }
 }
 
 impl<T> Drop for UtpStream<T> {
@@ -363,6 +383,24 @@ pub struct UtpOpts {
     pub log_level: UtpLogLevel,
     /// If set will try to set the SO_RCVBUF option on the socket (if UDP).
     pub udp_rcvbuf: Option<usize>,
+    /// transportlab patch: libutp's LEDBAT target delay (UTP_TARGET_DELAY), microseconds.
+    /// None keeps libutp's default (100 ms). Sockets take the context's value when created.
+    pub target_delay_us: Option<i32>,
+    /// transportlab patch: libutp's gain, the window growth per RTT at zero queueing delay
+    /// (UTP_MAX_CWND_INCREASE_BYTES_PER_RTT, a context option of the patched source).
+    /// None keeps libutp's default (3000 bytes).
+    pub max_cwnd_increase_bytes_per_rtt: Option<i32>,
+    /// transportlab patch: the UDP MTU libutp is told (UTP_GET_UDP_MTU): the largest UDP
+    /// payload, uTP's 20-byte header included. None keeps libutp's default callback
+    /// (1402 bytes over IPv4). libutp's MTU search starts at 576: below that it fails.
+    pub udp_mtu: Option<u16>,
+}
+
+/// transportlab patch: options of `UtpContext::get_option`.
+pub mod options {
+    pub const TARGET_DELAY: i32 = libutp_rs2_sys::UTP_TARGET_DELAY as i32;
+    pub const MAX_CWND_INCREASE_BYTES_PER_RTT: i32 =
+        libutp_rs2_sys::UTP_MAX_CWND_INCREASE_BYTES_PER_RTT as i32;
 }
 
 impl<T: Transport> UtpContext<T> {
@@ -388,6 +426,28 @@ impl<T: Transport> UtpContext<T> {
 
             utp_context_set_option(ctx, UTP_RCVBUF as _, RX_BUF_CAPACITY as i32);
 
+            // transportlab patch: per-context LEDBAT parameters and UDP MTU.
+            if let Some(us) = opts.target_delay_us {
+                if us < 1 {
+                    utp_destroy(ctx);
+                    bail!("libutp's target delay must be positive (got {us} us)");
+                }
+                utp_context_set_option(ctx, UTP_TARGET_DELAY as _, us);
+            }
+            if let Some(gain) = opts.max_cwnd_increase_bytes_per_rtt {
+                if utp_context_set_option(ctx, UTP_MAX_CWND_INCREASE_BYTES_PER_RTT as _, gain) != 0 {
+                    utp_destroy(ctx);
+                    bail!("libutp refused the gain {gain} bytes per RTT");
+                }
+            }
+            if let Some(mtu) = opts.udp_mtu {
+                if mtu < 576 {
+                    utp_destroy(ctx);
+                    bail!("libutp's UDP MTU is at least 576 bytes (got {mtu})");
+                }
+                utp_set_callback(ctx, UTP_GET_UDP_MTU as c_int, Some(utp_get_udp_mtu::<T>));
+            }
+
             utp_set_callback(ctx, UTP_ON_CONNECT as c_int, Some(utp_on_connect::<T>));
             utp_set_callback(ctx, UTP_LOG as c_int, Some(utp_log));
             utp_set_callback(
@@ -410,12 +470,18 @@ impl<T: Transport> UtpContext<T> {
                 ctx,
                 accept_queue: Default::default(),
                 magic: MAGIC,
+                udp_mtu: opts.udp_mtu,
             });
             utp_context_set_userdata(ctx, Arc::as_ptr(&res).cast_mut().cast());
 
             Self::spawn(res.clone());
             Ok(res)
         }
+    }
+
+    /// transportlab patch: a context option's value (`options::*`), as libutp reports it.
+    pub fn get_option(&self, opt: i32) -> i32 {
+        with_global_lock(|| unsafe { utp_context_get_option(self.ctx, opt) })
     }
 
     fn recv_from<'a>(
