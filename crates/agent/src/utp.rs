@@ -678,3 +678,105 @@ async fn serve(
         other => bail!("utp-server serves upload and download, not {}", other.name()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Context as TaskContext, Poll};
+
+    use libutp_rs2::{Transport, UtpContext};
+    use tokio::net::UdpSocket;
+
+    /// A UDP socket that remembers the largest datagram libutp sent through it.
+    struct Recorder {
+        sock: UdpSocket,
+        largest: Arc<AtomicUsize>,
+    }
+
+    impl Transport for Recorder {
+        fn poll_recv_from(&self, cx: &mut TaskContext<'_>, buf: &mut [u8]) -> Poll<std::io::Result<(usize, SocketAddr)>> {
+            Transport::poll_recv_from(&self.sock, cx, buf)
+        }
+        fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> std::io::Result<usize> {
+            self.largest.fetch_max(buf.len(), Ordering::Relaxed);
+            self.sock.try_send_to(buf, target)
+        }
+        fn poll_send_ready(&self, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+            self.sock.poll_send_ready(cx)
+        }
+    }
+
+    async fn endpoint(p: &Params) -> (Arc<UtpContext<Recorder>>, SocketAddr, Arc<AtomicUsize>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        sock.writable().await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let largest = Arc::new(AtomicUsize::new(0));
+        let t = Recorder {
+            sock,
+            largest: largest.clone(),
+        };
+        (UtpContext::new(t, p.opts()).unwrap(), addr, largest)
+    }
+
+    /// What libutp reports and sends when a client uploads 200 kB to a server over
+    /// loopback, both ends with `p`: (the accepted socket's target µs, the connecting
+    /// socket's target µs, the client context's gain, the largest datagram the client sent).
+    fn transfer(p: Params) -> (i32, i32, i32, usize) {
+        runtime().unwrap().block_on(async {
+            let (server, server_addr, _) = endpoint(&p).await;
+            let (client, _, largest) = endpoint(&p).await;
+            let accept = tokio::spawn(async move {
+                let mut s = server.accept().await.unwrap();
+                let target = s.target_delay_us();
+                let mut buf = vec![0u8; 200_000];
+                s.read_exact(&mut buf).await.unwrap();
+                target
+            });
+            let mut c = client.connect(server_addr).await.unwrap();
+            let work = async {
+                c.write_all(&[7u8; 200_000]).await.unwrap();
+                accept.await.unwrap()
+            };
+            let server_target = tokio::time::timeout(Duration::from_secs(20), work).await.expect("transfer timed out");
+            (
+                server_target,
+                c.target_delay_us(),
+                client.get_option(options::MAX_CWND_INCREASE_BYTES_PER_RTT),
+                largest.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    #[test]
+    fn defaults_are_libutps() {
+        let (server_target, client_target, gain, largest) = transfer(Params::default());
+        assert_eq!((server_target, client_target), (100_000, 100_000));
+        assert_eq!(gain, 3000);
+        assert_eq!(largest, 1402, "libutp's default UDP MTU over IPv4");
+    }
+
+    #[test]
+    fn parameters_reach_libutp() {
+        let p = Params::parse(&[("target".into(), "25".into()), ("gain".into(), "500".into())], Some(700)).unwrap();
+        let (server_target, client_target, gain, largest) = transfer(p);
+        // Both the accepted and the connecting socket took the context's target.
+        assert_eq!((server_target, client_target), (25_000, 25_000));
+        assert_eq!(gain, 500);
+        assert_eq!(largest, 700, "full packets are the datagram size");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let err = |c: &[(&str, &str)], d: Option<u64>| {
+            let c: Vec<_> = c.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            Params::parse(&c, d).unwrap_err().to_string()
+        };
+        assert!(err(&[("target", "0")], None).contains("target=0: libutp's target is 1 to 10000 ms"));
+        assert!(err(&[("gain", "x")], None).contains("gain=x"));
+        assert!(err(&[("loss_multiplier", "50")], None).contains("libutp takes target and gain"));
+        assert!(err(&[], Some(575)).contains("576 to 1472"));
+        assert!(err(&[], Some(1473)).contains("576 to 1472"));
+        assert_eq!(Params::parse(&[], None).unwrap(), Params::default());
+    }
+}
