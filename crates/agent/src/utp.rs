@@ -394,12 +394,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     outcome.map(|_| ())
 }
 
-async fn run_client(
-    a: &UtpClientArgs,
-    params: &Params,
-    p: &Arc<Progress>,
-    t: &mut Transfer,
-) -> anyhow::Result<End> {
+async fn run_client(a: &UtpClientArgs, params: &Params, p: &Arc<Progress>, t: &mut Transfer) -> anyhow::Result<End> {
     let ctx = context(crate::udp::unspecified_for(&a.connect), params).await?;
     let mut request = Request::new(if a.direction == Direction::Upload {
         Mode::Upload
@@ -695,7 +690,11 @@ mod tests {
     }
 
     impl Transport for Recorder {
-        fn poll_recv_from(&self, cx: &mut TaskContext<'_>, buf: &mut [u8]) -> Poll<std::io::Result<(usize, SocketAddr)>> {
+        fn poll_recv_from(
+            &self,
+            cx: &mut TaskContext<'_>,
+            buf: &mut [u8],
+        ) -> Poll<std::io::Result<(usize, SocketAddr)>> {
             Transport::poll_recv_from(&self.sock, cx, buf)
         }
         fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> std::io::Result<usize> {
@@ -738,7 +737,9 @@ mod tests {
                 c.write_all(&[7u8; 200_000]).await.unwrap();
                 accept.await.unwrap()
             };
-            let server_target = tokio::time::timeout(Duration::from_secs(20), work).await.expect("transfer timed out");
+            let server_target = tokio::time::timeout(Duration::from_secs(20), work)
+                .await
+                .expect("transfer timed out");
             (
                 server_target,
                 c.target_delay_us(),
@@ -758,7 +759,11 @@ mod tests {
 
     #[test]
     fn parameters_reach_libutp() {
-        let p = Params::parse(&[("target".into(), "25".into()), ("gain".into(), "500".into())], Some(700)).unwrap();
+        let p = Params::parse(
+            &[("target".into(), "25".into()), ("gain".into(), "500".into())],
+            Some(700),
+        )
+        .unwrap();
         let (server_target, client_target, gain, largest) = transfer(p);
         // Both the accepted and the connecting socket took the context's target.
         assert_eq!((server_target, client_target), (25_000, 25_000));

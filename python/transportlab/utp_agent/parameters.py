@@ -42,7 +42,13 @@ LIBUTP_PARAMETERS: dict[str, Parameter] = {
     for p in (
         Parameter("target", "UTP_TARGET_DELAY", "ms", 100, 1, 10_000, "LEDBAT target queueing delay"),
         Parameter(
-            "gain", "MAX_CWND_INCREASE_BYTES_PER_RTT", "bytes", 3000, 1, 1_000_000, "window growth per RTT at zero delay"
+            "gain",
+            "MAX_CWND_INCREASE_BYTES_PER_RTT",
+            "bytes",
+            3000,
+            1,
+            1_000_000,
+            "window growth per RTT at zero delay",
         ),
     )
 }
