@@ -1,8 +1,9 @@
 """uTP end to end in namespaces, with each implementation (libtorrent's uTP, BitTorrent's
 libutp): a download completes over a lossy link and the run shows it was uTP (the
 agents' summaries and UDP packets in the engine's log); a long uTP transfer yields to a
-TCP CUBIC burst and comes back after it; a bad parameter is refused before anything
-runs, naming the file, flow and field."""
+TCP CUBIC burst and comes back after it; libutp's per-flow target delay sets the standing
+queue it keeps; a bad parameter is refused before anything runs, naming the file, flow and
+field."""
 
 import json
 import subprocess
@@ -14,6 +15,7 @@ import pytest
 from tlab_cli import run_one
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir
+from transportlab.report.phases import Phase, flow_throughput, probe_rtt
 
 pytestmark = pytest.mark.netns
 
@@ -161,6 +163,75 @@ def test_utp_yields_to_a_tcp_burst_and_comes_back(tmp_path, implementation):
     assert yielded < 0.25 * solo, rates  # the burst's queue is far above its target: it yields
     assert after > 0.5 * solo, rates  # and takes the link back once the burst is gone
     assert burst["throughput_bps"] > 5e6
+
+
+# 10 Mbit/s, RTT 40 ms, q = BDP·10 (400 ms): a queue far deeper than either target. One
+# libutp upload with libutp's default target (100 ms), then, after it, one with target
+# 20 ms, a ping every 100 ms throughout. Both fill the link; the standing queue each keeps
+# is its target (measured: ping p50 131.8 ms with the default, 59.9 ms with 20 ms, both
+# at 9.99 Mbit/s).
+TARGET = textwrap.dedent(
+    """
+    name = "libutp-target"
+    duration = "22s"
+    seed = 7
+    hosts = ["client", "server"]
+
+    [analysis]
+    bottleneck = "bottleneck"
+
+    [[links]]
+    name = "bottleneck"
+    between = ["client", "server"]
+    forward = { rate = "10Mbit", delay = "20ms", queue = { bdp = 10 } }
+    reverse = { rate = "10Mbit", delay = "20ms", queue = { bdp = 10 } }
+
+    [[flows]]
+    name = "default"
+    from = "client"
+    to = "server"
+    protocol = "utp"
+    implementation = "libutp"
+    stop = "10s"
+
+    [[flows]]
+    name = "low"
+    from = "client"
+    to = "server"
+    protocol = "utp"
+    implementation = "libutp"
+    start = "11s"
+    stop = "21s"
+    cc_params = { target = 20 }
+
+    [[probes]]
+    name = "ping"
+    from = "client"
+    to = "server"
+    interval = "100ms"
+    """
+)
+
+
+def test_a_lower_libutp_target_keeps_a_shorter_queue(tmp_path):
+    m, run_dir = run_one(tmp_path, TARGET)
+    for name, target_us in (("default", 100_000), ("low", 20_000)):
+        assert m["flows"][name]["error"] is None, m["flows"][name]
+        # libutp itself reports the target of its context and of each end's socket.
+        client = json.loads((run_dir / "raw" / f"{name}-client.json").read_text())["results"]
+        server = json.loads((run_dir / "raw" / f"{name}-server.json").read_text())["results"]
+        for applied in (client["libutp"], server["connections"][0]["libutp"]):
+            assert applied["context_target_delay_us"] == applied["socket_target_delay_us"] == target_us
+            assert applied["gain"] == 3000
+    run = RunDir(run_dir)
+    phases = [Phase("default", 4, 10), Phase("low", 15, 21)]
+    rates = flow_throughput(run, phases)
+    assert rates["default"][0] > 8e6 and rates["low"][1] > 8e6, rates  # both fill the link
+    (default, low) = (r["p50"] for r in probe_rtt(run, phases)["ping"])
+    # Base RTT 40 ms: the default keeps ~100 ms of queue (less while libutp's base delay
+    # settles), target 20 ms about 20 ms.
+    assert default > 110, (default, low)
+    assert low < 75, (default, low)
 
 
 def test_a_bad_utp_parameter_is_refused_naming_file_flow_and_field(tmp_path):

@@ -71,10 +71,28 @@ def test_a_libtorrent_flow_loads_with_its_parameters(tmp_path):
         ('bytes = "5MB"', r"flows\.dl\.implementation: a utp flow names its implementation: one of libtorrent, libutp"),
         ('implementation = "utorrent"', r"flows\.dl\.implementation: not a uTP implementation; .* \(got 'utorrent'\)"),
         (
-            'implementation = "libutp"\ncc_params = { target = 50 }',
-            r"flows\.dl\.cc_params\.target: not a uTP parameter libutp exposes \(it takes none\) \(got 50\)",
+            'implementation = "libutp"\ncc_params = { loss_multiplier = 50 }',
+            r"flows\.dl\.cc_params\.loss_multiplier: not a uTP parameter libutp exposes \(it takes target, gain\)"
+            r" \(got 50\)",
         ),
-        ('implementation = "libutp"\nmss = 1000', r"flows\.dl\.mss: libutp's packet size is a constant"),
+        (
+            'implementation = "libutp"\ncc_params = { target = 10001 }',
+            r"flows\.dl\.cc_params\.target: libutp's target is 1 to 10000 ms \(got 10001\)",
+        ),
+        (
+            'implementation = "libutp"\ncc_params = { gain = 0 }',
+            r"flows\.dl\.cc_params\.gain: libutp's gain is 1 to 1000000 bytes \(got 0\)",
+        ),
+        (
+            'implementation = "libutp"\ncc_params = { target = "25ms" }',
+            r"flows\.dl\.cc_params\.target: libutp's target is a whole number \(ms\) \(got '25ms'\)",
+        ),
+        (
+            'implementation = "libutp"\nmss = 500',
+            r"flows\.dl\.mss: libutp's mss \(its UDP datagram size, uTP header included\) is 576 to 1472 bytes"
+            r" \(got 500\)",
+        ),
+        ('implementation = "libutp"\nmss = 1473', r"flows\.dl\.mss: libutp's mss .* 576 to 1472 bytes \(got 1473\)"),
         (
             'implementation = "libtorrent"\ncc_params = { target = 0 }',
             r"flows\.dl\.cc_params\.target: libtorrent's target is 1 to 10000 ms \(got 0\)",
@@ -141,6 +159,40 @@ def test_libutp_endpoints_are_the_agent_binarys(tmp_path):
     assert ends.client[1:4] == ["utp-client", "--connect", f"10.0.0.2:{f.port}"]
     assert ends.client[ends.client.index("--direction") + 1] == "download"
     assert ends.client[ends.client.index("--bytes") + 1] == "5000000"
+    for argv in (ends.server, ends.client):
+        assert "--cc-param" not in argv and "--datagram-size" not in argv
+
+
+def test_libutp_parameters_reach_both_agent_ends(tmp_path):
+    s = load_scenario(
+        write(tmp_path, 'implementation = "libutp"\nbytes = "5MB"\nmss = 700\ncc_params = { target = 25, gain = 1500 }')
+    )
+    (f,) = resolve(s).flows
+    assert (f.cc_params, f.mss) == ({"target": 25, "gain": 1500}, 700)
+    ends = kind("utp").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 27.0)
+    for argv in (ends.server, ends.client):
+        pairs = [argv[i + 1] for i, a in enumerate(argv) if a == "--cc-param"]
+        assert pairs == ["gain=1500", "target=25"]
+        assert argv[argv.index("--datagram-size") + 1] == "700"
+
+
+def test_the_libutp_agent_refuses_a_bad_parameter_naming_it(tmp_path):
+    from transportlab.kinds.base import agent_binary
+
+    for bad, message in (
+        (["--cc-param", "target=0"], "--cc-param target=0: libutp's target is 1 to 10000 ms"),
+        (["--cc-param", "loss_multiplier=5"], "--cc-param loss_multiplier: libutp takes target and gain"),
+        (["--datagram-size", "575"], "--datagram-size 575: libutp's datagram size is 576 to 1472 bytes"),
+    ):
+        res = subprocess.run(
+            [agent_binary(), "utp-client", "--connect", "127.0.0.1:1", "--bytes", "1000", *bad]
+            + ["--summary", str(tmp_path / "s.json")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert res.returncode == 2, res.stderr
+        assert message in res.stderr
 
 
 def test_content_is_deterministic_and_bulk_is_whole_pieces():

@@ -273,6 +273,14 @@ pub struct UtpServerArgs {
     /// Stop after this long even if the connection did not end.
     #[arg(long, value_parser = positive_duration)]
     pub duration: Option<u64>,
+    /// libutp parameter KEY=VALUE (repeatable): target (LEDBAT target delay, ms, 1..10000;
+    /// default 100), gain (window growth per RTT at zero delay, bytes, 1..1000000; default 3000).
+    #[arg(long = "cc-param", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub cc_param: Vec<(String, String)>,
+    /// UDP MTU libutp is told (UTP_GET_UDP_MTU): its largest datagram, uTP header included
+    /// (576..1472 bytes). Default: libutp's own answer, 1402 over IPv4.
+    #[arg(long, value_parser = size)]
+    pub datagram_size: Option<u64>,
     /// Series sampling interval.
     #[arg(long, default_value = "10ms", value_parser = positive_duration)]
     pub sample_interval: u64,
@@ -301,6 +309,14 @@ pub struct UtpClientArgs {
     /// Give up connecting after this long.
     #[arg(long, default_value = "10s", value_parser = positive_duration)]
     pub connect_timeout: u64,
+    /// libutp parameter KEY=VALUE (repeatable): target (LEDBAT target delay, ms, 1..10000;
+    /// default 100), gain (window growth per RTT at zero delay, bytes, 1..1000000; default 3000).
+    #[arg(long = "cc-param", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub cc_param: Vec<(String, String)>,
+    /// UDP MTU libutp is told (UTP_GET_UDP_MTU): its largest datagram, uTP header included
+    /// (576..1472 bytes). Default: libutp's own answer, 1402 over IPv4.
+    #[arg(long, value_parser = size)]
+    pub datagram_size: Option<u64>,
     /// Series sampling interval.
     #[arg(long, default_value = "10ms", value_parser = positive_duration)]
     pub sample_interval: u64,

@@ -6,6 +6,11 @@
 //! length: a downloading client reads exactly N bytes; an uploading client writes N and
 //! waits for the server's reply, the count it read (u64 BE). A transfer for a duration
 //! ends when the client closes its socket (libutp's FIN; the other end reads EOF).
+//!
+//! Per-flow parameters (`--cc-param target=MS`, `--cc-param gain=BYTES`,
+//! `--datagram-size BYTES`) go to libutp's context before any socket exists, through the
+//! patched copy of libutp-rs2 in crates/vendor (its README says what changed); each end's
+//! summary reports the values libutp itself returns for them (`libutp`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +20,7 @@ use std::time::Duration;
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
-use libutp_rs2::{UtpUdpContext, UtpUdpStream};
+use libutp_rs2::{options, UtpOpts, UtpUdpContext, UtpUdpStream};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -85,16 +90,86 @@ impl Progress {
     }
 }
 
+/// libutp's per-flow parameters (None: libutp's default).
+#[derive(Serialize, Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// LEDBAT target delay, ms (UTP_TARGET_DELAY; default 100).
+    pub target_ms: Option<u32>,
+    /// Window growth per RTT at zero queueing delay, bytes (default 3000).
+    pub gain: Option<u32>,
+    /// The UDP MTU libutp is told: its largest datagram, uTP header included (default 1402).
+    pub datagram_size: Option<u16>,
+}
+
+/// Ranges of the parameters (the flow kind checks the same: utp_agent/parameters.py).
+pub const TARGET_MS: (u32, u32) = (1, 10_000);
+pub const GAIN: (u32, u32) = (1, 1_000_000);
+/// libutp's MTU search never goes below 576; 1472 fills a 1500-byte IPv4 packet.
+pub const DATAGRAM_SIZE: (u64, u64) = (576, 1472);
+
+impl Params {
+    pub fn parse(cc_params: &[(String, String)], datagram_size: Option<u64>) -> anyhow::Result<Params> {
+        let mut p = Params::default();
+        for (key, value) in cc_params {
+            let (slot, (lo, hi), unit) = match key.as_str() {
+                "target" => (&mut p.target_ms, TARGET_MS, "ms"),
+                "gain" => (&mut p.gain, GAIN, "bytes"),
+                other => usage!("--cc-param {other}: libutp takes target and gain"),
+            };
+            match value.parse::<u32>() {
+                Ok(v) if (lo..=hi).contains(&v) => *slot = Some(v),
+                _ => usage!("--cc-param {key}={value}: libutp's {key} is {lo} to {hi} {unit}"),
+            }
+        }
+        if let Some(d) = datagram_size {
+            let (lo, hi) = DATAGRAM_SIZE;
+            if !(lo..=hi).contains(&d) {
+                usage!("--datagram-size {d}: libutp's datagram size is {lo} to {hi} bytes");
+            }
+            p.datagram_size = Some(d as u16);
+        }
+        Ok(p)
+    }
+
+    pub fn opts(&self) -> UtpOpts {
+        UtpOpts {
+            target_delay_us: self.target_ms.map(|ms| ms as i32 * 1000),
+            max_cwnd_increase_bytes_per_rtt: self.gain.map(|g| g as i32),
+            udp_mtu: self.datagram_size,
+            ..Default::default()
+        }
+    }
+}
+
+/// What libutp reports for the parameters: its context's options and the connection's own
+/// target (a socket copies the context's target when it is created).
+#[derive(Serialize, Default, Debug)]
+pub struct Applied {
+    context_target_delay_us: i32,
+    gain: i32,
+    socket_target_delay_us: Option<i32>,
+    datagram_size: Option<u16>,
+}
+
+fn applied(ctx: &UtpUdpContext, stream: Option<&UtpUdpStream>, p: &Params) -> Applied {
+    Applied {
+        context_target_delay_us: ctx.get_option(options::TARGET_DELAY),
+        gain: ctx.get_option(options::MAX_CWND_INCREASE_BYTES_PER_RTT),
+        socket_target_delay_us: stream.map(|s| s.target_delay_us()),
+        datagram_size: p.datagram_size,
+    }
+}
+
 /// A libutp context on a UDP socket bound to `addr`. libutp sends through tokio's
 /// `try_send_to`, which fails while tokio has not yet seen the socket writable: the
 /// socket's readiness is awaited first, or the first SYN (or SYN-ACK) would be dropped
 /// and the connection would wait for libutp's 3 s retransmission.
-async fn context(addr: SocketAddr) -> anyhow::Result<Arc<UtpUdpContext>> {
+async fn context(addr: SocketAddr, params: &Params) -> anyhow::Result<Arc<UtpUdpContext>> {
     let sock = tokio::net::UdpSocket::bind(addr)
         .await
         .with_context(|| format!("cannot bind a UDP socket to {addr}"))?;
     sock.writable().await.context("the UDP socket never became writable")?;
-    UtpUdpContext::new(sock, Default::default()).context("cannot start libutp")
+    UtpUdpContext::new(sock, params.opts()).context("cannot start libutp")
 }
 
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
@@ -213,6 +288,7 @@ struct ClientParams {
     duration_ns: Option<u64>,
     connect_timeout_ns: u64,
     sample_interval_ns: u64,
+    libutp: Params,
 }
 
 #[derive(Serialize, Default)]
@@ -237,6 +313,8 @@ struct Transfer {
     throughput_bps: Option<f64>,
     goodput_bps: Option<f64>,
     samples: usize,
+    /// The parameters as libutp reports them.
+    libutp: Option<Applied>,
 }
 
 impl Transfer {
@@ -260,6 +338,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     if a.bytes.is_none() == a.duration.is_none() {
         usage!("give exactly one of --bytes and --duration");
     }
+    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
     let params = ClientParams {
         connect: a.connect.to_string(),
         direction: if a.direction == Direction::Upload {
@@ -271,6 +350,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         duration_ns: a.duration,
         connect_timeout_ns: a.connect_timeout,
         sample_interval_ns: a.sample_interval,
+        libutp,
     };
     let start_ns = sys::now_ns();
     let p = Progress::new();
@@ -286,7 +366,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         remote: a.connect.to_string(),
         ..Default::default()
     };
-    let outcome = runtime()?.block_on(run_client(&a, &p, &mut t));
+    let outcome = runtime()?.block_on(run_client(&a, &libutp, &p, &mut t));
     t.end_ns.get_or_insert_with(sys::now_ns);
     p.sample();
     let stopped_by = match &outcome {
@@ -314,8 +394,8 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     outcome.map(|_| ())
 }
 
-async fn run_client(a: &UtpClientArgs, p: &Arc<Progress>, t: &mut Transfer) -> anyhow::Result<End> {
-    let ctx = context(crate::udp::unspecified_for(&a.connect)).await?;
+async fn run_client(a: &UtpClientArgs, params: &Params, p: &Arc<Progress>, t: &mut Transfer) -> anyhow::Result<End> {
+    let ctx = context(crate::udp::unspecified_for(&a.connect), params).await?;
     let mut request = Request::new(if a.direction == Direction::Upload {
         Mode::Upload
     } else {
@@ -329,6 +409,7 @@ async fn run_client(a: &UtpClientArgs, p: &Arc<Progress>, t: &mut Transfer) -> a
 
     t.connect_start_ns = Some(sys::now_ns());
     let mut stream = ctx.connect(a.connect).await.context("utp_connect failed")?;
+    t.libutp = Some(applied(&ctx, Some(&stream), params));
     // libutp writes once the connection is set up: the request's write is the handshake.
     let connect_deadline = t.connect_start_ns.unwrap() + a.connect_timeout;
     match until_stopped(stream.write_all(&header), Some(connect_deadline)).await {
@@ -385,6 +466,7 @@ struct ServerParams {
     bind: String,
     duration_ns: Option<u64>,
     sample_interval_ns: u64,
+    libutp: Params,
 }
 
 #[derive(Serialize)]
@@ -415,6 +497,8 @@ struct Connection {
     end_ns: u64,
     duration_s: Option<f64>,
     throughput_bps: Option<f64>,
+    /// The parameters as libutp reports them.
+    libutp: Option<Applied>,
 }
 
 #[derive(Serialize)]
@@ -427,15 +511,17 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     if a.bind.port() == 0 {
         usage!("utp-server needs an explicit port in --bind (libutp-rs2 does not report an ephemeral one)");
     }
+    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
     let params = ServerParams {
         bind: a.bind.to_string(),
         duration_ns: a.duration,
         sample_interval_ns: a.sample_interval,
+        libutp,
     };
     let start_ns = sys::now_ns();
     let p = Progress::new();
     let mut conns = Vec::new();
-    let outcome = runtime()?.block_on(run_server(&a, start_ns, &p, &mut conns));
+    let outcome = runtime()?.block_on(run_server(&a, &libutp, start_ns, &p, &mut conns));
     p.sample();
     let samples = match &a.series {
         Some(path) => p.write_series(path)?,
@@ -463,11 +549,12 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
 
 async fn run_server(
     a: &UtpServerArgs,
+    params: &Params,
     start_ns: u64,
     p: &Arc<Progress>,
     conns: &mut Vec<Connection>,
 ) -> anyhow::Result<&'static str> {
-    let ctx = context(a.bind).await?;
+    let ctx = context(a.bind, params).await?;
     output::announce_ready(a.bind.port());
     let deadline = a.duration.map(|d| start_ns + d);
     // One connection (the runner's server serves one flow).
@@ -477,6 +564,7 @@ async fn run_server(
     let mut stream = accepted.context("accepting a uTP connection")?;
     let mut c = Connection {
         accepted_ns: sys::now_ns(),
+        libutp: Some(applied(&ctx, Some(&stream), params)),
         ..Default::default()
     };
     let sampler = p.spawn_sampler(a.sample_interval);
@@ -583,5 +671,117 @@ async fn serve(
             Ok(end)
         }
         other => bail!("utp-server serves upload and download, not {}", other.name()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::task::{Context as TaskContext, Poll};
+
+    use libutp_rs2::{Transport, UtpContext};
+    use tokio::net::UdpSocket;
+
+    /// A UDP socket that remembers the largest datagram libutp sent through it.
+    struct Recorder {
+        sock: UdpSocket,
+        largest: Arc<AtomicUsize>,
+    }
+
+    impl Transport for Recorder {
+        fn poll_recv_from(
+            &self,
+            cx: &mut TaskContext<'_>,
+            buf: &mut [u8],
+        ) -> Poll<std::io::Result<(usize, SocketAddr)>> {
+            Transport::poll_recv_from(&self.sock, cx, buf)
+        }
+        fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> std::io::Result<usize> {
+            self.largest.fetch_max(buf.len(), Ordering::Relaxed);
+            self.sock.try_send_to(buf, target)
+        }
+        fn poll_send_ready(&self, cx: &mut TaskContext<'_>) -> Poll<std::io::Result<()>> {
+            self.sock.poll_send_ready(cx)
+        }
+    }
+
+    async fn endpoint(p: &Params) -> (Arc<UtpContext<Recorder>>, SocketAddr, Arc<AtomicUsize>) {
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        sock.writable().await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let largest = Arc::new(AtomicUsize::new(0));
+        let t = Recorder {
+            sock,
+            largest: largest.clone(),
+        };
+        (UtpContext::new(t, p.opts()).unwrap(), addr, largest)
+    }
+
+    /// What libutp reports and sends when a client uploads 200 kB to a server over
+    /// loopback, both ends with `p`: (the accepted socket's target µs, the connecting
+    /// socket's target µs, the client context's gain, the largest datagram the client sent).
+    fn transfer(p: Params) -> (i32, i32, i32, usize) {
+        runtime().unwrap().block_on(async {
+            let (server, server_addr, _) = endpoint(&p).await;
+            let (client, _, largest) = endpoint(&p).await;
+            let accept = tokio::spawn(async move {
+                let mut s = server.accept().await.unwrap();
+                let target = s.target_delay_us();
+                let mut buf = vec![0u8; 200_000];
+                s.read_exact(&mut buf).await.unwrap();
+                target
+            });
+            let mut c = client.connect(server_addr).await.unwrap();
+            let work = async {
+                c.write_all(&[7u8; 200_000]).await.unwrap();
+                accept.await.unwrap()
+            };
+            let server_target = tokio::time::timeout(Duration::from_secs(20), work)
+                .await
+                .expect("transfer timed out");
+            (
+                server_target,
+                c.target_delay_us(),
+                client.get_option(options::MAX_CWND_INCREASE_BYTES_PER_RTT),
+                largest.load(Ordering::Relaxed),
+            )
+        })
+    }
+
+    #[test]
+    fn defaults_are_libutps() {
+        let (server_target, client_target, gain, largest) = transfer(Params::default());
+        assert_eq!((server_target, client_target), (100_000, 100_000));
+        assert_eq!(gain, 3000);
+        assert_eq!(largest, 1402, "libutp's default UDP MTU over IPv4");
+    }
+
+    #[test]
+    fn parameters_reach_libutp() {
+        let p = Params::parse(
+            &[("target".into(), "25".into()), ("gain".into(), "500".into())],
+            Some(700),
+        )
+        .unwrap();
+        let (server_target, client_target, gain, largest) = transfer(p);
+        // Both the accepted and the connecting socket took the context's target.
+        assert_eq!((server_target, client_target), (25_000, 25_000));
+        assert_eq!(gain, 500);
+        assert_eq!(largest, 700, "full packets are the datagram size");
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        let err = |c: &[(&str, &str)], d: Option<u64>| {
+            let c: Vec<_> = c.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            Params::parse(&c, d).unwrap_err().to_string()
+        };
+        assert!(err(&[("target", "0")], None).contains("target=0: libutp's target is 1 to 10000 ms"));
+        assert!(err(&[("gain", "x")], None).contains("gain=x"));
+        assert!(err(&[("loss_multiplier", "50")], None).contains("libutp takes target and gain"));
+        assert!(err(&[], Some(575)).contains("576 to 1472"));
+        assert!(err(&[], Some(1473)).contains("576 to 1472"));
+        assert_eq!(Params::parse(&[], None).unwrap(), Params::default());
     }
 }

@@ -20,7 +20,7 @@ from transportlab.kinds.base import (
 )
 from transportlab.scenario.errors import FieldIssue
 from transportlab.utp_agent.content import bulk_size
-from transportlab.utp_agent.parameters import IMPLEMENTATIONS, NO_PACKET_SIZE, Parameter
+from transportlab.utp_agent.parameters import IMPLEMENTATIONS, LIBUTP_DATAGRAM_SIZE, NO_PACKET_SIZE, Parameter
 
 AGENT_MODULE = "transportlab.utp_agent"
 
@@ -32,8 +32,15 @@ class Utp(FlowKind):
     default_cc = "ledbat"
 
     def check(self, spec, given) -> None:
-        if spec.mss is not None:
+        if spec.mss is None or spec.implementation not in IMPLEMENTATIONS:
+            return
+        if spec.implementation in NO_PACKET_SIZE:
             raise FieldIssue(NO_PACKET_SIZE[spec.implementation], ("mss",))
+        lo, hi = LIBUTP_DATAGRAM_SIZE
+        if not lo <= spec.mss <= hi:
+            raise FieldIssue(
+                f"libutp's mss (its UDP datagram size, uTP header included) is {lo} to {hi} bytes", ("mss",)
+            )
 
     def check_cc(self, spec) -> str:
         params = _parameters(spec.implementation)
@@ -90,11 +97,15 @@ class Utp(FlowKind):
 
 
 def _libutp_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-    """The `agent` binary's utp-server (one connection) and utp-client."""
-    server = server_argv("utp-server", flow.port, files, serve_for_s, once=False)
+    """The `agent` binary's utp-server (one connection) and utp-client, both with the
+    flow's libutp parameters (LEDBAT runs at whichever end sends)."""
+    params = [arg for key, value in sorted(flow.cc_params.items()) for arg in ("--cc-param", f"{key}={int(value)}")]
+    if flow.mss:
+        params += ["--datagram-size", str(flow.mss)]
+    server = server_argv("utp-server", flow.port, files, serve_for_s, once=False) + params
     client = [agent_binary(), "utp-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction]
     client += ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
-    client += summary_args(files.client_summary, files.client_series)
+    client += params + summary_args(files.client_summary, files.client_series)
     return Endpoints(server, client)
 
 

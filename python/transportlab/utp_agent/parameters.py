@@ -31,11 +31,27 @@ LIBTORRENT_PARAMETERS: dict[str, Parameter] = {
     )
 }
 
-# BitTorrent's reference libutp through the libutp-rs2 crate (the `agent` binary's
-# utp-server / utp-client): the crate keeps libutp's context to itself, so its one
-# context option (UTP_TARGET_DELAY) cannot be set, and gain and packet size are constants
-# of libutp's source. A libutp flow takes no parameters.
-LIBUTP_PARAMETERS: dict[str, Parameter] = {}
+# BitTorrent's reference libutp through the patched copy of libutp-rs2 in crates/vendor
+# (the `agent` binary's utp-server / utp-client, `--cc-param KEY=VALUE`): the target is
+# libutp's context option UTP_TARGET_DELAY (µs; the agent converts), the gain is
+# MAX_CWND_INCREASE_BYTES_PER_RTT, a constant of libutp's source that the vendored patch
+# turns into a context option (default unchanged). Ranges as libtorrent's, so one sweep
+# steps both implementations; the agent checks the same (crates/agent/src/utp.rs).
+LIBUTP_PARAMETERS: dict[str, Parameter] = {
+    p.name: p
+    for p in (
+        Parameter("target", "UTP_TARGET_DELAY", "ms", 100, 1, 10_000, "LEDBAT target queueing delay"),
+        Parameter(
+            "gain",
+            "MAX_CWND_INCREASE_BYTES_PER_RTT",
+            "bytes",
+            3000,
+            1,
+            1_000_000,
+            "window growth per RTT at zero delay",
+        ),
+    )
+}
 
 # Implementations a utp flow may name, with the parameters each exposes.
 IMPLEMENTATIONS: dict[str, dict[str, Parameter]] = {
@@ -43,8 +59,12 @@ IMPLEMENTATIONS: dict[str, dict[str, Parameter]] = {
     "libutp": LIBUTP_PARAMETERS,
 }
 
-# Why neither takes a packet size (a flow's `mss`).
+# Why an implementation takes no packet size (a flow's `mss`).
 NO_PACKET_SIZE = {
     "libtorrent": "libtorrent's uTP finds its packet size by path MTU discovery and has no setting for it",
-    "libutp": "libutp's packet size is a constant of its source (libutp-rs2 sets no MTU callback)",
 }
+
+# libutp's packet size (a flow's `mss`): the UDP MTU it is told through its
+# UTP_GET_UDP_MTU callback, i.e. its largest UDP datagram with uTP's 20-byte header
+# (default 1402). libutp's MTU search starts at 576; 1472 fills a 1500-byte IPv4 packet.
+LIBUTP_DATAGRAM_SIZE = (576, 1472)
