@@ -62,6 +62,7 @@ class Tcp(FlowKind):
             "size",
             "interval",
             "delivery",
+            "playout",
             "implementation",
         }
     )
@@ -74,7 +75,7 @@ class Tcp(FlowKind):
             raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
-        if {"size", "interval", "delivery"} & given:
+        if {"size", "interval", "delivery", "playout"} & given:
             self._check_records(spec, given)
 
     @staticmethod
@@ -96,6 +97,11 @@ class Tcp(FlowKind):
         spec.direction = "download"
         if spec.delivery is None:
             spec.delivery = "ordered"
+        if spec.playout is not None:
+            if not spec.playout:
+                raise FieldIssue("playout lists the jitter buffers to report (e.g. [\"150ms\", \"200ms\"])", ("playout",))
+            if len(set(spec.playout)) != len(spec.playout):
+                raise FieldIssue("playout lists each jitter buffer once", ("playout",), spec.playout)
         if spec.delivery == "unordered" and spec.tls:
             raise FieldIssue(
                 "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
@@ -182,12 +188,49 @@ class Tcp(FlowKind):
         limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
         out = {
             "retransmissions": sender.get("retransmits"),
+            "retransmission_rate": M.retransmission_rate(info.get("total_retrans"), info.get("segs_out")),
+            "cpu_s": cpu_seconds(client, server),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
         if client.get("mode") == "records":
             out.update(records_metrics(run, flow["name"], client, sender))
+            out["records_goodput_bps"] = None
+            series = run.series(f"{flow['name']}-client-records")
+            if series is not None:
+                out["records_goodput_bps"] = M.records_goodput_bps(series, flow["end_s"] - flow["start_s"])
+                if flow.get("playout"):
+                    out["voip"] = voip(run, flow, series, out.get("records_sent") or 0)
         return out
+
+
+def cpu_seconds(client: dict, server: dict) -> dict[str, float | None] | None:
+    """User and system CPU seconds of both agents (getrusage at their exit) and their
+    sum; None for agents that did not report them."""
+    out: dict[str, float | None] = {}
+    for end, res in (("client", client), ("server", server)):
+        for k in ("user", "sys"):
+            out[f"{end}_{k}"] = res.get(f"cpu_{k}_s")
+    if all(v is None for v in out.values()):
+        return None
+    known = [v for v in out.values() if v is not None]
+    out["total"] = sum(known) if len(known) == 4 else None
+    return out
+
+
+def voip(run, flow: dict, series, sent: int) -> dict:
+    """VoIP frame statistics per jitter buffer (`playout`), and the same per number of
+    the scenario's other flows active when each frame was sent (docs/metrics.md)."""
+    interval_ns = flow["interval"] * 1e9
+    buffers = [b * 1e9 for b in flow["playout"]]
+    send = M.frame_send_times(series, sent, interval_ns)
+    groups = None
+    if send is not None:
+        others = [
+            (f["start_s"], f["end_s"]) for f in run.scenario.dump()["flows"] if f["name"] != flow["name"]
+        ]
+        groups = M.competing_counts((send - run.t0_ns) / 1e9, others)
+    return M.voip_metrics(series, sent, buffers, groups=groups)
 
 
 def records_series(files: Files):

@@ -18,6 +18,7 @@ use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::quic::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, Direction, TcpClientArgs};
@@ -73,6 +74,9 @@ struct Results {
     objects: Option<ObjectsSummary>,
     /// Records mode: what was received, and how.
     records: Option<ReceivedRecords>,
+    /// CPU time of this process (getrusage), taken last.
+    #[serde(flatten)]
+    cpu: Cpu,
 }
 
 pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
@@ -279,6 +283,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         samples: samples.len(),
         objects,
         records,
+        cpu: Cpu::now(),
     };
     let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
