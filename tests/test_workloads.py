@@ -190,6 +190,10 @@ def test_bad_workload_fields_name_file_flow_field_and_value(tmp_path, flow, path
 
 def test_playout_is_a_tcp_field_only(tmp_path):
     p = tmp_path / "voip.toml"
-    p.write_text(SCEN.format(flow="").replace('protocol = "tcp"', 'protocol = "udp"\nsize = 640\nrate = "256kbit"\nplayout = ["150ms"]'))
+    p.write_text(
+        SCEN.format(flow="").replace(
+            'protocol = "tcp"', 'protocol = "udp"\nsize = 640\nrate = "256kbit"\nplayout = ["150ms"]'
+        )
+    )
     with pytest.raises(ScenarioError, match="playout is not a field of udp flows"):
         load_scenario(p, [])

@@ -99,7 +99,7 @@ class Tcp(FlowKind):
             spec.delivery = "ordered"
         if spec.playout is not None:
             if not spec.playout:
-                raise FieldIssue("playout lists the jitter buffers to report (e.g. [\"150ms\", \"200ms\"])", ("playout",))
+                raise FieldIssue('playout lists the jitter buffers to report (e.g. ["150ms", "200ms"])', ("playout",))
             if len(set(spec.playout)) != len(spec.playout):
                 raise FieldIssue("playout lists each jitter buffer once", ("playout",), spec.playout)
         if spec.delivery == "unordered" and spec.tls:
@@ -226,9 +226,7 @@ def voip(run, flow: dict, series, sent: int) -> dict:
     send = M.frame_send_times(series, sent, interval_ns)
     groups = None
     if send is not None:
-        others = [
-            (f["start_s"], f["end_s"]) for f in run.scenario.dump()["flows"] if f["name"] != flow["name"]
-        ]
+        others = [(f["start_s"], f["end_s"]) for f in run.scenario.dump()["flows"] if f["name"] != flow["name"]]
         groups = M.competing_counts((send - run.t0_ns) / 1e9, others)
     return M.voip_metrics(series, sent, buffers, groups=groups)
 
