@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from transportlab import metrics as M
-from transportlab.kinds.tcp import cpu_seconds
+from transportlab.kinds.workloads import cpu_seconds
 from transportlab.plan.resolve import to_flows
 from transportlab.scenario import ScenarioError, load_scenario
 

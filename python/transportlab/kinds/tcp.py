@@ -20,6 +20,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
+from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
@@ -97,11 +98,7 @@ class Tcp(FlowKind):
         spec.direction = "download"
         if spec.delivery is None:
             spec.delivery = "ordered"
-        if spec.playout is not None:
-            if not spec.playout:
-                raise FieldIssue('playout lists the jitter buffers to report (e.g. ["150ms", "200ms"])', ("playout",))
-            if len(set(spec.playout)) != len(spec.playout):
-                raise FieldIssue("playout lists each jitter buffer once", ("playout",), spec.playout)
+        check_playout(spec)
         if spec.delivery == "unordered" and spec.tls:
             raise FieldIssue(
                 "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
@@ -195,40 +192,8 @@ class Tcp(FlowKind):
         }
         if client.get("mode") == "records":
             out.update(records_metrics(run, flow["name"], client, sender))
-            out["records_goodput_bps"] = None
-            series = run.series(f"{flow['name']}-client-records")
-            if series is not None:
-                out["records_goodput_bps"] = M.records_goodput_bps(series, flow["end_s"] - flow["start_s"])
-                if flow.get("playout"):
-                    out["voip"] = voip(run, flow, series, out.get("records_sent") or 0)
+            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), out["records_sent"]))
         return out
-
-
-def cpu_seconds(client: dict, server: dict) -> dict[str, float | None] | None:
-    """User and system CPU seconds of both agents (getrusage at their exit) and their
-    sum; None for agents that did not report them."""
-    out: dict[str, float | None] = {}
-    for end, res in (("client", client), ("server", server)):
-        for k in ("user", "sys"):
-            out[f"{end}_{k}"] = res.get(f"cpu_{k}_s")
-    if all(v is None for v in out.values()):
-        return None
-    known = [v for v in out.values() if v is not None]
-    out["total"] = sum(known) if len(known) == 4 else None
-    return out
-
-
-def voip(run, flow: dict, series, sent: int) -> dict:
-    """VoIP frame statistics per jitter buffer (`playout`), and the same per number of
-    the scenario's other flows active when each frame was sent (docs/metrics.md)."""
-    interval_ns = flow["interval"] * 1e9
-    buffers = [b * 1e9 for b in flow["playout"]]
-    send = M.frame_send_times(series, sent, interval_ns)
-    groups = None
-    if send is not None:
-        others = [(f["start_s"], f["end_s"]) for f in run.scenario.dump()["flows"] if f["name"] != flow["name"]]
-        groups = M.competing_counts((send - run.t0_ns) / 1e9, others)
-    return M.voip_metrics(series, sent, buffers, groups=groups)
 
 
 def records_series(files: Files):
