@@ -55,9 +55,10 @@ def voip(folder: Path) -> None:
             lat = M.frame_latencies(series, v["frames_sent"])
             for g, per in sorted(v.get("by_group", {}).items(), key=lambda kv: int(kv[0])):
                 a, b = per["150ms"], per["200ms"]
+                med = (per.get("frame_latency_ms") or {}).get("p50")
                 print(
                     f"| {label} | {g} | {a['frames']} | {a['missed']} ({100 * a['missed_share']:.1f} %) | "
-                    f"{b['missed']} ({100 * b['missed_share']:.1f} %) | {a['longest_burst']} / {b['longest_burst']} | |"
+                    f"{b['missed']} ({100 * b['missed_share']:.1f} %) | {a['longest_burst']} / {b['longest_burst']} | {'–' if med is None else f'{med:.1f}'} |"
                 )
             a, b = v["playout"]["150ms"], v["playout"]["200ms"]
             ok = lat[np.isfinite(lat)]

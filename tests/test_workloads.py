@@ -77,6 +77,10 @@ def test_voip_metrics_by_hand():
     assert (g["1"]["150ms"]["missed"], g["1"]["150ms"]["burst_lengths"]) == (3, [1, 2])
     assert (g["0"]["200ms"]["missed"], g["0"]["200ms"]["burst_lengths"]) == (2, [1, 1])
     assert (g["1"]["200ms"]["missed"], g["1"]["200ms"]["longest_burst"]) == (2, 2)
+    # Delivered latencies of frames 0-5: 60, 70, 155, 210, 199 → median 155; of 6-11: 80,
+    # 200, 150, 90 → median (90 + 150) / 2 = 120.
+    assert g["0"]["frame_latency_ms"]["p50"] == pytest.approx(155)
+    assert g["1"]["frame_latency_ms"]["p50"] == pytest.approx(120)
     # Nothing delivered: every frame sent misses, one burst of all of them.
     empty = M.voip_metrics(series.iloc[0:0], 5, [150 * MS])
     assert empty["playout"]["150ms"]["burst_lengths"] == [5] and empty["frame_latency_ms"] is None

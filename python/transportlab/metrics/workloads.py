@@ -101,25 +101,32 @@ def voip_metrics(
 ) -> dict:
     """VoIP frame statistics: frame latency (delivered frames, ms statistics) and, per
     jitter buffer, `playout_stats`; with `groups` (one integer per frame, e.g. the number
-    of competing flows when it was sent) the same per group, bursts split at group edges."""
+    of competing flows when it was sent) the same per group (`by_group`), bursts split at
+    group edges."""
     from transportlab.metrics.summary import summarize
 
-    lat = frame_latencies(series, sent)
-    ok = lat[np.isfinite(lat)]
-    stats = None
-    if len(ok):
+    def latency_stats(lat: np.ndarray) -> dict | None:
+        ok = lat[np.isfinite(lat)]
+        if not len(ok):
+            return None
         s = summarize(ok / 1e6)
-        stats = {k: s[k] for k in ("mean", "p50", "p95", "p99")}
+        return {k: s[k] for k in ("mean", "p50", "p95", "p99")}
+
+    lat = frame_latencies(series, sent)
     out: dict = {
         "frames_sent": int(sent),
-        "frames_delivered": int(len(ok)),
-        "frame_latency_ms": stats,
+        "frames_delivered": int(np.isfinite(lat).sum()),
+        "frame_latency_ms": latency_stats(lat),
         "playout": {_label(b): playout_stats(lat, b) for b in buffers_ns},
     }
     if groups is not None:
         g = np.asarray(groups)
         out["by_group"] = {
-            str(int(v)): {_label(b): playout_stats(lat[g == v], b) for b in buffers_ns} for v in np.unique(g)
+            str(int(v)): {
+                "frame_latency_ms": latency_stats(lat[g == v]),
+                **{_label(b): playout_stats(lat[g == v], b) for b in buffers_ns},
+            }
+            for v in np.unique(g)
         }
     return out
 
