@@ -5,15 +5,22 @@ fields' errors."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
+from test_report import T0, _write_arrow, make_run
 from transportlab import metrics as M
 from transportlab.kinds.workloads import cpu_seconds
 from transportlab.plan.resolve import to_flows
+from transportlab.report.rundata import RunData
+from transportlab.report.style import Colors
+from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts
 from transportlab.scenario import ScenarioError, load_scenario
 
 MS = 1_000_000
@@ -201,3 +208,38 @@ def test_playout_is_a_tcp_field_only(tmp_path):
     )
     with pytest.raises(ScenarioError, match="playout is not a field of udp flows"):
         load_scenario(p, [])
+
+
+# --- run plots -----------------------------------------------------------------------
+
+
+def test_loss_burst_and_delivered_plots(tmp_path):
+    d = make_run(tmp_path)
+    rd = RunData.load(d)
+    colors = Colors(list(rd.flows))
+    # Neither plot applies to a bulk run without records.
+    assert not plot_loss_bursts(rd, tmp_path, colors).applies
+    assert not plot_delivered_bytes(rd, tmp_path, colors).applies
+
+    series = voip_series()
+    metrics = json.loads((d / "metrics.json").read_text())
+    metrics["flows"]["bulk"]["voip"] = M.voip_metrics(series, 12, [150 * MS, 200 * MS])
+    (d / "metrics.json").write_text(json.dumps(metrics))
+    send = series["send_ns"].to_numpy() + T0
+    _write_arrow(
+        d / "raw" / "bulk-client-records.arrow",
+        {
+            "id": pa.array(series["id"], pa.uint64()),
+            "size": pa.array(series["size"], pa.uint32()),
+            "send_ns": pa.array(send, pa.int64()),
+            "deliver_ns": pa.array(series["deliver_ns"].to_numpy() + T0, pa.int64()),
+            "via": pa.array(["packet"] * len(series)),
+            "stream_ns": pa.array(series["deliver_ns"].to_numpy() + T0 + 40 * MS, pa.int64()),
+        },
+    )
+    rd = RunData.load(d)
+    bursts = plot_loss_bursts(rd, tmp_path, colors)
+    assert bursts.skipped is None and bursts.path.is_file()
+    delivered = plot_delivered_bytes(rd, tmp_path, colors)
+    assert delivered.skipped is None and delivered.path.is_file()
+    plt.close("all")
