@@ -125,7 +125,12 @@ def transfer_s(f: dict) -> float:
 
 
 def hol_bulk(folder: Path) -> None:
+    """Bytes delivered at the end of every 5th second per arm (the unordered arm also its
+    stream alone), then, for each unordered run, the bytes its stream alone held back
+    behind holes that the packet path had already handed over (unordered − stream alone,
+    10 ms bins): mean and maximum over the transfer."""
     cols = []
+    held = []
     for label, run in runs(folder):
         t0 = int((run / "raw" / "t0_ns").read_text())
         series = read_arrow(run / "raw" / "bulk-client-records.arrow")
@@ -133,12 +138,34 @@ def hol_bulk(folder: Path) -> None:
         if (series["via"] == "packet").any():
             stream = series.dropna(subset=["stream_ns"]).assign(deliver_ns=lambda d: d["stream_ns"].astype("int64"))
             cols.append((f"{label} (its stream alone)", M.delivered_over_time(stream, t0, 1.0)))
+            fine_u = M.delivered_over_time(series, t0, 0.01)["bytes"].to_numpy()
+            fine_s = M.delivered_over_time(stream, t0, 0.01)["bytes"].to_numpy()
+            n = max(len(fine_u), len(fine_s))
+            fine_u = np.pad(fine_u, (0, n - len(fine_u)), mode="edge")
+            fine_s = np.pad(fine_s, (0, n - len(fine_s)), mode="edge")
+            diff = fine_u - fine_s
+            held.append((label, diff.mean(), diff.max(), int(series["size"].sum())))
     n = max(len(d) for _, d in cols)
     print("| t s | " + " | ".join(f"{lab} MB" for lab, _ in cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
-    for i in range(n):
+    for i in list(range(4, n, 5)) + ([n - 1] if (n - 1) % 5 != 4 else []):
         vals = [f"{d['bytes'].iloc[min(i, len(d) - 1)] / 1e6:.3f}" for _, d in cols]
         print(f"| {i + 1} | " + " | ".join(vals) + " |")
+    print("\n| arm | records delivered | latency p50 / p99 ms | late ≥ 1 RTT |")
+    print("|---|---|---|---|")
+    for label, run in runs(folder):
+        f = load(run)["flows"]["bulk"]
+        lat = f.get("record_latency_ms") or {}
+        late = f.get("records_late_share")
+        print(
+            f"| {label} | {f.get('records_delivered')} | {lat.get('p50', float('nan')):.0f} / "
+            f"{lat.get('p99', float('nan')):.0f} | {'–' if late is None else f'{100 * late:.1f} %'} |"
+        )
+    for label, mean, peak, total in held:
+        print(
+            f"\n{label}: the stream alone held back {mean / 1e3:.1f} kB on average "
+            f"(max {peak / 1e3:.1f} kB) of what the packet path had handed over; {total / 1e6:.3f} MB in all"
+        )
 
 
 if __name__ == "__main__":
