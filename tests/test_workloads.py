@@ -20,7 +20,7 @@ from transportlab.kinds.workloads import cpu_seconds
 from transportlab.plan.resolve import to_flows
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors
-from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts
+from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
 from transportlab.scenario import ScenarioError, load_scenario
 
 MS = 1_000_000
@@ -220,6 +220,7 @@ def test_loss_burst_and_delivered_plots(tmp_path):
     # Neither plot applies to a bulk run without records.
     assert not plot_loss_bursts(rd, tmp_path, colors).applies
     assert not plot_delivered_bytes(rd, tmp_path, colors).applies
+    assert not plot_record_latency_boxes(rd, tmp_path, colors).applies
 
     series = voip_series()
     metrics = json.loads((d / "metrics.json").read_text())
@@ -242,4 +243,6 @@ def test_loss_burst_and_delivered_plots(tmp_path):
     assert bursts.skipped is None and bursts.path.is_file()
     delivered = plot_delivered_bytes(rd, tmp_path, colors)
     assert delivered.skipped is None and delivered.path.is_file()
+    boxes = plot_record_latency_boxes(rd, tmp_path, colors)
+    assert boxes.skipped is None and boxes.path.is_file()
     plt.close("all")

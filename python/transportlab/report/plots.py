@@ -26,7 +26,7 @@ from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
 from transportlab.report.table import parse_value
-from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts
+from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
 
 # ---- per run ------------------------------------------------------------------------
 
@@ -284,6 +284,7 @@ RUN_PLOTS = [
     ("utilisation", "Link utilisation over time", plot_utilisation),
     ("loss_bursts", "VoIP loss bursts", plot_loss_bursts),
     ("delivered_bytes", "Bytes delivered to the application over time", plot_delivered_bytes),
+    ("record_latency_boxes", "Record latency per records flow", plot_record_latency_boxes),
 ]
 
 

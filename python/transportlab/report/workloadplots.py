@@ -1,7 +1,7 @@
 """Run plots of the workloads on records (docs/metrics.md "Plots"): the CDF of VoIP loss
-bursts per jitter buffer, and bytes handed to the application over time by each records
-flow (and, for an unordered receiver, what its socket's stream alone would have handed
-over from the same packets)."""
+bursts per jitter buffer, bytes handed to the application over time by each records flow
+(and, for an unordered receiver, what its socket's stream alone would have handed over
+from the same packets), and a box plot of each records flow's record latency."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from transportlab import metrics as M
-from transportlab.report.figures import Plot, close, not_applicable, time_axis
+from transportlab.report.figures import Plot, close, not_applicable, spans_decades, time_axis
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, save
 
@@ -75,4 +75,33 @@ def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
     time_axis(ax, rd)
     ax.set_title(title)
     legend(ax, loc="upper left")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "record_latency_boxes", "Record latency per records flow"
+    caption = (
+        "Box plot of each records flow's per-record latency (deliver − send of each distinct record, the "
+        "receiver's per-record series): median line, box = quartiles, whiskers = 1.5 × IQR, outliers as dots; "
+        "log axis when the values span more than 1.5 decades. One box per session in S2's streaming scenario."
+    )
+    names, data = [], []
+    for name in rd.flows:
+        series = rd.series(f"{name}-client-records")
+        if series is None or not len(series):
+            continue
+        names.append(name)
+        data.append(M.record_latencies(series) / 1e6)
+    if not names:
+        return not_applicable(key, title, caption, "no records flow")
+    fig, ax = figure()
+    parts = ax.boxplot(data, patch_artist=True, sym=".")
+    for patch, name in zip(parts["boxes"], names):
+        patch.set_facecolor(colors[name])
+        patch.set_alpha(0.6)
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set_ylabel("record latency (ms)")
+    if spans_decades(np.concatenate(data)):
+        ax.set_yscale("log")
+    ax.set_title(title)
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
