@@ -108,12 +108,18 @@ def test_frame_send_times_and_competing_counts_by_hand():
 
 def test_streaming_efficiency_and_retransmission_rate_by_hand():
     s = pd.DataFrame(
-        {"id": [0, 1, 2, 1], "size": [1000, 1000, 1000, 1000], "send_ns": [0, 1, 2, 1], "deliver_ns": [5, 6, 7, 9]}
+        {
+            "id": [0, 1, 2, 1],
+            "size": [1000, 1000, 1000, 1000],
+            "send_ns": [0, 1, 2, 1],
+            "deliver_ns": [1500 * MS, 2000 * MS, 3000 * MS, 3500 * MS],
+        }
     )
-    # Three distinct records of 1000 bytes over a 2 s flow: 3000·8 / 2 = 12 000 bit/s.
-    assert M.records_goodput_bps(s, 2.0) == 12_000
-    assert M.records_goodput_bps(s.iloc[0:0], 2.0) == 0.0
-    assert M.records_goodput_bps(s, 0.0) is None
+    # Three distinct records of 1000 bytes, flow start at 1 s, last first delivery at 3 s
+    # (the second copy of id 1 at 3.5 s does not count): 3000·8 / 2 s = 12 000 bit/s.
+    assert M.records_goodput_bps(s, 1000 * MS) == 12_000
+    assert M.records_goodput_bps(s.iloc[0:0], 0) == 0.0
+    assert M.records_goodput_bps(s, 3000 * MS) is None
     # 750 kbit/s of goodput through a 1 Mbit/s bottleneck.
     assert M.bandwidth_efficiency(750_000, 1_000_000) == 0.75
     assert M.bandwidth_efficiency(None, 1_000_000) is None

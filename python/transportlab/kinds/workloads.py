@@ -25,7 +25,8 @@ def workload_metrics(run, flow: dict, series, sent: int | None) -> dict[str, Any
     `voip` when the flow has `playout`."""
     if series is None:
         return {"records_goodput_bps": None}
-    out: dict[str, Any] = {"records_goodput_bps": M.records_goodput_bps(series, flow["end_s"] - flow["start_s"])}
+    start_ns = run.t0_ns + int(round(flow["start_s"] * 1e9))
+    out: dict[str, Any] = {"records_goodput_bps": M.records_goodput_bps(series, start_ns)}
     if flow.get("playout"):
         out["voip"] = voip(run, flow, series, sent or 0)
     return out

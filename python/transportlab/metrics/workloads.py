@@ -142,13 +142,18 @@ def bandwidth_efficiency(goodput_bps: float | None, bottleneck_bps: float | None
     return goodput_bps / bottleneck_bps
 
 
-def records_goodput_bps(series: pd.DataFrame, duration_s: float) -> float | None:
-    """Bytes of the distinct records delivered (framing included) × 8 ÷ the flow's
-    duration (its configured start to stop)."""
-    if duration_s <= 0:
-        return None
+def records_goodput_bps(series: pd.DataFrame, start_ns: int) -> float | None:
+    """Bytes of the distinct records delivered (framing included) × 8 ÷ the time from the
+    flow's start (`start_ns`) to the last delivery: what the application received over
+    the span it received it, records handed over after the flow's stop included. 0 when
+    nothing was delivered; None when the last delivery is not after the start."""
     first = _first_deliveries(series)
-    return float(first["size"].to_numpy(np.int64).sum()) * 8 / duration_s if len(first) else 0.0
+    if not len(first):
+        return 0.0
+    span_ns = int(first["deliver_ns"].max()) - int(start_ns)
+    if span_ns <= 0:
+        return None
+    return float(first["size"].to_numpy(np.int64).sum()) * 8 / (span_ns / 1e9)
 
 
 def retransmission_rate(retransmits: int | None, segments_out: int | None) -> float | None:
