@@ -99,23 +99,33 @@ def streaming(folder: Path) -> None:
 
 
 def cpu(folder: Path) -> None:
+    """One row per run, then per loss rate and arm the median over repetitions of the
+    total CPU seconds and its ratio to raw TCP's median at the same loss rate."""
     rows = []
     for label, run in runs(folder):
         m = load(run)
         (f,) = m["flows"].values()
         c = f.get("cpu_s") or {}
         parts = dict(p.split("=", 1) for p in label.split()[0].split(","))
-        rows.append((parts.get("loss", "?"), parts.get("arm", "?"), c, f))
-    raw = {loss: c.get("total") for loss, arm, c, _ in rows if arm == "raw"}
-    print("| loss | arm | client user / sys s | server user / sys s | total s | relative to raw TCP | transfer s |")
+        rows.append((parts.get("loss", "?"), parts.get("arm", "?"), label.split()[-1], c, f))
+    print("| loss | arm | run | client user / sys s | server user / sys s | total s | transfer s |")
     print("|---|---|---|---|---|---|---|")
-    for loss, arm, c, f in rows:
-        ratio = M.cpu_ratio(c.get("total"), raw.get(loss))
+    for loss, arm, rep, c, f in rows:
         print(
-            f"| {loss} | {arm} | {c.get('client_user', 0):.3f} / {c.get('client_sys', 0):.3f} | "
+            f"| {loss} | {arm} | {rep} | {c.get('client_user', 0):.3f} / {c.get('client_sys', 0):.3f} | "
             f"{c.get('server_user', 0):.3f} / {c.get('server_sys', 0):.3f} | {c.get('total') or 0:.3f} | "
-            f"{'–' if ratio is None else f'{ratio:.2f}'} | {transfer_s(f):.1f} |"
+            f"{transfer_s(f):.1f} |"
         )
+    totals: dict[tuple[str, str], list[float]] = {}
+    for loss, arm, _, c, _ in rows:
+        if c.get("total") is not None:
+            totals.setdefault((loss, arm), []).append(c["total"])
+    print("\n| loss | arm | runs | median total CPU s | relative to raw TCP |")
+    print("|---|---|---|---|---|")
+    for (loss, arm), v in totals.items():
+        raw = totals.get((loss, "raw"))
+        ratio = M.cpu_ratio(float(np.median(v)), float(np.median(raw)) if raw else None)
+        print(f"| {loss} | {arm} | {len(v)} | {np.median(v):.3f} | {'–' if ratio is None else f'{ratio:.2f}'} |")
 
 
 def transfer_s(f: dict) -> float:
