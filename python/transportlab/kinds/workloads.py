@@ -16,8 +16,9 @@ def check_playout(spec) -> None:
         return
     if not spec.playout:
         raise FieldIssue('playout lists the jitter buffers to report (e.g. ["150ms", "200ms"])', ("playout",))
-    if len(set(spec.playout)) != len(spec.playout):
-        raise FieldIssue("playout lists each jitter buffer once", ("playout",), spec.playout)
+    twice = sorted({b for b in spec.playout if spec.playout.count(b) > 1})
+    if twice:
+        raise FieldIssue("playout lists each jitter buffer once", ("playout",), f"{twice[0] * 1e3:g}ms twice")
 
 
 def workload_metrics(run, flow: dict, series, sent: int | None) -> dict[str, Any]:
