@@ -191,6 +191,7 @@ BAD = [
     ('size = 640\ninterval = "20ms"\nplayout = []', "flows.voice.playout", "jitter buffers"),
     ('size = 640\ninterval = "20ms"\nplayout = ["150ms", "150ms"]', "flows.voice.playout", "150ms twice"),
     ('playout = ["150ms"]', "flows.voice.size", "size is missing"),
+    ('size = 640\nplayout = ["150ms"]', "flows.voice.interval", "interval is missing"),
     ('size = 640\ninterval = "0ms"\nplayout = ["150ms"]', "flows.voice.interval", "0ms"),
 ]  # fmt: skip
 

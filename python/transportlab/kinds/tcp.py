@@ -59,24 +59,25 @@ class Tcp(FlowKind):
             "objects",
             "mss",
             "tls",
+            "playout",
             "tcp_info_interval",
             "size",
             "interval",
             "delivery",
-            "playout",
             "implementation",
         }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        check_playout(spec, given)
         # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
         # implementation to TCP (S0 E4).
         if spec.implementation not in (None, KERNEL_TCP):
             raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
-        if {"size", "interval", "delivery", "playout"} & given:
+        if {"size", "interval", "delivery"} & given:
             self._check_records(spec, given)
 
     @staticmethod
@@ -98,7 +99,6 @@ class Tcp(FlowKind):
         spec.direction = "download"
         if spec.delivery is None:
             spec.delivery = "ordered"
-        check_playout(spec)
         if spec.delivery == "unordered" and spec.tls:
             raise FieldIssue(
                 "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)

@@ -9,11 +9,14 @@ from transportlab import metrics as M
 from transportlab.scenario.errors import FieldIssue
 
 
-def check_playout(spec) -> None:
-    """`playout`: a non-empty list of distinct jitter buffers (each a positive duration,
-    which the schema checks)."""
+def check_playout(spec, given) -> None:
+    """`playout` (VoIP frames): only on records (`size` every `interval`), a non-empty list
+    of distinct jitter buffers (each a positive duration, which the schema checks)."""
     if spec.playout is None:
         return
+    for k in ("size", "interval"):
+        if k not in given:
+            raise FieldIssue(f"playout applies to records: give size and interval ({k} is missing)", (k,))
     if not spec.playout:
         raise FieldIssue('playout lists the jitter buffers to report (e.g. ["150ms", "200ms"])', ("playout",))
     twice = sorted({b for b in spec.playout if spec.playout.count(b) > 1})

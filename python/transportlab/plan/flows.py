@@ -45,8 +45,8 @@ class Flow:
     rcvbuf: int | None = None  # quic: UDP socket receive buffer of both ends (bytes)
     tcp_info_interval: float | None = None  # tcp only
     delivery: Literal["ordered", "unordered"] | None = None  # tcp records: how they are received
-    playout: tuple[float, ...] | None = None  # tcp records as VoIP frames: jitter buffers (s)
     implementation: str | None = None  # utp: the uTP implementation
+    playout: tuple[float, ...] | None = None  # tcp records as VoIP frames: jitter buffers (s)
     seed: int = 0  # the flow's own random stream (utp: the content's bytes)
 
     @property

@@ -426,14 +426,14 @@ class FlowSpec(_Table):
     # tcp records (`size` bytes every `interval`, sent by the server): how the client
     # receives them, from the socket's stream only or also from the arriving segments.
     delivery: Literal["ordered", "unordered"] | None = None
-    # tcp records as VoIP frames: the jitter buffers (fixed playout delays from each
-    # frame's send time) for which frames missing playout and loss bursts are reported.
-    playout: list[PositiveDuration] | None = None
     # UDP socket receive buffer of a quic flow's two ends, as the kernel reports it (what
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).
     rcvbuf: Literal["default"] | PositiveSize = "default"
     tcp_info_interval: PositiveDuration = 0.010
+    # tcp records as VoIP frames: the jitter buffers (fixed playout delays from each
+    # frame's send time) for which frames missing playout and loss bursts are reported.
+    playout: list[PositiveDuration] | None = None
     # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
     # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
     implementation: str | None = None

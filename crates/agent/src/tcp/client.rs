@@ -70,13 +70,13 @@ struct Results {
     retransmits: Option<u32>,
     tcp_info: Option<TcpInfoSummary>,
     samples: usize,
+    /// CPU time of this process (getrusage), taken as the summary is built.
+    #[serde(flatten)]
+    cpu: Cpu,
     #[serde(flatten)]
     objects: Option<ObjectsSummary>,
     /// Records mode: what was received, and how.
     records: Option<ReceivedRecords>,
-    /// CPU time of this process (getrusage), taken last.
-    #[serde(flatten)]
-    cpu: Cpu,
 }
 
 pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
@@ -281,9 +281,9 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
+        cpu: Cpu::now(),
         objects,
         records,
-        cpu: Cpu::now(),
     };
     let summary = output::envelope("tcp-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {
