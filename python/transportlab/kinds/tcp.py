@@ -191,8 +191,9 @@ class Tcp(FlowKind):
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
         if client.get("mode") == "records":
+            sent = (sender.get("records") or {}).get("records_sent")
+            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent))
             out.update(records_metrics(run, flow["name"], client, sender))
-            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), out["records_sent"]))
         return out
 
 
