@@ -88,9 +88,15 @@ fn tcp_download_by_bytes() {
     assert_eq!(c["results"]["sender"], "server");
     assert_eq!(c["results"]["bytes_received"], 5_000_000);
     assert_eq!(c["results"]["complete"], true);
-    let conn = &summary(&srv_sum)["results"]["connections"][0];
+    let s = summary(&srv_sum);
+    let conn = &s["results"]["connections"][0];
     assert_eq!(conn["bytes_sent"], 5_000_000);
     assert!(conn["retransmits"].is_u64());
+    // Both ends report their process's CPU time (getrusage): moving 5 MB takes some.
+    for r in [&c["results"], &s["results"]] {
+        let (user, sys) = (r["cpu_user_s"].as_f64().unwrap(), r["cpu_sys_s"].as_f64().unwrap());
+        assert!(user >= 0.0 && sys >= 0.0 && user + sys > 0.0, "{r}");
+    }
 }
 
 #[test]

@@ -184,6 +184,14 @@ class FlowMetrics(_Record):
     record_latency_ms: Stats | None = None
     records_late_share: float | None = None
     records_rtt_ms: float | None = None
+    # Workloads on records (docs/metrics.md): goodput of the records delivered and its
+    # share of the bottleneck's rate (streaming), the sender's retransmissions per segment
+    # sent, VoIP frame statistics (flows with `playout`), both ends' CPU time.
+    records_goodput_bps: float | None = None
+    bandwidth_efficiency: float | None = None
+    retransmission_rate: float | None = None
+    voip: dict[str, Any] | None = None
+    cpu_s: dict[str, float | None] | None = None
 
 
 class ProbeMetrics(_Record):

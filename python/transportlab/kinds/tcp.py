@@ -20,6 +20,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
+from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
@@ -59,6 +60,7 @@ class Tcp(FlowKind):
             "objects",
             "mss",
             "tls",
+            "playout",
             "tcp_info_interval",
             "size",
             "interval",
@@ -70,6 +72,7 @@ class Tcp(FlowKind):
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        check_playout(spec, given)
         # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
         # implementation to TCP (S0 E4).
         if spec.implementation not in (None, KERNEL_TCP):
@@ -245,10 +248,14 @@ class Tcp(FlowKind):
         limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
         out = {
             "retransmissions": sender.get("retransmits"),
+            "retransmission_rate": M.retransmission_rate(info.get("total_retrans"), info.get("segs_out")),
+            "cpu_s": cpu_seconds(client, server),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
         if client.get("mode") == "records":
+            sent = (sender.get("records") or {}).get("records_sent")
+            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent))
             out.update(records_metrics(run, flow["name"], client, sender))
         if client.get("mode") == "page":
             out.update(page_metrics(run, flow["name"]))

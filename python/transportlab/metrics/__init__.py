@@ -31,6 +31,20 @@ from transportlab.metrics.summary import summarize
 from transportlab.metrics.throughput import throughput, throughput_by_flow
 from transportlab.metrics.utilisation import link_utilisation, utilisation, utilisation_over_time
 from transportlab.metrics.web import ms_stats, object_ttfb, page_times
+from transportlab.metrics.workloads import (
+    bandwidth_efficiency,
+    competing_counts,
+    cpu_ratio,
+    delivered_over_time,
+    frame_latencies,
+    frame_send_times,
+    loss_bursts,
+    playout_misses,
+    playout_stats,
+    records_goodput_bps,
+    retransmission_rate,
+    voip_metrics,
+)
 
 __all__ = [
     "page_times",
@@ -72,6 +86,18 @@ __all__ = [
     "delta_fair_convergence",
     "record_latencies",
     "late_share",
+    "frame_latencies",
+    "playout_misses",
+    "loss_bursts",
+    "playout_stats",
+    "frame_send_times",
+    "competing_counts",
+    "voip_metrics",
+    "bandwidth_efficiency",
+    "records_goodput_bps",
+    "retransmission_rate",
+    "cpu_ratio",
+    "delivered_over_time",
     "probe_rtts",
     "rtt_stats",
     "summarize",

@@ -93,6 +93,8 @@ def flow_metrics(run: RunDir, records, flow: dict, scen: dict, directions: list[
         }
     )
     out.update(kind(flow["protocol"]).metrics(run, flow, client, server))
+    if out.get("records_goodput_bps") is not None and rates and min(rates)[0] != float("inf"):
+        out["bandwidth_efficiency"] = M.bandwidth_efficiency(out["records_goodput_bps"], min(rates)[0])
     if bottleneck is not None and not directions[bottleneck]["spec"].get("multipath"):
         spec = directions[bottleneck]["spec"]
         q = M.queueing_delay(

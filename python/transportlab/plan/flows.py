@@ -57,6 +57,7 @@ class Flow:
     # records (tcp, quic, udp): how the client receives them (kinds/*.py)
     delivery: Literal["ordered", "unordered", "streams"] | None = None
     implementation: str | None = None  # utp: the uTP implementation
+    playout: tuple[float, ...] | None = None  # tcp records as VoIP frames: jitter buffers (s)
     seed: int = 0  # the flow's own random stream (utp: the content's bytes)
 
     @property

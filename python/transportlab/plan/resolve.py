@@ -128,6 +128,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
                 tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
                 delivery=f.delivery,
+                playout=tuple(f.playout) if f.playout else None,
                 implementation=f.implementation,
                 seed=derive_seed(s.seed, "flow", f.name),
             )

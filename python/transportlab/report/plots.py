@@ -28,6 +28,7 @@ from transportlab.report.records import plot_page_time_boxes, plot_record_latenc
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
 from transportlab.report.table import parse_value
+from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
 
 # ---- per run ------------------------------------------------------------------------
 
@@ -283,6 +284,9 @@ RUN_PLOTS = [
     ("interarrival", "Inter-arrival times at the receiver", plot_interarrival),
     ("leg_throughput", "Per-leg throughput over time", plot_leg_throughput),
     ("utilisation", "Link utilisation over time", plot_utilisation),
+    ("loss_bursts", "VoIP loss bursts", plot_loss_bursts),
+    ("delivered_bytes", "Bytes delivered to the application over time", plot_delivered_bytes),
+    ("record_latency_boxes", "Record latency per records flow", plot_record_latency_boxes),
 ]
 
 

@@ -446,6 +446,9 @@ class FlowSpec(_Table):
     # sweep axis can compare default and enlarged).
     rcvbuf: Literal["default"] | PositiveSize = "default"
     tcp_info_interval: PositiveDuration = 0.010
+    # tcp records as VoIP frames: the jitter buffers (fixed playout delays from each
+    # frame's send time) for which frames missing playout and loss bursts are reported.
+    playout: list[PositiveDuration] | None = None
     # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
     # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
     implementation: str | None = None

@@ -20,6 +20,7 @@ use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::quic::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, Direction, TcpClientArgs};
@@ -75,6 +76,9 @@ struct Results {
     retransmits: Option<u32>,
     tcp_info: Option<TcpInfoSummary>,
     samples: usize,
+    /// CPU time of this process (getrusage), taken as the summary is built.
+    #[serde(flatten)]
+    cpu: Cpu,
     #[serde(flatten)]
     objects: Option<ObjectsSummary>,
     /// Records mode: what was received, and how.
@@ -326,6 +330,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
+        cpu: Cpu::now(),
         objects,
         records,
         page,

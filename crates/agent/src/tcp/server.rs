@@ -20,6 +20,7 @@ use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
 use crate::output::{self, bps, secs};
+use crate::quic::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, TcpServerArgs};
@@ -43,6 +44,9 @@ struct Results {
     bytes_received: u64,
     bytes_sent: u64,
     samples: usize,
+    /// CPU time of this process (getrusage), taken after every connection ended.
+    #[serde(flatten)]
+    cpu: Cpu,
 }
 
 /// One accepted connection in the server's `results.connections`.
@@ -178,6 +182,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
         bytes_sent: conns.iter().map(|c| c.bytes_sent).sum(),
         connections: conns,
         samples: samples.len(),
+        cpu: Cpu::now(),
     };
     let summary = output::envelope("tcp-server", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &a.series {

@@ -1,0 +1,107 @@
+"""Run plots of the workloads on records (docs/metrics.md "Plots"): the CDF of VoIP loss
+bursts per jitter buffer, bytes handed to the application over time by each records flow
+(and, for an unordered receiver, what its socket's stream alone would have handed over
+from the same packets), and a box plot of each records flow's record latency."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from transportlab import metrics as M
+from transportlab.report.figures import Plot, close, not_applicable, spans_decades, time_axis
+from transportlab.report.rundata import RunData
+from transportlab.report.style import Colors, figure, legend, legend_below, save
+
+
+def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "loss_bursts", "VoIP loss bursts"
+    caption = (
+        "Empirical CDF of the loss-burst lengths (runs of consecutive frames missing playout) of each flow "
+        "with `playout`, one line per jitter buffer (solid: the first buffer listed, dashed: the next); "
+        "the legend gives the frames missing and the longest burst."
+    )
+    flows = {n: f["voip"] for n, f in rd.flows.items() if f.get("voip")}
+    if not flows:
+        return not_applicable(key, title, caption, "no flow with playout (VoIP frames)")
+    fig, ax = figure()
+    styles = ["-", "--", ":", "-."]
+    for name, v in flows.items():
+        for i, (buf, p) in enumerate(v["playout"].items()):
+            lengths = np.sort(np.asarray(p["burst_lengths"], dtype=np.float64))
+            label = f"{name} {buf}: {p['missed']} of {p['frames']} frames missed, longest burst {p['longest_burst']}"
+            if not len(lengths):
+                ax.plot([], [], styles[i % 4], color=colors[name], label=label + " (none)")
+                continue
+            y = np.arange(1, len(lengths) + 1) / len(lengths)
+            ax.plot(lengths, y, styles[i % 4], color=colors[name], drawstyle="steps-post", label=label)
+    ax.set_xlabel("loss burst (consecutive frames missing playout)")
+    ax.set_ylabel("fraction of bursts ≤ x")
+    ax.set_xlim(left=0)
+    ax.set_ylim(0, 1.01)
+    ax.set_title(title)
+    legend_below(ax)
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "delivered_bytes", "Bytes delivered to the application over time"
+    caption = (
+        "Bytes of the records each records flow handed to the receiving application by each time "
+        "(distinct records, framing included; `metrics.delivered_over_time`, 100 ms bins). An unordered "
+        "receiver's dashed line is what its socket's stream alone completed from the same packets (an "
+        "ordered receiver's view)."
+    )
+    drawn = 0
+    fig, ax = figure()
+    for name in rd.flows:
+        series = rd.series(f"{name}-client-records")
+        if series is None or not len(series):
+            continue
+        d = M.delivered_over_time(series, rd.t0_ns, 0.1)
+        ax.step(d["t_s"], d["bytes"] / 1e6, where="post", color=colors[name], label=name)
+        if "via" in series and (series["via"] == "packet").any() and "stream_ns" in series:
+            s = series.dropna(subset=["stream_ns"])
+            s = s.assign(deliver_ns=s["stream_ns"].astype(np.int64))
+            d = M.delivered_over_time(s, rd.t0_ns, 0.1)
+            ax.step(d["t_s"], d["bytes"] / 1e6, "--", where="post", color=colors[name], label=f"{name} (stream alone)")
+        drawn += 1
+    if not drawn:
+        close(fig)
+        return not_applicable(key, title, caption, "no records flow")
+    ax.set_ylabel("delivered (MB)")
+    ax.set_ylim(bottom=0)
+    time_axis(ax, rd)
+    ax.set_title(title)
+    legend(ax, loc="upper left")
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "record_latency_boxes", "Record latency per records flow"
+    caption = (
+        "Box plot of each records flow's per-record latency (deliver − send of each distinct record, the "
+        "receiver's per-record series): median line, box = quartiles, whiskers = 1.5 × IQR, outliers as dots; "
+        "log axis when the values span more than 1.5 decades. One box per session in S2's streaming scenario."
+    )
+    names, data = [], []
+    for name in rd.flows:
+        series = rd.series(f"{name}-client-records")
+        if series is None or not len(series):
+            continue
+        names.append(name)
+        data.append(M.record_latencies(series) / 1e6)
+    if not names:
+        return not_applicable(key, title, caption, "no records flow")
+    fig, ax = figure()
+    parts = ax.boxplot(data, patch_artist=True, sym=".")
+    for patch, name in zip(parts["boxes"], names):
+        patch.set_facecolor(colors[name])
+        patch.set_alpha(0.6)
+    ax.set_xticks(range(1, len(names) + 1), names)
+    ax.set_ylabel("record latency (ms)")
+    if spans_decades(np.concatenate(data)):
+        ax.set_yscale("log")
+    ax.set_title(title)
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))

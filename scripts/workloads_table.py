@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Tables of S2's application workloads from a sweep folder's `metrics.json` files
+(docs/metrics.md; the scenarios are scenarios/s2/voip.toml, streaming.toml, cpu.toml and
+hol_bulk.toml). One row per run; the run's sweep point (its folder name) says the arm.
+
+    PYTHONPATH=python python3 scripts/workloads_table.py voip RESULTS/s2-voip
+    PYTHONPATH=python python3 scripts/workloads_table.py streaming RESULTS/s2-streaming
+    PYTHONPATH=python python3 scripts/workloads_table.py cpu RESULTS/s2-cpu
+    PYTHONPATH=python python3 scripts/workloads_table.py hol-bulk RESULTS/s2-hol-bulk
+
+`voip` also writes the loss-burst lengths' CDF per arm and buffer (all numbers of
+competing flows together) as `burst-cdf.csv` in the sweep folder.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from transportlab import metrics as M
+from transportlab.artefacts.rundir import read_arrow
+
+
+def runs(folder: Path) -> list[tuple[str, Path]]:
+    """(sweep point label, run folder) of every run with a metrics.json, in order."""
+    out = []
+    for m in sorted(folder.glob("**/metrics.json")):
+        run = m.parent
+        point = run.parent.name if run.name.startswith("rep-") else run.name
+        rep = run.name if run.name.startswith("rep-") else ""
+        out.append((f"{point} {rep}".strip(), run))
+    return out
+
+
+def load(run: Path) -> dict:
+    return json.loads((run / "metrics.json").read_text())
+
+
+def voip(folder: Path) -> None:
+    print(
+        "| arm | competing flows | frames | missing 150 ms | missing 200 ms | longest burst 150 / 200 ms | median latency ms |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    cdf_rows = ["arm,buffer,burst_frames,cdf"]
+    for label, run in runs(folder):
+        m = load(run)
+        for name, f in m["flows"].items():
+            v = f.get("voip")
+            if not v:
+                continue
+            series = read_arrow(run / "raw" / f"{name}-client-records.arrow")
+            lat = M.frame_latencies(series, v["frames_sent"])
+            for g, per in sorted(v.get("by_group", {}).items(), key=lambda kv: int(kv[0])):
+                a, b = per["150ms"], per["200ms"]
+                med = (per.get("frame_latency_ms") or {}).get("p50")
+                print(
+                    f"| {label} | {g} | {a['frames']} | {a['missed']} ({100 * a['missed_share']:.1f} %) | "
+                    f"{b['missed']} ({100 * b['missed_share']:.1f} %) | {a['longest_burst']} / {b['longest_burst']} | {'–' if med is None else f'{med:.1f}'} |"
+                )
+            a, b = v["playout"]["150ms"], v["playout"]["200ms"]
+            ok = lat[np.isfinite(lat)]
+            print(
+                f"| {label} | all | {a['frames']} | {a['missed']} ({100 * a['missed_share']:.1f} %) | "
+                f"{b['missed']} ({100 * b['missed_share']:.1f} %) | {a['longest_burst']} / {b['longest_burst']} | "
+                f"{np.median(ok) / 1e6:.1f} |"
+            )
+            for buf in ("150ms", "200ms"):
+                lengths = np.sort(np.asarray(v["playout"][buf]["burst_lengths"]))
+                for i, x in enumerate(lengths):
+                    if i + 1 == len(lengths) or lengths[i + 1] != x:
+                        cdf_rows.append(f"{label},{buf},{int(x)},{(i + 1) / len(lengths):.4f}")
+    (folder / "burst-cdf.csv").write_text("\n".join(cdf_rows) + "\n")
+    print(f"\nloss-burst CDF: {folder / 'burst-cdf.csv'}")
+
+
+def streaming(folder: Path) -> None:
+    print(
+        "| arm | session | records sent / delivered | latency p50 / p95 / p99 ms | goodput kbit/s | efficiency | retransmission rate |"
+    )
+    print("|---|---|---|---|---|---|---|")
+    for label, run in runs(folder):
+        m = load(run)
+        total = 0.0
+        for name, f in m["flows"].items():
+            lat = f.get("record_latency_ms") or {}
+            eff = f.get("bandwidth_efficiency")
+            total += eff or 0.0
+            rr = f.get("retransmission_rate")
+            print(
+                f"| {label} | {name} | {f.get('records_sent')} / {f.get('records_delivered')} | "
+                f"{lat.get('p50', float('nan')):.0f} / {lat.get('p95', float('nan')):.0f} / {lat.get('p99', float('nan')):.0f} | "
+                f"{(f.get('records_goodput_bps') or 0) / 1e3:.1f} | {eff:.3f} | "
+                f"{'–' if rr is None else f'{100 * rr:.2f} %'} |"
+            )
+        print(f"| {label} | all | | | | {total:.3f} | |")
+
+
+def cpu(folder: Path) -> None:
+    """One row per run, then per loss rate and arm the median over repetitions of the
+    total CPU seconds and its ratio to raw TCP's median at the same loss rate."""
+    rows = []
+    for label, run in runs(folder):
+        m = load(run)
+        (f,) = m["flows"].values()
+        c = f.get("cpu_s") or {}
+        parts = dict(p.split("=", 1) for p in label.split()[0].split(","))
+        rows.append((parts.get("loss", "?"), parts.get("arm", "?"), label.split()[-1], c, f))
+    print("| loss | arm | run | client user / sys s | server user / sys s | total s | transfer s |")
+    print("|---|---|---|---|---|---|---|")
+    for loss, arm, rep, c, f in rows:
+        print(
+            f"| {loss} | {arm} | {rep} | {c.get('client_user', 0):.3f} / {c.get('client_sys', 0):.3f} | "
+            f"{c.get('server_user', 0):.3f} / {c.get('server_sys', 0):.3f} | {c.get('total') or 0:.3f} | "
+            f"{transfer_s(f):.1f} |"
+        )
+    totals: dict[tuple[str, str], list[float]] = {}
+    for loss, arm, _, c, _ in rows:
+        if c.get("total") is not None:
+            totals.setdefault((loss, arm), []).append(c["total"])
+    print("\n| loss | arm | runs | median total CPU s | relative to raw TCP |")
+    print("|---|---|---|---|---|")
+    for (loss, arm), v in totals.items():
+        raw = totals.get((loss, "raw"))
+        ratio = M.cpu_ratio(float(np.median(v)), float(np.median(raw)) if raw else None)
+        print(f"| {loss} | {arm} | {len(v)} | {np.median(v):.3f} | {'–' if ratio is None else f'{ratio:.2f}'} |")
+
+
+def transfer_s(f: dict) -> float:
+    """Set-up to close: the 30 MB (stream bytes) over the client's goodput."""
+    g = f.get("goodput_bps")
+    return 30_001_112 * 8 / g if g else float("nan")
+
+
+def hol_bulk(folder: Path) -> None:
+    """Bytes delivered at the end of every 5th second per arm (the unordered arm also its
+    stream alone), then, for each unordered run, the bytes its stream alone held back
+    behind holes that the packet path had already handed over (unordered − stream alone,
+    10 ms bins): mean and maximum over the transfer."""
+    cols = []
+    held = []
+    for label, run in runs(folder):
+        t0 = int((run / "raw" / "t0_ns").read_text())
+        series = read_arrow(run / "raw" / "bulk-client-records.arrow")
+        cols.append((label, M.delivered_over_time(series, t0, 1.0)))
+        if (series["via"] == "packet").any():
+            stream = series.dropna(subset=["stream_ns"]).assign(deliver_ns=lambda d: d["stream_ns"].astype("int64"))
+            cols.append((f"{label} (its stream alone)", M.delivered_over_time(stream, t0, 1.0)))
+            fine_u = M.delivered_over_time(series, t0, 0.01)["bytes"].to_numpy()
+            fine_s = M.delivered_over_time(stream, t0, 0.01)["bytes"].to_numpy()
+            n = max(len(fine_u), len(fine_s))
+            fine_u = np.pad(fine_u, (0, n - len(fine_u)), mode="edge")
+            fine_s = np.pad(fine_s, (0, n - len(fine_s)), mode="edge")
+            diff = fine_u - fine_s
+            held.append((label, diff.mean(), diff.max(), int(series["size"].sum())))
+    n = max(len(d) for _, d in cols)
+    print("| t s | " + " | ".join(f"{lab} MB" for lab, _ in cols) + " |")
+    print("|---" * (len(cols) + 1) + "|")
+    for i in list(range(4, n, 5)) + ([n - 1] if (n - 1) % 5 != 4 else []):
+        vals = [f"{d['bytes'].iloc[min(i, len(d) - 1)] / 1e6:.3f}" for _, d in cols]
+        print(f"| {i + 1} | " + " | ".join(vals) + " |")
+    print("\n| arm | records delivered | latency p50 / p99 ms | late ≥ 1 RTT |")
+    print("|---|---|---|---|")
+    for label, run in runs(folder):
+        f = load(run)["flows"]["bulk"]
+        lat = f.get("record_latency_ms") or {}
+        late = f.get("records_late_share")
+        print(
+            f"| {label} | {f.get('records_delivered')} | {lat.get('p50', float('nan')):.0f} / "
+            f"{lat.get('p99', float('nan')):.0f} | {'–' if late is None else f'{100 * late:.1f} %'} |"
+        )
+    for label, mean, peak, total in held:
+        print(
+            f"\n{label}: the stream alone held back {mean / 1e3:.1f} kB on average "
+            f"(max {peak / 1e3:.1f} kB) of what the packet path had handed over; {total / 1e6:.3f} MB in all"
+        )
+
+
+if __name__ == "__main__":
+    what, folder = sys.argv[1], Path(sys.argv[2])
+    {"voip": voip, "streaming": streaming, "cpu": cpu, "hol-bulk": hol_bulk}[what](folder)
