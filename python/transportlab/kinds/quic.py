@@ -19,6 +19,7 @@ from transportlab.kinds.base import (
     summary_args,
 )
 from transportlab.kinds.tcp import RECORD_RANGE, records_metrics, records_series
+from transportlab.kinds.workloads import check_playout, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
 DATAGRAM_RANGE = (1200, 1472)
@@ -43,11 +44,15 @@ class Quic(FlowKind):
             "interval",
             "size",
             "delivery",
+            "playout",
         }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        if "playout" in given and "delivery" not in given:
+            raise FieldIssue("playout applies to records: give delivery too", ("playout",))
+        check_playout(spec, given)
         if "delivery" in given:
             self._check_records(spec, given)
         elif spec.size is not None or spec.rate is not None or spec.interval is not None:
@@ -178,5 +183,7 @@ class Quic(FlowKind):
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
         if client.get("mode") == "records":
+            sent = (sender.get("records") or {}).get("records_sent")
+            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent))
             out.update(records_metrics(run, flow["name"], client, sender, min_rtt_us=quic.get("min_rtt_us")))
         return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, server_argv, summary_args
+from transportlab.kinds.workloads import check_playout, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
 PAYLOAD_RANGE = (16, 65507)
@@ -20,7 +21,7 @@ RECORD_PAYLOAD_MAX = 1472
 class Udp(FlowKind):
     name = "udp"
     ip_proto = 17
-    fields = frozenset({"direction", "count", "rate", "interval", "size", "burst", "delivery"})
+    fields = frozenset({"direction", "count", "rate", "interval", "size", "burst", "delivery", "playout"})
 
     def check(self, spec, given) -> None:
         if "direction" in given and spec.direction != "upload":
@@ -32,6 +33,9 @@ class Udp(FlowKind):
         if (spec.rate is None) == (spec.interval is None):
             which = ("interval",) if spec.rate is not None else ("rate",)
             raise FieldIssue("a udp flow needs exactly one of rate and interval", which)
+        if "playout" in given and "delivery" not in given:
+            raise FieldIssue("playout applies to records: give delivery too", ("playout",))
+        check_playout(spec, given)
         if "delivery" in given:
             if spec.delivery != "unordered":
                 raise FieldIssue(
@@ -70,6 +74,8 @@ class Udp(FlowKind):
             "one_way_delay_ms": server.get("owd"),
         }
         if flow.get("delivery") is not None:
+            series = run.series(f"{flow['name']}-server-records")
+            out.update(workload_metrics(run, flow, series, client.get("sent")))
             out.update(udp_records_metrics(run, flow["name"], client, server))
         return out
 
