@@ -206,14 +206,16 @@ def test_bad_workload_fields_name_file_flow_field_and_value(tmp_path, flow, path
     assert value in msg, msg
 
 
-def test_playout_is_a_tcp_field_only(tmp_path):
+@pytest.mark.parametrize("protocol", ["udp", "quic"])
+def test_playout_needs_records(tmp_path, protocol):
+    """Every kind carrying records takes playout, but only on records (delivery given)."""
     p = tmp_path / "voip.toml"
     p.write_text(
         SCEN.format(flow="").replace(
-            'protocol = "tcp"', 'protocol = "udp"\nsize = 640\nrate = "256kbit"\nplayout = ["150ms"]'
+            'protocol = "tcp"', f'protocol = "{protocol}"\nsize = 640\ninterval = "20ms"\nplayout = ["150ms"]'
         )
     )
-    with pytest.raises(ScenarioError, match="playout is not a field of udp flows"):
+    with pytest.raises(ScenarioError, match=r"flows\.\w+\.playout: playout applies to records: give delivery too"):
         load_scenario(p, [])
 
 
