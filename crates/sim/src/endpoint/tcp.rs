@@ -24,9 +24,15 @@ use super::{write_summary, Delivered, Endpoint, Request, REQUEST_LEN};
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
 /// its buffers up to net.ipv4.tcp_{r,w}mem's maximum, 6 MiB and 4 MiB by default).
+///
+/// The buffers are zeroed memory the kernel maps only when written, so a send buffer
+/// costs memory only where something other than zeros was written (the request): the
+/// bulk data are zeros, which the sender enqueues without writing them (see
+/// [`Transfer::write`]), and smoltcp only reads its send buffer. The receive buffer is
+/// written by smoltcp and costs its capacity once its ring has turned.
 const BUFFER_BYTES: usize = 8 << 20;
 const MTU: usize = 1500;
-static CHUNK: [u8; 65536] = [0; 65536];
+const CHUNK: usize = 65536;
 
 /// The congestion controls smoltcp has, by the lab's names.
 pub const CONTROLLERS: [&str; 2] = ["reno", "cubic"];
@@ -256,6 +262,8 @@ struct Stack {
     socket: SocketHandle,
     wake: Option<Nanos>,
     meter: Meter,
+    /// Where the socket's send buffer starts in memory (to place what is written in it).
+    tx_base: usize,
 }
 
 impl Stack {
@@ -272,10 +280,9 @@ impl Stack {
             a.push(IpCidr::new(IpAddress::Ipv4(*addr.ip()), 16))
                 .expect("one address");
         });
-        let mut socket = Socket::new(
-            SocketBuffer::new(vec![0u8; BUFFER_BYTES]),
-            SocketBuffer::new(vec![0u8; BUFFER_BYTES]),
-        );
+        let tx = vec![0u8; BUFFER_BYTES];
+        let tx_base = tx.as_ptr() as usize;
+        let mut socket = Socket::new(SocketBuffer::new(vec![0u8; BUFFER_BYTES]), SocketBuffer::new(tx));
         socket.set_congestion_control(cc);
         let mut sockets = SocketSet::new(Vec::new());
         let socket = sockets.add(socket);
@@ -287,6 +294,7 @@ impl Stack {
             socket,
             wake: None,
             meter: Meter::default(),
+            tx_base,
         }
     }
 
@@ -328,13 +336,64 @@ struct Transfer {
     received: u64,
     complete: bool,
     done_ns: Option<Nanos>,
+    /// The start of the socket's send buffer in memory ([`Stack::tx_base`]), and the part
+    /// of it (offsets) that may hold bytes other than zeros.
+    tx_base: usize,
+    tx_dirty: Option<(usize, usize)>,
 }
 
 impl Transfer {
+    fn new(stack: &Stack) -> Transfer {
+        Transfer {
+            tx_base: stack.tx_base,
+            ..Transfer::default()
+        }
+    }
+
+    /// Enqueues `data` (the request) as `send_slice` does, remembering where in the send
+    /// buffer it lies.
+    fn send_bytes(&mut self, s: &mut Socket<'static>, data: &[u8]) -> Result<usize, smoltcp::socket::tcp::SendError> {
+        let mut done = 0;
+        while done < data.len() {
+            let (base, dirty) = (self.tx_base, &mut self.tx_dirty);
+            let w = s.send(|buf| {
+                let k = buf.len().min(data.len() - done);
+                buf[..k].copy_from_slice(&data[done..done + k]);
+                let at = buf.as_ptr() as usize - base;
+                *dirty = Some(dirty.map_or((at, at + k), |(a, b)| (a.min(at), b.max(at + k))));
+                (k, k)
+            })?;
+            if w == 0 {
+                break;
+            }
+            done += w;
+        }
+        Ok(done)
+    }
+
+    /// Enqueues the bulk data — zeros — up to the limit or a full buffer. The buffer's
+    /// memory is zeros except where the request was written, so only that part is written
+    /// (once the ring comes round to it); the rest is enqueued without touching its pages.
+    /// smoltcp sends the same bytes as if every zero had been copied in.
     fn write(&mut self, s: &mut Socket<'static>) {
         while s.can_send() && self.sent < self.limit {
-            let n = (self.limit - self.sent).min(CHUNK.len() as u64) as usize;
-            match s.send_slice(&CHUNK[..n]) {
+            let n = (self.limit - self.sent).min(CHUNK as u64) as usize;
+            let (base, dirty) = (self.tx_base, &mut self.tx_dirty);
+            let w = s.send(|buf| {
+                let k = buf.len().min(n);
+                if let Some((a, b)) = *dirty {
+                    let at = buf.as_ptr() as usize - base;
+                    let (lo, hi) = (a.max(at), b.min(at + k));
+                    if lo < hi {
+                        buf[lo - at..hi - at].fill(0);
+                    }
+                    if at <= a && b <= at + k {
+                        *dirty = None;
+                    }
+                }
+                (k, k)
+            });
+            match w {
                 Ok(w) if w > 0 => self.sent += w as u64,
                 _ => break,
             }
@@ -412,6 +471,11 @@ impl TcpClient {
         bytes: Option<u64>,
     ) -> Result<TcpClient, String> {
         let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss);
+        let transfer = Transfer {
+            upload,
+            limit: bytes.unwrap_or(u64::MAX),
+            ..Transfer::new(&stack)
+        };
         Ok(TcpClient {
             name: setup.name,
             cc: setup.cc,
@@ -419,11 +483,7 @@ impl TcpClient {
             server,
             start,
             end,
-            transfer: Transfer {
-                upload,
-                limit: bytes.unwrap_or(u64::MAX),
-                ..Transfer::default()
-            },
+            transfer,
             connected_ns: None,
             connecting: false,
             requested: false,
@@ -478,8 +538,9 @@ impl Endpoint for TcpClient {
                 *connected = Some(now);
             }
             if connected.is_some() && !*requested && s.can_send() {
-                *requested = s
-                    .send_slice(
+                *requested = t
+                    .send_bytes(
+                        s,
                         &Request {
                             upload: t.upload,
                             limit: t.limit,
@@ -575,12 +636,13 @@ impl TcpServer {
             .socket()
             .listen(addr.port())
             .map_err(|e| format!("listen on {addr}: {e}"))?;
+        let transfer = Transfer::new(&stack);
         Ok(TcpServer {
             name: setup.name,
             cc: setup.cc,
             stack,
             start,
-            transfer: Transfer::default(),
+            transfer,
             accepted: false,
             delivered: setup.delivered,
         })
@@ -732,5 +794,63 @@ mod tests {
             (s.srtt_us, s.min_rtt_us, s.total_retrans),
             (Some(21_250), Some(20_000), 1)
         );
+    }
+
+    /// The bulk data are enqueued without being written, but the bytes on the wire are
+    /// what a copy of zeros would give: the request at the stream's start, zeros after —
+    /// also once the send buffer's ring has come round to where the request lay.
+    #[test]
+    fn bulk_data_are_zeros_after_the_request_when_the_send_ring_turns() {
+        let delivered = Rc::new(Cell::new(Delivered::default()));
+        let setup = |seed| TcpSetup {
+            name: "f".into(),
+            cc: "cubic".into(),
+            seed,
+            mss: None,
+            delivered: delivered.clone(),
+        };
+        let (a, b) = (
+            SocketAddrV4::new([10, 0, 0, 1].into(), 40000),
+            SocketAddrV4::new([10, 0, 0, 2].into(), 5201),
+        );
+        let total = 3 * BUFFER_BYTES as u64;
+        let mut client = TcpClient::new(setup(1), a, b, 0, u64::MAX, true, Some(total)).unwrap();
+        let mut server = TcpServer::new(setup(2), b, 0).unwrap();
+        let (mut isn, mut checked, mut nonzero) = (None, 0u64, 0u64);
+        for step in 0..100_000u64 {
+            let now = step * 1_000_000;
+            let mut out = Vec::new();
+            client.poll(now, &mut out);
+            for p in &out {
+                let seq = u32::from_be_bytes(p[24..28].try_into().unwrap());
+                if p[33] & 0x02 != 0 {
+                    isn = Some(seq);
+                }
+                let offset = u64::from(seq.wrapping_sub(isn.unwrap()).wrapping_sub(1));
+                let payload = 20 + usize::from(p[32] >> 4) * 4;
+                for (i, &x) in p[payload..].iter().enumerate() {
+                    if offset + i as u64 >= REQUEST_LEN as u64 {
+                        checked += 1;
+                        nonzero += u64::from(x != 0);
+                    }
+                }
+                server.receive(now, p);
+            }
+            let mut back = Vec::new();
+            server.poll(now, &mut back);
+            for p in &back {
+                client.receive(now, p);
+            }
+            if delivered.get().bytes >= total {
+                break;
+            }
+        }
+        assert!(
+            delivered.get().bytes >= total,
+            "only {} bytes arrived",
+            delivered.get().bytes
+        );
+        assert!(checked >= total, "{checked}");
+        assert_eq!(nonzero, 0);
     }
 }
