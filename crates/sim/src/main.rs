@@ -86,6 +86,7 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                         seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
                         clock,
                         delivered: delivered.clone(),
+                        raw: cfg.raw_dir.clone(),
                     })
                 };
                 let server_end = QuicServer::new(setup().map_err(name)?, server, start).map_err(name)?;
@@ -112,6 +113,7 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                     seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
                     mss: f.size.map(|s| s as u16),
                     delivered: delivered.clone(),
+                    raw: cfg.raw_dir.clone(),
                 };
                 world
                     .add(Box::new(TcpServer::new(setup(), server, start).map_err(name)?), false)

@@ -208,8 +208,8 @@ impl World {
     }
 
     /// Writes every endpoint's summary; returns the forwarder for its statistics and log.
-    pub fn finish(self, raw: &std::path::Path, end: Nanos) -> Result<Forwarder<SimHosts>, String> {
-        for e in &self.endpoints {
+    pub fn finish(mut self, raw: &std::path::Path, end: Nanos) -> Result<Forwarder<SimHosts>, String> {
+        for e in &mut self.endpoints {
             e.write_summary(raw, end)
                 .map_err(|err| format!("{}: summary: {err}", raw.display()))?;
         }

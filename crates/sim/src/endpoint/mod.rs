@@ -12,6 +12,9 @@ pub mod udp;
 use std::net::SocketAddrV4;
 use std::path::Path;
 
+use agent::series::SeriesWriter;
+use arrow_array::ArrayRef;
+
 use linkem::Nanos;
 use serde::Serialize;
 
@@ -40,8 +43,74 @@ pub trait Endpoint {
     fn next_wakeup(&self) -> Option<Nanos>;
     /// A flow's client that has done its job (the run may end when all have).
     fn finished(&self) -> bool;
-    /// Writes its summary into `raw`; `end` is when the run ended.
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()>;
+    /// Writes its summary into `raw` and ends its series file; `end` is when the run ended.
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()>;
+}
+
+/// Rows a series holds before it writes them to its file as one record batch: 10 s of a
+/// 10 ms series, so an end's memory does not grow with the run's duration.
+pub const SERIES_BATCH: usize = 1000;
+
+/// One row of an endpoint's time series, as its Arrow columns.
+pub trait Row: Sized {
+    /// The file's schema (fixed: a column that may hold a null is nullable).
+    fn schema() -> arrow_schema::Schema;
+    /// The schema's columns of `rows`, in order.
+    fn columns(rows: &[Self]) -> Vec<ArrayRef>;
+}
+
+/// An endpoint's time series (the agent's series format, `docs/agent.md`), written to its
+/// Arrow IPC file as the run goes, `SERIES_BATCH` rows per record batch; the file is
+/// created at the first batch and ended by `finish` (the run's end). A write error is
+/// kept and reported by `finish` (the run goes on, as it does not depend on the series).
+pub struct Series<R: Row> {
+    rows: Vec<R>,
+    writer: Option<SeriesWriter>,
+    error: Option<String>,
+}
+
+impl<R: Row> Series<R> {
+    pub fn new(path: &Path) -> Series<R> {
+        Series {
+            rows: Vec::new(),
+            writer: Some(SeriesWriter::new(path, std::sync::Arc::new(R::schema()))),
+            error: None,
+        }
+    }
+
+    pub fn push(&mut self, row: R) {
+        self.rows.push(row);
+        if self.rows.len() >= SERIES_BATCH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if let (Some(w), None) = (&mut self.writer, &self.error) {
+            if let Err(e) = w.write(R::columns(&self.rows)) {
+                self.error = Some(format!("{e:#}"));
+            }
+        }
+        self.rows.clear();
+    }
+
+    /// Writes the rows not yet written and ends the file (once; later calls do nothing).
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        if !self.rows.is_empty() {
+            self.flush();
+        }
+        let Some(w) = self.writer.take() else { return Ok(()) };
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::other(e));
+        }
+        w.finish().map_err(|e| std::io::Error::other(format!("{e:#}")))
+    }
+
+    /// The rows not yet written to the file.
+    #[cfg(test)]
+    pub fn pending(&self) -> &[R] {
+        &self.rows
+    }
 }
 
 /// Payload the receiving application of a flow has read, and when it read the first and

@@ -107,7 +107,7 @@ impl Endpoint for Probe {
         self.pacer.done()
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let a: Vec<&(Nanos, Nanos, Nanos)> = self.answered.values().collect();
         let rtt: Vec<f64> = a.iter().map(|(s, _, r)| (r - s) as f64).collect();
         let fwd: Vec<f64> = a.iter().map(|(s, e, _)| (e - s) as f64).collect();
@@ -180,7 +180,7 @@ impl Endpoint for Echo {
         true
     }
 
-    fn write_summary(&self, _raw: &Path, _end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, _raw: &Path, _end: Nanos) -> std::io::Result<()> {
         Ok(())
     }
 }

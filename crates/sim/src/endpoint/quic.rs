@@ -16,7 +16,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, SocketAddrV4};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ use quinn_proto::{
 };
 use serde::Serialize;
 
-use super::{packets, udp, write_summary, Delivered, Endpoint, Request, REQUEST_LEN};
+use super::{packets, udp, write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN};
 use crate::datagram::Datagram;
 
 static CHUNK: [u8; 65536] = [0; 65536];
@@ -67,6 +67,9 @@ pub struct QuicSetup {
     /// What the receiving end has read, shared by both ends of the flow: the client's
     /// summary reports what arrived, as the agent's does from the server's final report.
     pub delivered: Rc<Cell<Delivered>>,
+    /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
+    /// `<name>-server.arrow` there.
+    pub raw: PathBuf,
 }
 
 fn rng_seed(seed: u64, role: u8) -> [u8; 32] {
@@ -124,12 +127,15 @@ struct Stack {
     buf: Vec<u8>,
     out: Vec<Datagram>,
     timeout: Option<Nanos>,
-    samples: Vec<Sample>,
+    series: Series<Sample>,
     next_sample: Option<Nanos>,
 }
 
 impl Stack {
+    /// `role`: 1 client, 2 server.
     fn new(addr: SocketAddrV4, setup: &QuicSetup, server: Option<Arc<ServerConfig>>, role: u8) -> Stack {
+        let end = if role == 1 { "client" } else { "server" };
+        let series = setup.raw.join(format!("{}-{end}.arrow", setup.name));
         let endpoint = QuinnEndpoint::new(
             Arc::new(EndpointConfig::default()),
             server,
@@ -145,7 +151,7 @@ impl Stack {
             buf: Vec::with_capacity(MAX_UDP_PAYLOAD),
             out: Vec::new(),
             timeout: None,
-            samples: Vec::new(),
+            series: Series::new(&series),
             next_sample: None,
         }
     }
@@ -248,7 +254,7 @@ impl Stack {
             return;
         }
         let s = conn.stats();
-        self.samples.push(Sample {
+        self.series.push(Sample {
             t_ns: now,
             packets_sent: s.path.sent_packets,
             cwnd_bytes: s.path.cwnd,
@@ -266,28 +272,42 @@ impl Stack {
     fn wake(&self) -> Option<Nanos> {
         [self.timeout, self.next_sample].into_iter().flatten().min()
     }
+}
 
-    /// Writes the samples as the agent's QUIC series (`docs/agent.md`), connection 0.
-    fn write_series(&self, path: &Path) -> std::io::Result<()> {
+/// The agent's QUIC series (`docs/agent.md`), connection 0.
+impl Row for Sample {
+    fn schema() -> arrow_schema::Schema {
+        use arrow_schema::{DataType, Field};
+        let u64 = |name: &str| Field::new(name, DataType::UInt64, false);
+        arrow_schema::Schema::new(vec![
+            Field::new("conn", DataType::UInt32, false),
+            Field::new("t_ns", DataType::Int64, false),
+            u64("packets_sent"),
+            u64("cwnd_bytes"),
+            u64("srtt_us"),
+            u64("min_rtt_us"),
+            u64("lost_packets"),
+            u64("lost_bytes"),
+            u64("congestion_events"),
+            Field::new("mtu", DataType::UInt32, false),
+        ])
+    }
+
+    fn columns(s: &[Sample]) -> Vec<arrow_array::ArrayRef> {
         use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
-        let s = &self.samples;
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let columns: Vec<(&str, ArrayRef)> = vec![
-            ("conn", Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0)))),
-            (
-                "t_ns",
-                Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
-            ),
-            ("packets_sent", u64s(|x| x.packets_sent)),
-            ("cwnd_bytes", u64s(|x| x.cwnd_bytes)),
-            ("srtt_us", u64s(|x| x.srtt_us)),
-            ("min_rtt_us", u64s(|x| x.min_rtt_us)),
-            ("lost_packets", u64s(|x| x.lost_packets)),
-            ("lost_bytes", u64s(|x| x.lost_bytes)),
-            ("congestion_events", u64s(|x| x.congestion_events)),
-            ("mtu", Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu)))),
-        ];
-        agent::series::write_series(path, columns).map_err(std::io::Error::other)
+        vec![
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0))),
+            Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+            u64s(|x| x.packets_sent),
+            u64s(|x| x.cwnd_bytes),
+            u64s(|x| x.srtt_us),
+            u64s(|x| x.min_rtt_us),
+            u64s(|x| x.lost_packets),
+            u64s(|x| x.lost_bytes),
+            u64s(|x| x.congestion_events),
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu))),
+        ]
     }
 }
 
@@ -990,7 +1010,7 @@ impl Endpoint for QuicClient {
         self.closed
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
         let d = self.delivered.get();
         // Goodput: what arrived over the time from the connection to its last byte.
@@ -1024,8 +1044,7 @@ impl Endpoint for QuicClient {
             (false, true) => "bytes",
             (false, false) => "duration",
         };
-        self.stack
-            .write_series(&raw.join(format!("{}-client.arrow", self.name)))?;
+        self.stack.series.finish()?;
         write_summary(
             &raw.join(format!("{}-client.json", self.name)),
             "quic-client",
@@ -1183,7 +1202,7 @@ impl Endpoint for QuicServer {
         true
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
         let connections = if self.connected_ns.is_some() {
             let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
@@ -1210,8 +1229,7 @@ impl Endpoint for QuicServer {
             cc: self.cc.clone(),
             connections,
         };
-        self.stack
-            .write_series(&raw.join(format!("{}-server.arrow", self.name)))?;
+        self.stack.series.finish()?;
         write_summary(
             &raw.join(format!("{}-server.json", self.name)),
             "quic-server",

@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use linkem::Nanos;
@@ -19,7 +19,7 @@ use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
-use super::{write_summary, Delivered, Endpoint, Request, REQUEST_LEN};
+use super::{write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -122,7 +122,6 @@ struct Meter {
     rttvar_ns: f64,
     min_rtt_ns: Option<Nanos>,
     retransmits: u64,
-    samples: Vec<Sample>,
     next_sample: Option<Nanos>,
 }
 
@@ -205,14 +204,14 @@ impl Meter {
     }
 
     /// Samples at the first poll at or after each deadline of the 10 ms grid (from the
-    /// first poll), while the connection is open.
-    fn sample(&mut self, now: Nanos, bytes: u64) {
+    /// first poll), while the connection is open: the row, when one is due.
+    fn sample(&mut self, now: Nanos, bytes: u64) -> Option<Sample> {
         let due = *self.next_sample.get_or_insert(now);
         if now < due {
-            return;
+            return None;
         }
         let us = |ns: f64| (ns / 1e3).round() as u64;
-        self.samples.push(Sample {
+        let row = Sample {
             t_ns: now,
             bytes,
             srtt_us: self.srtt_ns.map(us),
@@ -220,32 +219,46 @@ impl Meter {
             min_rtt_us: self.min_rtt_ns.map(|m| us(m as f64)),
             bytes_in_flight: self.in_flight(),
             total_retrans: self.retransmits,
-        });
+        };
         self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+        Some(row)
+    }
+}
+
+/// The agent's TCP series (`docs/agent.md`), connection 0: the columns measured here
+/// (cwnd and the kernel's other counters do not exist); the RTT columns are null until
+/// the first RTT sample.
+impl Row for Sample {
+    fn schema() -> arrow_schema::Schema {
+        use arrow_schema::{DataType, Field};
+        let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
+        arrow_schema::Schema::new(vec![
+            Field::new("conn", DataType::UInt32, false),
+            Field::new("t_ns", DataType::Int64, false),
+            u64("bytes", false),
+            u64("srtt_us", true),
+            u64("rttvar_us", true),
+            u64("min_rtt_us", true),
+            u64("bytes_in_flight", false),
+            u64("total_retrans", false),
+        ])
     }
 
-    /// Writes the samples as the agent's TCP series (`docs/agent.md`) has them, connection
-    /// 0: the columns measured here (cwnd and the kernel's other counters do not exist).
-    fn write_series(&self, path: &Path) -> std::io::Result<()> {
+    fn columns(s: &[Sample]) -> Vec<arrow_array::ArrayRef> {
         use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
         use std::sync::Arc;
-        let s = &self.samples;
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
         let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        let columns: Vec<(&str, ArrayRef)> = vec![
-            ("conn", Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0)))),
-            (
-                "t_ns",
-                Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
-            ),
-            ("bytes", u64s(|x| x.bytes)),
-            ("srtt_us", opts(|x| x.srtt_us)),
-            ("rttvar_us", opts(|x| x.rttvar_us)),
-            ("min_rtt_us", opts(|x| x.min_rtt_us)),
-            ("bytes_in_flight", u64s(|x| x.bytes_in_flight)),
-            ("total_retrans", u64s(|x| x.total_retrans)),
-        ];
-        agent::series::write_series(path, columns).map_err(std::io::Error::other)
+        vec![
+            Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0))),
+            Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+            u64s(|x| x.bytes),
+            opts(|x| x.srtt_us),
+            opts(|x| x.rttvar_us),
+            opts(|x| x.min_rtt_us),
+            u64s(|x| x.bytes_in_flight),
+            u64s(|x| x.total_retrans),
+        ]
     }
 }
 
@@ -262,12 +275,14 @@ struct Stack {
     socket: SocketHandle,
     wake: Option<Nanos>,
     meter: Meter,
+    series: Series<Sample>,
     /// Where the socket's send buffer starts in memory (to place what is written in it).
     tx_base: usize,
 }
 
 impl Stack {
-    fn new(addr: SocketAddrV4, cc: CongestionControl, seed: u64, mss: Option<u16>) -> Stack {
+    /// `series`: the file of its time series.
+    fn new(addr: SocketAddrV4, cc: CongestionControl, seed: u64, mss: Option<u16>, series: &Path) -> Stack {
         let mut wire = Wire {
             rx: VecDeque::new(),
             tx: Vec::new(),
@@ -294,11 +309,19 @@ impl Stack {
             socket,
             wake: None,
             meter: Meter::default(),
+            series: Series::new(series),
             tx_base,
         }
     }
 
     /// An IPv4 packet for this end: measured, then queued for smoltcp.
+    /// Samples the connection into the series when a row is due (`Meter::sample`).
+    fn sample(&mut self, now: Nanos, bytes: u64) {
+        if let Some(row) = self.meter.sample(now, bytes) {
+            self.series.push(row);
+        }
+    }
+
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
         self.meter.received(now, packet);
         self.wire.rx.push_back(packet.to_vec());
@@ -432,6 +455,9 @@ pub struct TcpSetup {
     /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
     pub mss: Option<u16>,
     pub delivered: Rc<Cell<Delivered>>,
+    /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
+    /// `<name>-server.arrow` there.
+    pub raw: PathBuf,
 }
 
 fn congestion_control(name: &str) -> Result<CongestionControl, String> {
@@ -470,7 +496,8 @@ impl TcpClient {
         upload: bool,
         bytes: Option<u64>,
     ) -> Result<TcpClient, String> {
-        let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss);
+        let series = setup.raw.join(format!("{}-client.arrow", setup.name));
+        let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss, &series);
         let transfer = Transfer {
             upload,
             limit: bytes.unwrap_or(u64::MAX),
@@ -572,7 +599,7 @@ impl Endpoint for TcpClient {
         });
         if self.connected_ns.is_some() {
             let t = &self.transfer;
-            self.stack.meter.sample(now, if t.upload { t.sent } else { t.received });
+            self.stack.sample(now, if t.upload { t.sent } else { t.received });
         }
     }
 
@@ -590,7 +617,7 @@ impl Endpoint for TcpClient {
         self.closed || self.transfer.complete
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
         let d = self.delivered.get();
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
@@ -605,9 +632,7 @@ impl Endpoint for TcpClient {
             retransmits: Some(self.stack.meter.retransmits),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
-        self.stack
-            .meter
-            .write_series(&raw.join(format!("{}-client.arrow", self.name)))?;
+        self.stack.series.finish()?;
         write_summary(
             &raw.join(format!("{}-client.json", self.name)),
             "tcp-client",
@@ -631,7 +656,14 @@ pub struct TcpServer {
 
 impl TcpServer {
     pub fn new(setup: TcpSetup, addr: SocketAddrV4, start: Nanos) -> Result<TcpServer, String> {
-        let mut stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed ^ 0x5EED, setup.mss);
+        let series = setup.raw.join(format!("{}-server.arrow", setup.name));
+        let mut stack = Stack::new(
+            addr,
+            congestion_control(&setup.cc)?,
+            setup.seed ^ 0x5EED,
+            setup.mss,
+            &series,
+        );
         stack
             .socket()
             .listen(addr.port())
@@ -700,7 +732,7 @@ impl Endpoint for TcpServer {
         let t = &self.transfer;
         if self.accepted && self.stack.socket().is_active() {
             let bytes = if t.upload { t.received } else { t.sent };
-            self.stack.meter.sample(now, bytes);
+            self.stack.sample(now, bytes);
         }
     }
 
@@ -712,7 +744,7 @@ impl Endpoint for TcpServer {
         true
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
         let connections = if self.accepted {
             vec![ServerConnection {
@@ -728,9 +760,7 @@ impl Endpoint for TcpServer {
             stack: "smoltcp",
             connections,
         };
-        self.stack
-            .meter
-            .write_series(&raw.join(format!("{}-server.arrow", self.name)))?;
+        self.stack.series.finish()?;
         write_summary(
             &raw.join(format!("{}-server.json", self.name)),
             "tcp-server",
@@ -788,8 +818,7 @@ mod tests {
         let before = m.srtt_ns;
         m.received(90_000_000, &segment(8, seq.wrapping_add(1460), 0, false));
         assert_eq!((m.srtt_ns, m.retransmits, m.in_flight()), (before, 1, 0));
-        m.sample(90_000_000, 4380);
-        let s = &m.samples[0];
+        let s = m.sample(90_000_000, 4380).expect("the first sample is due at once");
         assert_eq!(
             (s.srtt_us, s.min_rtt_us, s.total_retrans),
             (Some(21_250), Some(20_000), 1)
@@ -802,12 +831,15 @@ mod tests {
     #[test]
     fn bulk_data_are_zeros_after_the_request_when_the_send_ring_turns() {
         let delivered = Rc::new(Cell::new(Delivered::default()));
+        let raw = std::env::temp_dir().join(format!("sim-tcp-ring-{}", std::process::id()));
+        std::fs::create_dir_all(&raw).unwrap();
         let setup = |seed| TcpSetup {
             name: "f".into(),
             cc: "cubic".into(),
             seed,
             mss: None,
             delivered: delivered.clone(),
+            raw: raw.clone(),
         };
         let (a, b) = (
             SocketAddrV4::new([10, 0, 0, 1].into(), 40000),
@@ -852,5 +884,62 @@ mod tests {
         );
         assert!(checked >= total, "{checked}");
         assert_eq!(nonzero, 0);
+        std::fs::remove_dir_all(&raw).unwrap();
+    }
+
+    /// The series goes to its file a batch at a time as rows come, and the file holds
+    /// every row, in order, when it is finished.
+    #[test]
+    fn series_rows_are_written_in_batches_as_they_come() {
+        use arrow_array::{Array, Int64Array, UInt64Array};
+        use std::fs::File;
+        let dir = std::env::temp_dir().join(format!("sim-tcp-series-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f-client.arrow");
+        let mut series = Series::new(&path);
+        let mut m = Meter::default();
+        let n = 2 * super::super::SERIES_BATCH + 500;
+        for i in 0..n as u64 {
+            if i == 3 {
+                m.sent(0, &segment(0, 0, 0, true));
+                m.received(25_000_000, &segment(7, 1, 0, true));
+            }
+            series.push(m.sample(i * SAMPLE_INTERVAL, i).expect("one row per interval"));
+            if i + 1 == super::super::SERIES_BATCH as u64 {
+                assert!(path.exists(), "the first batch is written when it is full");
+            }
+        }
+        assert_eq!(series.pending().len(), 500);
+        series.finish().unwrap();
+        let r = arrow_ipc::reader::FileReader::try_new(File::open(&path).unwrap(), None).unwrap();
+        let batches: Vec<_> = r.map(|b| b.unwrap()).collect();
+        assert_eq!(
+            batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(),
+            vec![1000, 1000, 500]
+        );
+        let mut t = Vec::new();
+        let mut bytes = Vec::new();
+        for b in &batches {
+            let c = b
+                .column_by_name("t_ns")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap();
+            t.extend(c.values().iter().copied());
+            let c = b
+                .column_by_name("bytes")
+                .unwrap()
+                .as_any()
+                .downcast_ref::<UInt64Array>()
+                .unwrap();
+            bytes.extend(c.values().iter().copied());
+        }
+        assert_eq!(t, (0..n as i64).map(|i| i * SAMPLE_INTERVAL as i64).collect::<Vec<_>>());
+        assert_eq!(bytes, (0..n as u64).collect::<Vec<_>>());
+        let srtt = batches[0].column_by_name("srtt_us").unwrap();
+        assert_eq!(srtt.null_count(), 3, "no RTT before the first acknowledgement");
+        assert_eq!(batches[2].column_by_name("srtt_us").unwrap().null_count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

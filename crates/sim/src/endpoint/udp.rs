@@ -74,7 +74,7 @@ impl Endpoint for UdpSender {
         self.pacer.done()
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let sent = self.pacer.sent();
         let (span, burst) = self.pacer.span();
         let bytes = sent * self.size as u64;
@@ -152,7 +152,7 @@ impl Endpoint for UdpReceiver {
         true
     }
 
-    fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let mut seen = std::collections::HashSet::new();
         let unique: Vec<_> = self.got.iter().filter(|g| seen.insert(g.0)).collect();
         let expected = unique.iter().map(|g| g.0 + 1).max().unwrap_or(0);
