@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent::cc::{CcChoice, Probe};
+use agent::one_way::Reaction;
 use bytes::{Bytes, BytesMut};
 use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
@@ -111,6 +112,8 @@ struct Sample {
     lost_bytes: u64,
     congestion_events: u64,
     mtu: u32,
+    /// The controller's diagnostics (the agent's `cc_<name>` columns).
+    diagnostics: Vec<(&'static str, f64)>,
 }
 
 /// One QUIC end: the quinn-proto endpoint and its connection(s), and the stream the
@@ -126,6 +129,37 @@ struct Stack {
     timeout: Option<Nanos>,
     samples: Vec<Sample>,
     next_sample: Option<Nanos>,
+}
+
+/// One connection's turn in the one-way delay exchange (`agent::one_way`), as the agent's
+/// task runs it: echo every stamp that arrived, hand every echo's sample to the
+/// controller (arrival time `at`), and send a stamp if one is due. Stamps are due only
+/// after acknowledgements, and the sender runs at every arrival, so the exchange needs
+/// no wake-ups of its own.
+fn exchange_one_way(probe: &Probe, conn: &mut Connection, now: Nanos, at: Instant) {
+    while let Some(d) = conn.datagrams().recv() {
+        let reaction = probe.one_way.lock().unwrap().on_datagram(now, &d);
+        match reaction {
+            Reaction::Reply(echo) => {
+                if let Err(e) = conn.datagrams().send(echo.into(), true) {
+                    probe.one_way.lock().unwrap().note_send_error(e);
+                }
+            }
+            Reaction::Sample(delay) => probe.deliver_one_way(at, delay),
+            Reaction::Ignore => {}
+        }
+    }
+    if conn.is_handshaking() {
+        // The peer's transport parameters (does it take DATAGRAM frames?) are not known yet.
+        return;
+    }
+    let acked = probe.bytes_acked.load(std::sync::atomic::Ordering::Relaxed);
+    let stamp = probe.one_way.lock().unwrap().poll_stamp(now, acked);
+    if let Some(s) = stamp {
+        if let Err(e) = conn.datagrams().send(s.into(), true) {
+            probe.one_way.lock().unwrap().note_send_error(e);
+        }
+    }
 }
 
 impl Stack {
@@ -213,6 +247,7 @@ impl Stack {
                 conn.handle_timeout(at);
             }
             app(now, at, conn);
+            exchange_one_way(&self.probe, conn, now, at);
             loop {
                 let conn = self.conns.get_mut(&h).expect("a connection");
                 while let Some(ev) = conn.poll_endpoint_events() {
@@ -258,6 +293,7 @@ impl Stack {
             lost_bytes: s.path.lost_bytes,
             congestion_events: s.path.congestion_events,
             mtu: u32::from(s.path.current_mtu),
+            diagnostics: self.probe.diagnostics.lock().unwrap().clone(),
         });
         self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
     }
@@ -287,6 +323,19 @@ impl Stack {
             ("congestion_events", u64s(|x| x.congestion_events)),
             ("mtu", Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu)))),
         ];
+        // One `cc_<name>` column per diagnostic any sample has (null where a row lacks
+        // it), as the agent's series.
+        let names: std::collections::BTreeSet<&'static str> =
+            s.iter().flat_map(|x| x.diagnostics.iter().map(|d| d.0)).collect();
+        let names: Vec<String> = names.into_iter().map(|n| format!("cc_{n}")).collect();
+        let mut columns = columns;
+        for name in &names {
+            let key = &name[3..];
+            let col = arrow_array::Float64Array::from_iter(
+                s.iter().map(|x| x.diagnostics.iter().find(|d| d.0 == key).map(|d| d.1)),
+            );
+            columns.push((name.as_str(), Arc::new(col) as ArrayRef));
+        }
         agent::series::write_series(path, columns).map_err(std::io::Error::other)
     }
 }
@@ -483,6 +532,9 @@ impl QuicClient {
             .map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ClientConfig::new(Arc::new(crypto));
         let stack = Stack::new(addr, &setup, None, 1);
+        if setup.cc.one_way && upload {
+            stack.probe.one_way.lock().unwrap().start_stamping();
+        }
         config.transport_config(Arc::new(agent::transport::config(
             &setup.cc,
             stack.probe.clone(),
@@ -578,6 +630,8 @@ struct ClientResults {
     goodput_bps: Option<f64>,
     error: Option<String>,
     quic: QuicCounters,
+    /// This end's one-way delay exchange (`agent::one_way`).
+    one_way_delay: agent::one_way::Summary,
     /// Messages mode: messages the sender made (each written in full or still queued).
     messages_sent: Option<u64>,
 }
@@ -637,6 +691,7 @@ impl Endpoint for QuicClient {
         let d = self.delivered.get();
         // Goodput: what arrived over the time from the connection to its last byte.
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
+        let one_way = self.stack.probe.one_way.lock().unwrap();
         let results = ClientResults {
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
@@ -645,8 +700,10 @@ impl Endpoint for QuicClient {
             complete: t.complete,
             completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
             goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
-            error: self.error.clone(),
+            // A one-way controller that got no samples had no delay signal: not a valid run.
+            error: self.error.clone().or_else(|| one_way.failure()),
             quic: t.quic.clone(),
+            one_way_delay: one_way.summary(),
             messages_sent: t.messages.map(|_| t.messages_sent),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
@@ -666,6 +723,8 @@ impl Endpoint for QuicClient {
 pub struct QuicServer {
     name: String,
     cc: String,
+    /// The controller steers by one-way delay: stamp if this end sends the payload.
+    one_way: bool,
     stack: Stack,
     start: Nanos,
     transfer: Transfer,
@@ -691,6 +750,7 @@ impl QuicServer {
             delivered: setup.delivered.clone(),
             name: setup.name,
             cc: setup.cc.name.clone(),
+            one_way: setup.cc.one_way,
             stack,
             start,
             transfer: Transfer::default(),
@@ -704,6 +764,9 @@ struct ServerConnection {
     bytes: u64,
     complete: bool,
     quic: QuicCounters,
+    one_way_delay: agent::one_way::Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
     /// Messages mode: messages received whole, and their one-way delay (last byte read −
     /// the deadline stamped in it), as the agent's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -731,6 +794,7 @@ impl Endpoint for QuicServer {
         let t = &mut self.transfer;
         let connected = &mut self.connected_ns;
         let delivered = &*self.delivered;
+        let (one_way, probe) = (self.one_way, self.stack.probe.clone());
         self.stack.drive(now, |now, _at, conn| {
             while let Some(ev) = conn.poll() {
                 if let Event::Connected = ev {
@@ -746,6 +810,9 @@ impl Endpoint for QuicServer {
                 if t.request.len() == REQUEST_LEN && !request_known {
                     let r = Request::decode(&t.request);
                     (t.upload, t.limit) = (r.upload, r.limit);
+                    if one_way && !r.upload {
+                        probe.one_way.lock().unwrap().start_stamping();
+                    }
                 }
                 if ended && t.upload && !t.complete {
                     t.complete = true;
@@ -773,12 +840,15 @@ impl Endpoint for QuicServer {
 
     fn write_summary(&self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
+        let one_way = self.stack.probe.one_way.lock().unwrap();
         let connections = if self.connected_ns.is_some() {
             let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
             vec![ServerConnection {
                 bytes: t.bytes,
                 complete: t.complete,
                 quic: t.quic.clone(),
+                one_way_delay: one_way.summary(),
+                error: one_way.failure(),
                 messages_received: t.messages.map(|_| t.received.len()),
                 owd: t.messages.and_then(|_| agent::stats::scaled(&owd, 1e6, "ms")),
             }]
