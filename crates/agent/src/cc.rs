@@ -64,7 +64,7 @@ impl CcChoice {
                         // The crate names parameters by their scenario path, `cc_params.KEY`.
                         let key = e.field.strip_prefix("cc_params.").unwrap_or(&e.field);
                         format!("--cc-param {key}={}: {}", e.value, e.problem)
-                    })
+                    });
                 }
             }
         } else {
