@@ -95,6 +95,8 @@ pub struct Probe {
     pub pacing_rate: AtomicU64,
     /// Controller-specific values (name, value), refreshed at the end of each ACK frame.
     pub diagnostics: Mutex<Vec<(&'static str, f64)>>,
+    /// The connection's controller steers by one-way delay ([`CcChoice::one_way`]).
+    pub wants_one_way: bool,
     /// This end's one-way delay exchange (driven by the application: the agent's
     /// connection task, the simulator's stack).
     pub one_way: Mutex<OneWay>,
@@ -105,6 +107,14 @@ pub struct Probe {
 }
 
 impl Probe {
+    /// The probe of a connection whose controller is `cc`.
+    pub fn new(cc: &CcChoice) -> Probe {
+        Probe {
+            wants_one_way: cc.one_way,
+            ..Probe::default()
+        }
+    }
+
     pub fn ssthresh(&self) -> Option<u64> {
         match self.ssthresh.load(Ordering::Relaxed) {
             u64::MAX => None,

@@ -175,7 +175,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let (udp, sock) = EndpointSocket::bind(local, &opts)?;
     let endpoint = Endpoint::new(EndpointConfig::default(), None, udp, Arc::new(TokioRuntime))
         .context("cannot create the QUIC endpoint")?;
-    let probe = Arc::new(Probe::default());
+    let probe = Arc::new(Probe::new(&opts.cc));
     let mut cfg = quinn::ClientConfig::new(Arc::new(
         QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
     ));
@@ -203,10 +203,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         }
     };
     let connected_ns = sys::now_ns();
-    if opts.cc.one_way && req.client_sends() {
+    if probe.wants_one_way && req.client_sends() {
         probe.one_way.lock().unwrap().start_stamping();
     }
-    let exchange = super::one_way::spawn(conn.clone(), probe.clone(), opts.cc.one_way);
+    let exchange = super::one_way::spawn(conn.clone(), probe.clone());
     let t = Arc::new(Transfer::default());
     if matches!(req.mode, Mode::Upload | Mode::Download) {
         t.track_streams(req.streams);

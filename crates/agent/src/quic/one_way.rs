@@ -12,10 +12,11 @@ use agent::one_way::{Reaction, STAMP_INTERVAL};
 
 use crate::sys;
 
-/// Runs until the connection closes (the caller aborts it earlier if it likes). `ticks`:
-/// this end's controller wants one-way samples, so poll for due stamps every
-/// [`STAMP_INTERVAL`] (an end that only echoes never wakes but for a datagram).
-pub fn spawn(conn: quinn::Connection, probe: Arc<Probe>, ticks: bool) -> tokio::task::JoinHandle<()> {
+/// Runs until the connection closes (the caller aborts it earlier if it likes). If this
+/// end's controller wants one-way samples, it polls for due stamps every
+/// [`STAMP_INTERVAL`]; an end that only echoes never wakes but for a datagram.
+pub fn spawn(conn: quinn::Connection, probe: Arc<Probe>) -> tokio::task::JoinHandle<()> {
+    let ticks = probe.wants_one_way;
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_nanos(STAMP_INTERVAL));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

@@ -178,7 +178,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         };
         let Some(incoming) = incoming else { break };
         let conn_index = handles.len() as u32;
-        let probe = Arc::new(Probe::default());
+        let probe = Arc::new(Probe::new(&opts.cc));
         let mut cfg = ServerConfig::with_crypto(crypto.clone());
         let qlog = match c.qlog.as_deref() {
             Some(p) => Some(super::qlog_file(
@@ -199,13 +199,12 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         };
         let stop_rx = stop.clone();
         let interval = c.sample_interval;
-        let one_way = opts.cc.one_way;
         handles.push(tokio::spawn(async move {
             let conn = match connecting.await {
                 Ok(conn) => conn,
                 Err(e) => return failed_handshake(conn_index, peer, accepted_ns, e),
             };
-            serve_connection(conn_index, peer, accepted_ns, conn, probe, one_way, interval, stop_rx).await
+            serve_connection(conn_index, peer, accepted_ns, conn, probe, interval, stop_rx).await
         }));
         if a.once {
             break;
@@ -297,12 +296,11 @@ async fn serve_connection(
     accepted_ns: u64,
     conn: quinn::Connection,
     probe: Arc<Probe>,
-    one_way: bool,
     interval_ns: u64,
     mut stop: tokio::sync::watch::Receiver<Option<Stop>>,
 ) -> ConnOutcome {
     let connected_ns = sys::now_ns();
-    let exchange = super::one_way::spawn(conn.clone(), probe.clone(), one_way);
+    let exchange = super::one_way::spawn(conn.clone(), probe.clone());
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
         Sources {
@@ -317,7 +315,7 @@ async fn serve_connection(
     let objects_served = Arc::new(AtomicU64::new(0));
     let mut stopped = false;
     let result = tokio::select! {
-        r = serve_request(&conn, &t, &mut served, &objects_served, one_way.then_some(&*probe)) => r,
+        r = serve_request(&conn, &t, &mut served, &objects_served, &probe) => r,
         _ = super::stopped(&mut stop) => { stopped = true; Ok(()) }
     };
     served.objects_served = objects_served.load(Relaxed);
@@ -416,14 +414,14 @@ async fn serve_connection(
 }
 
 /// Reads the request from the control stream and does the work; returns when the client
-/// has closed the connection (or on error). `one_way`: the controller steers by one-way
-/// delay, so if this end sends the payload it stamps it (through this probe).
+/// has closed the connection (or on error). If the controller steers by one-way delay
+/// and this end sends the payload, it stamps it (through `probe`).
 async fn serve_request(
     conn: &quinn::Connection,
     t: &Arc<Transfer>,
     served: &mut Served,
     objects_served: &Arc<AtomicU64>,
-    one_way: Option<&Probe>,
+    probe: &Probe,
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
     let mut hdr = [0u8; request::QUIC_LEN];
@@ -449,7 +447,7 @@ async fn serve_request(
         }
     };
     let header_ns = sys::now_ns();
-    if let (Some(probe), false) = (one_way, req.client_sends()) {
+    if probe.wants_one_way && !req.client_sends() {
         probe.one_way.lock().unwrap().start_stamping();
     }
     served.request = Some(req);

@@ -175,7 +175,7 @@ impl Stack {
             clock: setup.clock,
             endpoint,
             conns: BTreeMap::new(),
-            probe: Arc::new(Probe::default()),
+            probe: Arc::new(Probe::new(&setup.cc)),
             buf: Vec::with_capacity(MAX_UDP_PAYLOAD),
             out: Vec::new(),
             timeout: None,
@@ -532,7 +532,7 @@ impl QuicClient {
             .map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ClientConfig::new(Arc::new(crypto));
         let stack = Stack::new(addr, &setup, None, 1);
-        if setup.cc.one_way && upload {
+        if stack.probe.wants_one_way && upload {
             stack.probe.one_way.lock().unwrap().start_stamping();
         }
         config.transport_config(Arc::new(agent::transport::config(
@@ -723,8 +723,6 @@ impl Endpoint for QuicClient {
 pub struct QuicServer {
     name: String,
     cc: String,
-    /// The controller steers by one-way delay: stamp if this end sends the payload.
-    one_way: bool,
     stack: Stack,
     start: Nanos,
     transfer: Transfer,
@@ -737,7 +735,7 @@ impl QuicServer {
         let crypto =
             QuicServerConfig::try_from(server_crypto()?).map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-        let probe = Arc::new(Probe::default());
+        let probe = Arc::new(Probe::new(&setup.cc));
         config.transport_config(Arc::new(agent::transport::config(
             &setup.cc,
             probe.clone(),
@@ -750,7 +748,6 @@ impl QuicServer {
             delivered: setup.delivered.clone(),
             name: setup.name,
             cc: setup.cc.name.clone(),
-            one_way: setup.cc.one_way,
             stack,
             start,
             transfer: Transfer::default(),
@@ -794,7 +791,7 @@ impl Endpoint for QuicServer {
         let t = &mut self.transfer;
         let connected = &mut self.connected_ns;
         let delivered = &*self.delivered;
-        let (one_way, probe) = (self.one_way, self.stack.probe.clone());
+        let probe = self.stack.probe.clone();
         self.stack.drive(now, |now, _at, conn| {
             while let Some(ev) = conn.poll() {
                 if let Event::Connected = ev {
@@ -810,7 +807,7 @@ impl Endpoint for QuicServer {
                 if t.request.len() == REQUEST_LEN && !request_known {
                     let r = Request::decode(&t.request);
                     (t.upload, t.limit) = (r.upload, r.limit);
-                    if one_way && !r.upload {
+                    if probe.wants_one_way && !r.upload {
                         probe.one_way.lock().unwrap().start_stamping();
                     }
                 }
