@@ -10,21 +10,27 @@
 //!   acknowledged, at most one per [`STAMP_INTERVAL`] ([`OneWay::poll_stamp`]).
 //! - Every end **echoes** each stamp it receives at once, adding its own clock's time of
 //!   arrival ([`Message::Echo`]).
-//! - Each echo back at the sender is one sample: arrival − stamp, two different clocks
-//!   ([`OneWay::on_datagram`] returns it; the driver hands it to the controller, see
-//!   `cc::Probe::deliver_one_way`). An offset between the clocks is in every sample and
-//!   cancels in LEDBAT's queueing delay (sample − minimum sample). The echo's own trip
+//! - Each echo back at the sender is one sample: arrival − departure, two different
+//!   clocks ([`OneWay::on_datagram`] returns it; the driver hands it to the controller,
+//!   see `cc::Probe::deliver_one_way`). An offset between the clocks is in every sample
+//!   and cancels in LEDBAT's queueing delay (sample − minimum sample). The echo's own trip
 //!   back is not in the sample: queueing on the reverse path is not measured.
 //!
+//! Departure, not stamping: a stamp handed to QUIC while the congestion window is full
+//! waits for room (up to a round trip while the window is a few packets), and that wait
+//! is the sender's, not the path's. The driver reports how many DATAGRAM frames QUIC has
+//! put into packets so far ([`OneWay::observe_sent`]; quinn counts them in its frame
+//! statistics, and sends them in order), so the sender knows when each stamp left and
+//! measures from then (the stamp's own time is the fallback if its echo comes back before
+//! its departure was observed). The agent observes every [`STAMP_INTERVAL`] (a departure
+//! is seen up to 1 ms late, so a sample errs low by up to that); the simulator after
+//! every transmission (exactly). The receiver's time is when its application reads the
+//! datagram, after the packet's processing (errs high by that).
+//!
 //! Sans-IO: times are arguments (CLOCK_MONOTONIC in the agent, virtual time in the
-//! simulator), and nothing here sends or receives. Known bias, documented rather than
-//! hidden: a stamp carries the time it is handed to QUIC, which precedes its departure
-//! when the congestion window is full (by up to one ack's spacing, as stamps follow acks
-//! and DATAGRAM frames go before stream data), and the receiver's time is when its
-//! application reads the datagram (after the packet's processing). Both only add to a
-//! sample, never take away, so the base (a minimum) is the path's and the queueing delay
-//! errs high by at most that much — well under a millisecond at the lab's rates against
-//! LEDBAT's 100 ms TARGET.
+//! simulator), and nothing here sends or receives.
+
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
@@ -132,7 +138,21 @@ pub struct OneWay {
     send_error: Option<String>,
     /// Every sample, for the summary.
     delays: Vec<i64>,
+    /// Stamps handed to QUIC and not yet seen leaving: (seq, stamp time), oldest first.
+    queued: VecDeque<(u64, Nanos)>,
+    /// Departure times of the latest stamps seen leaving: (seq, time), oldest first.
+    departed: VecDeque<(u64, Nanos)>,
+    /// DATAGRAM frames this end had sent when last observed.
+    frames_seen: u64,
+    /// How long each stamp waited in QUIC before leaving (departure − stamp), for the summary.
+    waits: Vec<f64>,
+    /// Samples measured from the stamp's time (departure not yet observed).
+    from_stamp_time: u64,
 }
+
+/// Departures kept for echoes still to come (a stamp's echo is ~1 RTT behind it; at one
+/// stamp per ms this covers 4 s).
+const DEPARTURES_KEPT: usize = 4096;
 
 impl OneWay {
     /// This end sends the payload and its controller wants one-way samples: stamp from now on.
@@ -161,9 +181,33 @@ impl OneWay {
             seq: self.seq,
             send_ns: now,
         };
+        self.queued.push_back((self.seq, now));
         self.seq += 1;
         self.stamps_sent += 1;
         Some(m.encode())
+    }
+
+    /// The transport has put `frames_sent` DATAGRAM frames into packets so far (its count
+    /// since the connection began), observed at `now`: the stamps among them that left
+    /// since the last observation left by `now`. Only a stamping end's count maps onto
+    /// its stamps (its peer does not stamp, so it sends no echoes); an end that also
+    /// echoed is not corrected.
+    pub fn observe_sent(&mut self, now: Nanos, frames_sent: u64) {
+        let new = frames_sent.saturating_sub(self.frames_seen);
+        self.frames_seen = frames_sent;
+        if !self.stamping || self.stamps_echoed > 0 {
+            return;
+        }
+        for _ in 0..new {
+            let Some((seq, stamped)) = self.queued.pop_front() else {
+                break;
+            };
+            self.waits.push(now.saturating_sub(stamped) as f64);
+            if self.departed.len() == DEPARTURES_KEPT {
+                self.departed.pop_front();
+            }
+            self.departed.push_back((seq, now));
+        }
     }
 
     /// A datagram that arrived at `now` (this end's clock).
@@ -180,9 +224,13 @@ impl OneWay {
                     .encode(),
                 )
             }
-            Ok(Message::Echo { send_ns, recv_ns, .. }) if self.stamping => {
+            Ok(Message::Echo { seq, send_ns, recv_ns }) if self.stamping => {
                 self.echoes_received += 1;
-                let d = Message::delay(send_ns, recv_ns);
+                let left = self.departed.iter().rev().find(|&&(s, _)| s == seq).map(|&(_, t)| t);
+                if left.is_none() {
+                    self.from_stamp_time += 1;
+                }
+                let d = Message::delay(left.unwrap_or(send_ns), recv_ns);
                 self.delays.push(d);
                 Reaction::Sample(d)
             }
@@ -212,6 +260,8 @@ impl OneWay {
             stamps_echoed: self.stamps_echoed,
             malformed: self.malformed,
             send_error: self.send_error.clone(),
+            stamp_wait: stats::scaled(&self.waits, 1e6, "ms"),
+            from_stamp_time: self.from_stamp_time,
             queueing_delay: stats::scaled(&queueing, 1e6, "ms"),
         }
     }
@@ -250,6 +300,12 @@ pub struct Summary {
     pub malformed: u64,
     /// Why the transport refused to send a stamp or echo, if it ever did.
     pub send_error: Option<String>,
+    /// How long stamps waited in QUIC for room in the congestion window (departure −
+    /// stamp time), in ms: what the samples no longer include.
+    pub stamp_wait: Option<Scaled>,
+    /// Samples measured from the stamp's time because its departure had not been observed
+    /// when the echo came back.
+    pub from_stamp_time: u64,
     /// Each sample minus the smallest: the data direction's queueing delay (what LEDBAT
     /// sees, up to its base's bucketed history), in ms.
     pub queueing_delay: Option<Scaled>,
@@ -334,6 +390,38 @@ mod tests {
         assert_eq!((q.min, q.max), (0.0, 30.0 * MS as f64));
         assert_eq!(receiver.summary().stamps_echoed, 2);
         assert!(sender.failure().is_none());
+    }
+
+    /// Two stamps wait in QUIC (the window is full) and leave 30 and 25 ms after they were
+    /// stamped; the path takes 20 ms each: both samples are 20 ms, not 50 and 45. A third
+    /// stamp's echo comes back before its departure was observed: measured from its stamp.
+    #[test]
+    fn samples_run_from_departure_not_from_stamping() {
+        let (mut sender, mut receiver) = (OneWay::default(), OneWay::default());
+        sender.start_stamping();
+        let a = sender.poll_stamp(0, 0).unwrap();
+        let b = sender.poll_stamp(5 * MS, STAMP_BYTES).unwrap();
+        sender.observe_sent(10 * MS, 0);
+        sender.observe_sent(30 * MS, 2);
+        let c = sender.poll_stamp(40 * MS, 2 * STAMP_BYTES).unwrap();
+        let mut samples = Vec::new();
+        for (stamp, arrival) in [(a, 50 * MS), (b, 50 * MS), (c, 60 * MS)] {
+            let Reaction::Reply(echo) = receiver.on_datagram(arrival, &stamp) else {
+                panic!("echoed")
+            };
+            let Reaction::Sample(d) = sender.on_datagram(arrival + 20 * MS, &echo) else {
+                panic!("a sample")
+            };
+            samples.push(d);
+        }
+        assert_eq!(samples, vec![(20 * MS) as i64, (20 * MS) as i64, (20 * MS) as i64]);
+        let s = sender.summary();
+        let w = s.stamp_wait.expect("two waits").describe;
+        assert_eq!((w.count, w.min, w.max), (2, (25 * MS) as f64, (30 * MS) as f64));
+        assert_eq!(s.from_stamp_time, 1);
+        // The third leaves later: its wait is counted then.
+        sender.observe_sent(41 * MS, 3);
+        assert_eq!(sender.summary().stamp_wait.unwrap().describe.count, 3);
     }
 
     #[test]

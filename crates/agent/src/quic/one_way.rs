@@ -1,7 +1,9 @@
 //! The agent's side of the one-way delay exchange (`agent::one_way`): one task per
 //! connection that echoes every stamp the peer sends and, when this end stamps (it sends
 //! the payload and its controller steers by one-way delay), sends its stamps and hands
-//! each echo's sample to the controller through the probe.
+//! each echo's sample to the controller through the probe. Every tick it also tells the
+//! exchange how many DATAGRAM frames quinn has sent, so samples run from each stamp's
+//! departure (seen within a tick), not from when it was handed to quinn.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -37,7 +39,11 @@ pub fn spawn(conn: quinn::Connection, probe: Arc<Probe>) -> tokio::task::JoinHan
                 }
                 _ = tick.tick(), if ticks => {
                     let acked = probe.bytes_acked.load(Relaxed);
-                    let stamp = probe.one_way.lock().unwrap().poll_stamp(sys::now_ns(), acked);
+                    let (now, frames) = (sys::now_ns(), conn.stats().frame_tx.datagram);
+                    let mut one_way = probe.one_way.lock().unwrap();
+                    one_way.observe_sent(now, frames);
+                    let stamp = one_way.poll_stamp(now, acked);
+                    drop(one_way);
                     if let Some(s) = stamp {
                         if let Err(e) = conn.send_datagram(s.into()) {
                             probe.one_way.lock().unwrap().note_send_error(e);

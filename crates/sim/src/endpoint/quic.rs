@@ -261,6 +261,9 @@ impl Stack {
                 };
                 self.send(&t, 0);
             }
+            // Which stamps just left (samples run from their departure).
+            let frames = self.conns[&h].stats().frame_tx.datagram;
+            self.probe.one_way.lock().unwrap().observe_sent(now, frames);
         }
         self.sample(now);
         self.timeout = self
