@@ -21,11 +21,14 @@
 //! is the sender's, not the path's. The driver reports how many DATAGRAM frames QUIC has
 //! put into packets so far ([`OneWay::observe_sent`]; quinn counts them in its frame
 //! statistics, and sends them in order), so the sender knows when each stamp left and
-//! measures from then (the stamp's own time is the fallback if its echo comes back before
-//! its departure was observed). The agent observes every [`STAMP_INTERVAL`] (a departure
-//! is seen up to 1 ms late, so a sample errs low by up to that); the simulator after
-//! every transmission (exactly). The receiver's time is when its application reads the
-//! datagram, after the packet's processing (errs high by that).
+//! measures from then. A stamp seen to have left by an observation left after the
+//! previous one (or after it was stamped, if later): that earlier bound is its departure,
+//! so a sample only ever errs high, by less than the time between observations, and the
+//! base (a minimum) stays the path's. The stamp's own time is the fallback if its echo
+//! comes back before its departure was observed. The agent observes every
+//! [`STAMP_INTERVAL`] (1 ms, more when the machine is busy); the simulator just before
+//! and just after each step's transmissions (exactly). The receiver's time is when its application reads the
+//! datagram, after the packet's processing (errs high by that too).
 //!
 //! Sans-IO: times are arguments (CLOCK_MONOTONIC in the agent, virtual time in the
 //! simulator), and nothing here sends or receives.
@@ -142,8 +145,9 @@ pub struct OneWay {
     queued: VecDeque<(u64, Nanos)>,
     /// Departure times of the latest stamps seen leaving: (seq, time), oldest first.
     departed: VecDeque<(u64, Nanos)>,
-    /// DATAGRAM frames this end had sent when last observed.
+    /// DATAGRAM frames this end had sent when last observed, and when that was.
     frames_seen: u64,
+    last_observed: Nanos,
     /// How long each stamp waited in QUIC before leaving (departure − stamp), for the summary.
     waits: Vec<f64>,
     /// Samples measured from the stamp's time (departure not yet observed).
@@ -189,11 +193,13 @@ impl OneWay {
 
     /// The transport has put `frames_sent` DATAGRAM frames into packets so far (its count
     /// since the connection began), observed at `now`: the stamps among them that left
-    /// since the last observation left by `now`. Only a stamping end's count maps onto
+    /// since the last observation left after it (or after their stamping, if later), which
+    /// is taken as their departure. Only a stamping end's count maps onto
     /// its stamps (its peer does not stamp, so it sends no echoes); an end that also
     /// echoed is not corrected.
     pub fn observe_sent(&mut self, now: Nanos, frames_sent: u64) {
         let new = frames_sent.saturating_sub(self.frames_seen);
+        let since = std::mem::replace(&mut self.last_observed, now);
         self.frames_seen = frames_sent;
         if !self.stamping || self.stamps_echoed > 0 {
             return;
@@ -202,11 +208,12 @@ impl OneWay {
             let Some((seq, stamped)) = self.queued.pop_front() else {
                 break;
             };
-            self.waits.push(now.saturating_sub(stamped) as f64);
+            let left = stamped.max(since);
+            self.waits.push((left - stamped) as f64);
             if self.departed.len() == DEPARTURES_KEPT {
                 self.departed.pop_front();
             }
-            self.departed.push_back((seq, now));
+            self.departed.push_back((seq, left));
         }
     }
 
@@ -392,20 +399,22 @@ mod tests {
         assert!(sender.failure().is_none());
     }
 
-    /// Two stamps wait in QUIC (the window is full) and leave 30 and 25 ms after they were
-    /// stamped; the path takes 20 ms each: both samples are 20 ms, not 50 and 45. A third
-    /// stamp's echo comes back before its departure was observed: measured from its stamp.
+    /// Two stamps wait in QUIC (the window is full) and are seen to have left at the
+    /// observation of 30 ms (the one before was at 29 ms): their departure is 29 ms, 29
+    /// and 24 ms after they were stamped. They reach the receiver at 49 and 50 ms: samples
+    /// 20 and 21 ms (the second errs high by < 1 ms), not 49 and 45. A third stamp's echo
+    /// comes back before its departure was observed: measured from its stamp.
     #[test]
     fn samples_run_from_departure_not_from_stamping() {
         let (mut sender, mut receiver) = (OneWay::default(), OneWay::default());
         sender.start_stamping();
         let a = sender.poll_stamp(0, 0).unwrap();
         let b = sender.poll_stamp(5 * MS, STAMP_BYTES).unwrap();
-        sender.observe_sent(10 * MS, 0);
+        sender.observe_sent(29 * MS, 0);
         sender.observe_sent(30 * MS, 2);
         let c = sender.poll_stamp(40 * MS, 2 * STAMP_BYTES).unwrap();
         let mut samples = Vec::new();
-        for (stamp, arrival) in [(a, 50 * MS), (b, 50 * MS), (c, 60 * MS)] {
+        for (stamp, arrival) in [(a, 49 * MS), (b, 50 * MS), (c, 60 * MS)] {
             let Reaction::Reply(echo) = receiver.on_datagram(arrival, &stamp) else {
                 panic!("echoed")
             };
@@ -414,14 +423,16 @@ mod tests {
             };
             samples.push(d);
         }
-        assert_eq!(samples, vec![(20 * MS) as i64, (20 * MS) as i64, (20 * MS) as i64]);
+        assert_eq!(samples, vec![(20 * MS) as i64, (21 * MS) as i64, (20 * MS) as i64]);
         let s = sender.summary();
         let w = s.stamp_wait.expect("two waits").describe;
-        assert_eq!((w.count, w.min, w.max), (2, (25 * MS) as f64, (30 * MS) as f64));
+        assert_eq!((w.count, w.min, w.max), (2, (24 * MS) as f64, (29 * MS) as f64));
         assert_eq!(s.from_stamp_time, 1);
-        // The third leaves later: its wait is counted then.
-        sender.observe_sent(41 * MS, 3);
-        assert_eq!(sender.summary().stamp_wait.unwrap().describe.count, 3);
+        // The third is seen leaving at 45 ms, the previous observation at 30: stamped at
+        // 40, its departure is 40 (wait 0), the later of the two.
+        sender.observe_sent(45 * MS, 3);
+        let w = sender.summary().stamp_wait.unwrap().describe;
+        assert_eq!((w.count, w.min), (3, 0.0));
     }
 
     #[test]

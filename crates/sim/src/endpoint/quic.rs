@@ -248,6 +248,10 @@ impl Stack {
             }
             app(now, at, conn);
             exchange_one_way(&self.probe, conn, now, at);
+            // Observed before and after this step's transmissions, so the stamps that
+            // leave in it are known to leave now (samples run from their departure).
+            let frames = conn.stats().frame_tx.datagram;
+            self.probe.one_way.lock().unwrap().observe_sent(now, frames);
             loop {
                 let conn = self.conns.get_mut(&h).expect("a connection");
                 while let Some(ev) = conn.poll_endpoint_events() {
@@ -261,7 +265,6 @@ impl Stack {
                 };
                 self.send(&t, 0);
             }
-            // Which stamps just left (samples run from their departure).
             let frames = self.conns[&h].stats().frame_tx.datagram;
             self.probe.one_way.lock().unwrap().observe_sent(now, frames);
         }
