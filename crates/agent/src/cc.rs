@@ -1,10 +1,12 @@
 //! Congestion control for quinn: the controllers of the `congestion` crate behind quinn's
 //! `Controller` interface, quinn's own BBR (and CUBIC/NewReno, for cross-checking) beside
 //! them, and a [`Probe`] through which the controller publishes what quinn's statistics do
-//! not show (bytes in flight, acknowledged bytes, controller diagnostics) to the series.
+//! not show (bytes in flight, acknowledged bytes, controller diagnostics) to the series,
+//! and through which the one-way delay exchange ([`crate::one_way`]) hands its samples
+//! to a controller that wants them.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -12,6 +14,8 @@ use quinn_proto::congestion::{
     BbrConfig, Controller as QuinnController, ControllerFactory, ControllerMetrics, CubicConfig, NewRenoConfig,
 };
 use quinn_proto::RttEstimator;
+
+use crate::one_way::OneWay;
 
 /// Controllers implemented by quinn itself; `bbr` is the comparator the lab has no own
 /// implementation of, the others exist to cross-check the `congestion` crate.
@@ -27,6 +31,12 @@ pub fn all_names() -> Vec<&'static str> {
 pub struct CcChoice {
     pub name: String,
     pub params: congestion::Params,
+    /// The controller steers by one-way delay (LEDBAT's `delay_signal = "one-way"`): the
+    /// end sending the payload must stamp it ([`crate::one_way`]).
+    pub one_way: bool,
+    /// Every diagnostic the controller may report (`congestion::Controller::diagnostic_names`;
+    /// none for quinn's own), so a series can declare its `cc_<name>` columns up front.
+    pub diagnostic_names: &'static [&'static str],
 }
 
 impl CcChoice {
@@ -34,6 +44,8 @@ impl CcChoice {
     /// connection later cannot fail. The error is one line naming the flag and value.
     pub fn parse(name: &str, params: &[(String, String)]) -> Result<CcChoice, String> {
         let mut map = congestion::Params::new();
+        let mut one_way = false;
+        let mut diagnostic_names: &'static [&'static str] = &[];
         for (k, v) in params {
             if map.insert(k.clone(), v.clone()).is_some() {
                 return Err(format!("--cc-param {k}={v}: parameter given twice"));
@@ -47,14 +59,17 @@ impl CcChoice {
             }
         } else if congestion::NAMES.contains(&name) {
             // mtu and time do not matter for validation; 1200 is QUIC's minimum.
-            if let Err(e) = congestion::build(name, &map, 1200, 0) {
-                return Err(if e.field == "cc" {
-                    format!("--cc {}: {}", e.value, e.problem)
-                } else {
-                    // The crate names parameters by their scenario path, `cc_params.KEY`.
-                    let key = e.field.strip_prefix("cc_params.").unwrap_or(&e.field);
-                    format!("--cc-param {key}={}: {}", e.value, e.problem)
-                });
+            match congestion::build(name, &map, 1200, 0) {
+                Ok(c) => (one_way, diagnostic_names) = (c.wants_one_way_delay(), c.diagnostic_names()),
+                Err(e) => {
+                    return Err(if e.field == "cc" {
+                        format!("--cc {}: {}", e.value, e.problem)
+                    } else {
+                        // The crate names parameters by their scenario path, `cc_params.KEY`.
+                        let key = e.field.strip_prefix("cc_params.").unwrap_or(&e.field);
+                        format!("--cc-param {key}={}: {}", e.value, e.problem)
+                    });
+                }
             }
         } else {
             return Err(format!(
@@ -65,6 +80,8 @@ impl CcChoice {
         Ok(CcChoice {
             name: name.to_string(),
             params: map,
+            one_way,
+            diagnostic_names,
         })
     }
 }
@@ -83,15 +100,47 @@ pub struct Probe {
     pub pacing_rate: AtomicU64,
     /// Controller-specific values (name, value), refreshed at the end of each ACK frame.
     pub diagnostics: Mutex<Vec<(&'static str, f64)>>,
+    /// The connection's controller steers by one-way delay ([`CcChoice::one_way`]).
+    pub wants_one_way: bool,
+    /// This end's one-way delay exchange (driven by the application: the agent's
+    /// connection task, the simulator's stack).
+    pub one_way: Mutex<OneWay>,
+    /// One-way samples (arrival, delay) not yet given to the controller; it takes them
+    /// before its next acknowledgement.
+    one_way_inbox: Mutex<Vec<(Instant, i64)>>,
+    one_way_pending: AtomicBool,
 }
 
 impl Probe {
+    /// The probe of a connection whose controller is `cc`.
+    pub fn new(cc: &CcChoice) -> Probe {
+        Probe {
+            wants_one_way: cc.one_way,
+            ..Probe::default()
+        }
+    }
+
     pub fn ssthresh(&self) -> Option<u64> {
         match self.ssthresh.load(Ordering::Relaxed) {
             u64::MAX => None,
             v => Some(v),
         }
     }
+    /// Hands a one-way delay sample that arrived at `at` to the controller (which takes
+    /// it before its next acknowledgement; a controller that does not want one-way samples
+    /// never sees them).
+    pub fn deliver_one_way(&self, at: Instant, delay: i64) {
+        self.one_way_inbox.lock().unwrap().push((at, delay));
+        self.one_way_pending.store(true, Ordering::Release);
+    }
+
+    fn take_one_way(&self) -> Vec<(Instant, i64)> {
+        if !self.one_way_pending.swap(false, Ordering::Acquire) {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.one_way_inbox.lock().unwrap())
+    }
+
     pub fn pacing_rate(&self) -> Option<u64> {
         match self.pacing_rate.load(Ordering::Relaxed) {
             0 => None,
@@ -210,6 +259,8 @@ impl QuinnController for Instrumented {
         self.probe.bytes_acked.fetch_add(bytes, Ordering::Relaxed);
         match &mut self.algorithm {
             Algorithm::Lab(c) => {
+                let c = c.get_mut().unwrap();
+                take_one_way(&self.probe, c.as_mut(), epoch);
                 let acked = congestion::Acked {
                     now: nanos(epoch, now),
                     sent_time: nanos(epoch, sent),
@@ -221,7 +272,7 @@ impl QuinnController for Instrumented {
                     },
                     app_limited,
                 };
-                c.get_mut().unwrap().on_ack(&acked);
+                c.on_ack(&acked);
             }
             Algorithm::Quinn(c) => c.on_ack(now, sent, bytes, app_limited, rtt),
         }
@@ -310,6 +361,20 @@ fn nanos(epoch: Instant, t: Instant) -> congestion::Nanos {
     t.saturating_duration_since(epoch).as_nanos() as u64
 }
 
+/// Gives `c` the one-way samples waiting in `probe` (if it wants them), on its clock
+/// (nanoseconds since `epoch`).
+fn take_one_way(probe: &Probe, c: &mut dyn congestion::Controller, epoch: Instant) {
+    if !c.wants_one_way_delay() {
+        return;
+    }
+    for (at, delay) in probe.take_one_way() {
+        c.on_one_way_delay(&congestion::OneWayDelay {
+            now: nanos(epoch, at),
+            delay,
+        });
+    }
+}
+
 /// Copies the controller's diagnostics into the probe (the series' `cc_<name>` columns).
 fn publish_diagnostics(probe: &Probe, c: &dyn congestion::Controller) {
     let d = c.diagnostics();
@@ -350,5 +415,62 @@ mod tests {
         c.on_end_acks(now, 1200, false, Some(0));
         assert_eq!(probe.bytes_in_flight.load(Ordering::Relaxed), 1200);
         assert_eq!(probe.window.load(Ordering::Relaxed), c.window());
+    }
+}
+
+#[cfg(test)]
+mod one_way_tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn ack(now: congestion::Nanos, rtt: congestion::Nanos) -> congestion::Acked {
+        congestion::Acked {
+            now,
+            sent_time: now - rtt,
+            bytes: 1200,
+            rtt: congestion::Rtt {
+                latest: rtt,
+                min: rtt,
+                smoothed: rtt,
+            },
+            app_limited: false,
+        }
+    }
+
+    /// LEDBAT takes the probe's one-way samples (each once, at its arrival time on the
+    /// controller's clock) and holds its window, never using the RTT, until the first.
+    #[test]
+    fn ledbat_takes_one_way_samples_from_the_probe() {
+        let choice = CcChoice::parse("ledbat", &[]).unwrap();
+        assert!(choice.one_way, "one-way is the default signal");
+        let rtt_choice = CcChoice::parse("ledbat", &[("delay_signal".into(), "rtt".into())]).unwrap();
+        assert!(!rtt_choice.one_way);
+        assert!(!CcChoice::parse("cubic", &[]).unwrap().one_way);
+        let probe = Probe::default();
+        let epoch = Instant::now();
+        let ms = |n: u64| epoch + Duration::from_millis(n);
+        let mut c = congestion::build("ledbat", &choice.params, 1200, 0).unwrap();
+        let w0 = c.window();
+        take_one_way(&probe, c.as_mut(), epoch);
+        c.on_ack(&ack(60_000_000, 50_000_000));
+        assert_eq!(c.window(), w0, "no sample yet: the window holds");
+        // A sample (any clock offset) with queueing 0 → the next ack grows the window;
+        // then one 300 ms above it → the window shrinks, whatever the RTT (50 ms) says.
+        probe.deliver_one_way(ms(70), -123_456_789);
+        take_one_way(&probe, c.as_mut(), epoch);
+        c.on_ack(&ack(80_000_000, 50_000_000));
+        let w1 = c.window();
+        assert!(w1 > w0);
+        probe.deliver_one_way(ms(90), -123_456_789 + 300_000_000);
+        take_one_way(&probe, c.as_mut(), epoch);
+        take_one_way(&probe, c.as_mut(), epoch);
+        // (libutp: the ack that ends slow start leaves the window; the next one shrinks it.)
+        c.on_ack(&ack(100_000_000, 50_000_000));
+        c.on_ack(&ack(101_000_000, 50_000_000));
+        assert!(c.window() < w1);
+        let d = c.diagnostics();
+        assert!(d.contains(&("one_way_samples", 2.0)), "each sample once: {d:?}");
+        assert!(d.contains(&("queueing_delay_ms", 300.0)), "{d:?}");
+        assert!(d.contains(&("acks_without_delay", 1.0)), "{d:?}");
     }
 }

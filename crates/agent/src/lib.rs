@@ -3,6 +3,7 @@
 //! process: the request wire, the congestion controllers behind quinn's interface, TLS.
 
 pub mod cc;
+pub mod one_way;
 pub mod series;
 pub mod stats;
 pub mod tls;

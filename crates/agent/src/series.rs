@@ -45,6 +45,11 @@ impl SeriesWriter {
         }
     }
 
+    /// The file's schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
     /// Appends one record batch (the schema's columns, in order, of equal length).
     pub fn write(&mut self, columns: Vec<ArrayRef>) -> anyhow::Result<()> {
         let batch = RecordBatch::try_new(self.schema.clone(), columns)

@@ -7,17 +7,19 @@ use std::collections::VecDeque;
 
 const MINUTE: Nanos = 60_000_000_000;
 
+/// Generic over the sample type: RTTs are [`Nanos`]; one-way delays are `i64`, since the
+/// difference of two unsynchronised clocks may be negative.
 #[derive(Debug, Clone)]
-pub(crate) struct BaseDelayHistory {
+pub(crate) struct BaseDelayHistory<T = Nanos> {
     /// Bucket boundaries are whole minutes from here (the controller's creation time).
     origin: Nanos,
     /// How many one-minute buckets to keep, the current one included.
     capacity: u64,
     /// (minute index, minimum sample in that minute), oldest first.
-    buckets: VecDeque<(u64, Nanos)>,
+    buckets: VecDeque<(u64, T)>,
 }
 
-impl BaseDelayHistory {
+impl<T: Ord + Copy> BaseDelayHistory<T> {
     pub fn new(origin: Nanos, capacity: u64) -> Self {
         BaseDelayHistory {
             origin,
@@ -29,7 +31,7 @@ impl BaseDelayHistory {
     /// Adds a delay sample taken at `now`. Minutes without samples leave no bucket but
     /// still age the older ones out: the history covers the last `capacity` minutes of
     /// time, not of samples.
-    pub fn record(&mut self, now: Nanos, delay: Nanos) {
+    pub fn record(&mut self, now: Nanos, delay: T) {
         let minute = now.saturating_sub(self.origin) / MINUTE;
         match self.buckets.back_mut() {
             Some((last, min)) if *last >= minute => *min = (*min).min(delay),
@@ -45,7 +47,7 @@ impl BaseDelayHistory {
     }
 
     /// The base delay: the minimum over the kept buckets, `None` before any sample.
-    pub fn minimum(&self) -> Option<Nanos> {
+    pub fn minimum(&self) -> Option<T> {
         self.buckets.iter().map(|&(_, min)| min).min()
     }
 }

@@ -299,6 +299,10 @@ impl Controller for Cubic {
         "cubic"
     }
 
+    fn diagnostic_names(&self) -> &'static [&'static str] {
+        &["w_max", "k_seconds", "w_est"]
+    }
+
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let mut out = vec![("w_max", self.w_max)];
         if let Some(epoch) = &self.epoch {

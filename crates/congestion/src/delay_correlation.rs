@@ -252,6 +252,10 @@ impl Controller for DelayCorrelation {
 
     /// `clamp_active` (0/1), `r` and `estimate_packets` (last values, absent until the
     /// window first fills), `samples_taken`, `last_slot`.
+    fn diagnostic_names(&self) -> &'static [&'static str] {
+        &["clamp_active", "samples_taken", "r", "estimate_packets", "last_slot"]
+    }
+
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let mut out = vec![
             ("clamp_active", if self.clamp_active { 1.0 } else { 0.0 }),

@@ -1,19 +1,37 @@
 //! LEDBAT (RFC 6817) in the two uTP (BEP 29) flavours studies compare: libutp's and
 //! libtorrent's.
 //!
-//! Over QUIC there are no one-way timestamps, so the delay LEDBAT measures is the RTT:
-//! queueing delay = latest RTT sample − base, where the base is the minimum of RTT
-//! samples over a history of one-minute buckets (see `base_delay::BaseDelayHistory`). Chosen: our
-//! own bucketed minimum rather than `Rtt::min`, which never rises, so the base can
-//! recover after a path change as the spec's history intends. Chosen: no
-//! current-delay filter — every ack's latest RTT is the current delay (RFC 6817's
-//! CURRENT_FILTER = 1), which keeps the controller's input exactly the transport's.
+//! The delay LEDBAT steers by is chosen per flow (`delay_signal`):
+//!
+//! - `one-way` (the default): the one-way delay of the data direction, as uTP measures it.
+//!   The transport stamps data with the sender's clock and the receiver echoes each stamp
+//!   with its own clock's receive time (over QUIC: DATAGRAM frames, see the agent's
+//!   `one_way` module); every echo is one [`OneWayDelay`] sample, receive − send, given to
+//!   [`Controller::on_one_way_delay`]. queueing delay = latest sample − base, the base
+//!   being the minimum of the samples over the bucketed history, so a constant offset
+//!   between the two clocks cancels exactly as in uTP. Each ack steers the window by the
+//!   latest sample's queueing delay. Chosen: until the first sample arrives the window
+//!   holds (acks neither grow nor shrink it; losses still cut it) and the acks are
+//!   counted (`acks_without_delay`), so a peer that echoes nothing shows as a window
+//!   stuck at its start and a count of acks, never as a silent fallback to the RTT.
+//!   Chosen as the default so that the QUIC arm and the two uTP arms of a study differ
+//!   by implementation, not by the signal they measure: queueing on the reverse (ack)
+//!   path does not count as congestion of the data.
+//! - `rtt`: the round-trip time, the only delay quinn's controller interface gives:
+//!   queueing delay = latest RTT sample − base (reverse-path queueing counts too).
+//!
+//! Either way the base is the minimum over a history of one-minute buckets (see
+//! `base_delay::BaseDelayHistory`). Chosen: our own bucketed minimum rather than
+//! `Rtt::min`, which never rises, so the base can recover after a path change as the
+//! spec's history intends. Chosen: no current-delay filter — the latest sample is the
+//! current delay (RFC 6817's CURRENT_FILTER = 1), which keeps the controller's input
+//! exactly the transport's.
 
 use crate::base_delay::BaseDelayHistory;
 use crate::params::ParamReader;
 use crate::recovery::RecoveryPeriod;
 use crate::window::minimum_window;
-use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
+use crate::{Acked, ConfigError, Controller, Lost, Nanos, OneWayDelay, Params, Sent};
 
 const MS: Nanos = 1_000_000;
 
@@ -45,6 +63,25 @@ impl Flavour {
     }
 }
 
+/// Which delay LEDBAT measures (`cc_params.delay_signal`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DelaySignal {
+    /// One-way delay of the data direction from echoed timestamps (`one-way`).
+    OneWay,
+    /// Round-trip time of each acknowledged packet (`rtt`).
+    Rtt,
+}
+
+impl DelaySignal {
+    /// The name `cc_params.delay_signal` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            DelaySignal::OneWay => "one-way",
+            DelaySignal::Rtt => "rtt",
+        }
+    }
+}
+
 /// libutp's MAX_WINDOW_DECAY: at most one loss reduction per this interval.
 const LIBUTP_DECAY_INTERVAL: Nanos = 100 * MS;
 
@@ -61,7 +98,16 @@ pub struct Ledbat {
     slow_start: bool,
     /// TARGET queueing delay.
     target: Nanos,
-    base_delay: BaseDelayHistory,
+    signal: DelaySignal,
+    /// Base of the RTT signal.
+    rtt_base: BaseDelayHistory<Nanos>,
+    /// Base of the one-way signal (receiver's clock − sender's clock: may be negative).
+    one_way_base: BaseDelayHistory<i64>,
+    /// One-way signal: the latest sample's queueing delay, `None` before any sample.
+    one_way_queueing: Option<Nanos>,
+    one_way_samples: u64,
+    /// One-way signal: acks that arrived before any sample (the window held).
+    acks_without_delay: u64,
     last_queueing_delay: Option<Nanos>,
     /// libutp: when the window was last cut for a loss.
     last_cut: Option<Nanos>,
@@ -70,7 +116,7 @@ pub struct Ledbat {
 }
 
 impl Ledbat {
-    pub fn new(flavour: Flavour, mss: u64, target: Nanos, now: Nanos) -> Self {
+    pub fn new(flavour: Flavour, mss: u64, target: Nanos, signal: DelaySignal, now: Nanos) -> Self {
         Ledbat {
             flavour,
             mss,
@@ -80,15 +126,21 @@ impl Ledbat {
             ssthresh: None,
             slow_start: true,
             target,
-            base_delay: BaseDelayHistory::new(now, flavour.base_delay_buckets()),
+            signal,
+            rtt_base: BaseDelayHistory::new(now, flavour.base_delay_buckets()),
+            one_way_base: BaseDelayHistory::new(now, flavour.base_delay_buckets()),
+            one_way_queueing: None,
+            one_way_samples: 0,
+            acks_without_delay: 0,
             last_queueing_delay: None,
             last_cut: None,
             recovery: RecoveryPeriod::default(),
         }
     }
 
-    /// Keys `flavour` (`libutp` default, or `libtorrent`) and `target` (TARGET in
-    /// milliseconds, default 100, 0.001..=10000).
+    /// Keys `flavour` (`libutp` default, or `libtorrent`), `target` (TARGET in
+    /// milliseconds, default 100, 0.001..=10000) and `delay_signal` (`one-way` default,
+    /// or `rtt`).
     pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
         let mut reader = ParamReader::new(params);
         let ledbat = Self::from_reader(&mut reader, mss, now)?;
@@ -102,11 +154,35 @@ impl Ledbat {
             _ => Flavour::Libutp,
         };
         let target_ms: f64 = reader.number("target", 100.0, 0.001..=10_000.0)?;
-        Ok(Self::new(flavour, mss, (target_ms * MS as f64).round() as Nanos, now))
+        let signal = match reader.choice("delay_signal", "one-way", &["one-way", "rtt"])? {
+            "rtt" => DelaySignal::Rtt,
+            _ => DelaySignal::OneWay,
+        };
+        Ok(Self::new(
+            flavour,
+            mss,
+            (target_ms * MS as f64).round() as Nanos,
+            signal,
+            now,
+        ))
     }
 
     pub fn flavour(&self) -> Flavour {
         self.flavour
+    }
+
+    pub fn delay_signal(&self) -> DelaySignal {
+        self.signal
+    }
+
+    /// One-way samples received so far.
+    pub fn one_way_samples(&self) -> u64 {
+        self.one_way_samples
+    }
+
+    /// One-way signal: acks that found no sample yet (the window held for them).
+    pub fn acks_without_delay(&self) -> u64 {
+        self.acks_without_delay
     }
 
     pub fn in_slow_start(&self) -> bool {
@@ -189,10 +265,22 @@ impl Controller for Ledbat {
     /// signal is valid whatever happened to other packets, and the uTP implementations
     /// have no NewReno-style recovery freeze.
     fn on_ack(&mut self, acked: &Acked) {
-        let delay = acked.rtt.latest;
-        self.base_delay.record(acked.now, delay);
-        let base = self.base_delay.minimum().unwrap_or(delay);
-        let queueing_delay = delay.saturating_sub(base);
+        let queueing_delay = match self.signal {
+            DelaySignal::Rtt => {
+                let delay = acked.rtt.latest;
+                self.rtt_base.record(acked.now, delay);
+                let base = self.rtt_base.minimum().unwrap_or(delay);
+                delay.saturating_sub(base)
+            }
+            DelaySignal::OneWay => match self.one_way_queueing {
+                Some(q) => q,
+                None => {
+                    // No sample yet: no delay to steer by, and the RTT is not one.
+                    self.acks_without_delay += 1;
+                    return;
+                }
+            },
+        };
         self.last_queueing_delay = Some(queueing_delay);
         let target = self.target as f64;
         let off_target = (target - queueing_delay as f64) / target;
@@ -211,6 +299,23 @@ impl Controller for Ledbat {
             Flavour::Libutp => self.libutp_ack(acked, gain, queueing_delay),
             Flavour::Libtorrent => self.libtorrent_ack(acked, gain, off_target),
         }
+    }
+
+    /// The RTT signal ignores one-way samples (a transport gives them only to a
+    /// controller that wants them).
+    fn on_one_way_delay(&mut self, sample: &OneWayDelay) {
+        if self.signal != DelaySignal::OneWay {
+            return;
+        }
+        self.one_way_base.record(sample.now, sample.delay);
+        let base = self.one_way_base.minimum().unwrap_or(sample.delay);
+        // The base includes this sample, so the difference is never negative.
+        self.one_way_queueing = Some(sample.delay.saturating_sub(base).max(0) as Nanos);
+        self.one_way_samples += 1;
+    }
+
+    fn wants_one_way_delay(&self) -> bool {
+        self.signal == DelaySignal::OneWay
     }
 
     fn on_loss(&mut self, lost: &Lost) {
@@ -260,10 +365,33 @@ impl Controller for Ledbat {
         "ledbat"
     }
 
+    fn diagnostic_names(&self) -> &'static [&'static str] {
+        match self.signal {
+            DelaySignal::Rtt => &["slow_start", "base_delay_ms", "queueing_delay_ms"],
+            DelaySignal::OneWay => &[
+                "slow_start",
+                "one_way_samples",
+                "acks_without_delay",
+                "base_delay_ms",
+                "queueing_delay_ms",
+            ],
+        }
+    }
+
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let mut out = vec![("slow_start", if self.slow_start { 1.0 } else { 0.0 })];
-        if let Some(base) = self.base_delay.minimum() {
-            out.push(("base_delay_ms", base as f64 / MS as f64));
+        let base = match self.signal {
+            DelaySignal::Rtt => self.rtt_base.minimum().map(|b| b as f64),
+            DelaySignal::OneWay => {
+                out.push(("one_way_samples", self.one_way_samples as f64));
+                out.push(("acks_without_delay", self.acks_without_delay as f64));
+                self.one_way_base.minimum().map(|b| b as f64)
+            }
+        };
+        if let Some(base) = base {
+            // One-way: includes the offset between the two ends' clocks (none when they
+            // share one, as the lab's namespaces and the simulator do).
+            out.push(("base_delay_ms", base / MS as f64));
         }
         if let Some(queueing) = self.last_queueing_delay {
             out.push(("queueing_delay_ms", queueing as f64 / MS as f64));

@@ -13,7 +13,7 @@
 //! | `newreno` | [`newreno`] | none |
 //! | `cubic` | [`cubic`] | `variant` = `rfc9438` \| `chromium` (`rfc9438`) |
 //! | `vegas` | [`vegas`] | `alpha` (2), `beta` (4), `gamma` (1) packets, 0..=1000, alpha ≤ beta |
-//! | `ledbat` | [`ledbat`] | `flavour` = `libutp` \| `libtorrent` (`libutp`); `target` ms (100), 0.001..=10000 |
+//! | `ledbat` | [`ledbat`] | `flavour` = `libutp` \| `libtorrent` (`libutp`); `target` ms (100), 0.001..=10000; `delay_signal` = `one-way` \| `rtt` (`one-way`) |
 //! | `delay-correlation` | [`delay_correlation`] | `variant` (as cubic); `window` (32) 4..=4096; `threshold` (0.9) 0..=1; `seed` (u64, [`delay_correlation::DEFAULT_SEED`]); `dither_small` (2), `dither_large_min` (10) packets 0..=10000; `dither_large_divisor` (16) 1..=1e6 |
 //!
 //! Windows never go below [`minimum_window`] (2·MSS). No controller sets a pacing rate.
@@ -76,6 +76,17 @@ pub struct Acked {
     pub app_limited: bool,
 }
 
+/// A one-way delay sample of the data direction: the receiver's clock when a timestamp
+/// arrived minus the sender's clock when it was stamped (uTP's `timestamp_difference`).
+/// The two clocks need not agree, so `delay` may even be negative: only differences
+/// between samples mean anything (a constant offset between the clocks cancels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OneWayDelay {
+    /// When the sample reached the sender (the sender's clock, the controller's origin).
+    pub now: Nanos,
+    pub delay: i64,
+}
+
 /// A congestion event: one or more packets declared lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {
@@ -98,6 +109,15 @@ pub trait Controller: Send {
     fn on_loss(&mut self, lost: &Lost);
     /// The maximum datagram size changed.
     fn on_mtu(&mut self, mtu: u64);
+    /// A one-way delay sample of the data direction arrived. Only a transport that
+    /// exchanges timestamps gives them, and only to a controller that
+    /// [wants them](Controller::wants_one_way_delay).
+    fn on_one_way_delay(&mut self, _sample: &OneWayDelay) {}
+    /// Whether this controller steers by one-way delay samples, so the transport must
+    /// measure them; such a controller never substitutes the RTT for them.
+    fn wants_one_way_delay(&self) -> bool {
+        false
+    }
     /// Congestion window in bytes.
     fn window(&self) -> u64;
     /// Slow-start threshold in bytes, `None` while unset (infinite).
@@ -114,6 +134,11 @@ pub trait Controller: Send {
     /// has something beyond window and ssthresh to show (e.g. delay-correlation's clamp).
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
+    }
+    /// Every name [`Controller::diagnostics`] may ever report, so a series can declare its
+    /// columns before the first value (a name may be missing from a given sample).
+    fn diagnostic_names(&self) -> &'static [&'static str] {
+        &[]
     }
     /// A fresh copy with the same state (quinn clones controllers per path).
     fn box_clone(&self) -> Box<dyn Controller>;

@@ -249,6 +249,10 @@ impl Controller for Vegas {
         "vegas"
     }
 
+    fn diagnostic_names(&self) -> &'static [&'static str] {
+        &["base_rtt_ms", "diff_packets"]
+    }
+
     fn diagnostics(&self) -> Vec<(&'static str, f64)> {
         let mut out = Vec::new();
         if let Some(base) = self.base_rtt {

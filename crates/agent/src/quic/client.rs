@@ -197,7 +197,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let (udp, sock) = EndpointSocket::bind(local, &opts)?;
     let endpoint = Endpoint::new(EndpointConfig::default(), None, udp, Arc::new(TokioRuntime))
         .context("cannot create the QUIC endpoint")?;
-    let probe = Arc::new(Probe::default());
+    let probe = Arc::new(Probe::new(&opts.cc));
     let mut cfg = quinn::ClientConfig::new(Arc::new(
         QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
     ));
@@ -225,6 +225,10 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         }
     };
     let connected_ns = sys::now_ns();
+    if probe.wants_one_way && req.client_sends() {
+        probe.one_way.lock().unwrap().start_stamping();
+    }
+    let exchange = super::one_way::spawn(conn.clone(), probe.clone());
     let t = Arc::new(Transfer::default());
     if matches!(req.mode, Mode::Upload | Mode::Download) {
         t.track_streams(req.streams);
@@ -245,6 +249,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         _ = super::stopped(&mut stop) => { stopped_by_signal = true; Ok(Outcome::default()) }
     };
     let samples = sampler.finish();
+    exchange.abort();
     let quic = QuicStats::read(&conn, &probe);
     let (outcome, error) = match result {
         Ok(o) => (o, None),
@@ -253,6 +258,8 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         }
         Err(e) => (Outcome::default(), Some(format!("transfer failed: {e:#}"))),
     };
+    // A one-way controller that got no samples had no delay signal: not a valid run.
+    let error = error.or_else(|| probe.one_way.lock().unwrap().failure());
     let close_code = if outcome.end_ns.is_some() {
         code::DONE
     } else {

@@ -6,6 +6,7 @@
 //! gigabit is comparable), the rest of the agent stays synchronous.
 
 mod client;
+mod one_way;
 pub(crate) mod records;
 mod series;
 mod server;
@@ -258,6 +259,8 @@ pub struct QuicStats {
     pub ack_frames_received: u64,
     pub stream_frames_sent: u64,
     pub stream_frames_received: u64,
+    /// This end's one-way delay exchange (`agent::one_way`).
+    pub one_way_delay: agent::one_way::Summary,
 }
 
 impl QuicStats {
@@ -287,6 +290,7 @@ impl QuicStats {
             ack_frames_received: s.frame_rx.acks,
             stream_frames_sent: s.frame_tx.stream,
             stream_frames_received: s.frame_rx.stream,
+            one_way_delay: probe.one_way.lock().unwrap().summary(),
         }
     }
 }

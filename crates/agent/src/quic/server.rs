@@ -181,7 +181,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         };
         let Some(incoming) = incoming else { break };
         let conn_index = handles.len() as u32;
-        let probe = Arc::new(Probe::default());
+        let probe = Arc::new(Probe::new(&opts.cc));
         let mut cfg = ServerConfig::with_crypto(crypto.clone());
         let qlog = match c.qlog.as_deref() {
             Some(p) => Some(super::qlog_file(
@@ -303,6 +303,7 @@ async fn serve_connection(
     mut stop: tokio::sync::watch::Receiver<Option<Stop>>,
 ) -> ConnOutcome {
     let connected_ns = sys::now_ns();
+    let exchange = super::one_way::spawn(conn.clone(), probe.clone());
     let t = Arc::new(Transfer::default());
     let sampler = Sampler::start(
         Sources {
@@ -317,7 +318,7 @@ async fn serve_connection(
     let objects_served = Arc::new(AtomicU64::new(0));
     let mut stopped = false;
     let result = tokio::select! {
-        r = serve_request(&conn, &t, &mut served, &objects_served) => r,
+        r = serve_request(&conn, &t, &mut served, &objects_served, &probe) => r,
         _ = super::stopped(&mut stop) => { stopped = true; Ok(()) }
     };
     served.objects_served = objects_served.load(Relaxed);
@@ -327,14 +328,18 @@ async fn serve_connection(
         _ => false,
     };
     let samples = sampler.finish();
+    exchange.abort();
     let quic = QuicStats::read(&conn, &probe);
     if conn.close_reason().is_none() {
         conn.close(VarInt::from_u32(code::STOPPED), b"");
     }
     let end_ns = sys::now_ns();
+    // A one-way controller that got no samples had no delay signal: not a valid run.
     let error = result
         .err()
-        .map(|e| format!("connection {conn_index} from {peer}: {e:#}"));
+        .map(|e| format!("{e:#}"))
+        .or_else(|| probe.one_way.lock().unwrap().failure())
+        .map(|e| format!("connection {conn_index} from {peer}: {e}"));
 
     let req = served.request;
     let mode = req.map(|r| r.mode);
@@ -415,12 +420,14 @@ async fn serve_connection(
 }
 
 /// Reads the request from the control stream and does the work; returns when the client
-/// has closed the connection (or on error).
+/// has closed the connection (or on error). If the controller steers by one-way delay
+/// and this end sends the payload, it stamps it (through `probe`).
 async fn serve_request(
     conn: &quinn::Connection,
     t: &Arc<Transfer>,
     served: &mut Served,
     objects_served: &Arc<AtomicU64>,
+    probe: &Probe,
 ) -> anyhow::Result<()> {
     let (mut send, mut recv) = conn.accept_bi().await.context("no control stream")?;
     let mut hdr = [0u8; request::QUIC_LEN];
@@ -451,6 +458,9 @@ async fn serve_request(
         }
     };
     let header_ns = sys::now_ns();
+    if probe.wants_one_way && !req.client_sends() {
+        probe.one_way.lock().unwrap().start_stamping();
+    }
     served.request = Some(req);
     served.header_ns = Some(header_ns);
     if matches!(req.mode, Mode::Upload | Mode::Download) {

@@ -53,10 +53,9 @@ pub const SERIES_BATCH: usize = 1000;
 
 /// One row of an endpoint's time series, as its Arrow columns.
 pub trait Row: Sized {
-    /// The file's schema (fixed: a column that may hold a null is nullable).
-    fn schema() -> arrow_schema::Schema;
-    /// The schema's columns of `rows`, in order.
-    fn columns(rows: &[Self]) -> Vec<ArrayRef>;
+    /// The columns of `schema` (the file's, fixed when the series is made: a column that
+    /// may hold a null is nullable) for `rows`, in order.
+    fn columns(rows: &[Self], schema: &arrow_schema::Schema) -> Vec<ArrayRef>;
 }
 
 /// An endpoint's time series (the agent's series format, `docs/agent.md`), written to its
@@ -70,10 +69,10 @@ pub struct Series<R: Row> {
 }
 
 impl<R: Row> Series<R> {
-    pub fn new(path: &Path) -> Series<R> {
+    pub fn new(path: &Path, schema: arrow_schema::Schema) -> Series<R> {
         Series {
             rows: Vec::new(),
-            writer: Some(SeriesWriter::new(path, std::sync::Arc::new(R::schema()))),
+            writer: Some(SeriesWriter::new(path, std::sync::Arc::new(schema))),
             error: None,
         }
     }
@@ -87,7 +86,8 @@ impl<R: Row> Series<R> {
 
     fn flush(&mut self) {
         if let (Some(w), None) = (&mut self.writer, &self.error) {
-            if let Err(e) = w.write(R::columns(&self.rows)) {
+            let schema = w.schema().clone();
+            if let Err(e) = w.write(R::columns(&self.rows, &schema)) {
                 self.error = Some(format!("{e:#}"));
             }
         }

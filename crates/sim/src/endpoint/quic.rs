@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent::cc::{CcChoice, Probe};
+use agent::one_way::Reaction;
 use bytes::{Bytes, BytesMut};
 use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
@@ -114,6 +115,8 @@ struct Sample {
     lost_bytes: u64,
     congestion_events: u64,
     mtu: u32,
+    /// The controller's diagnostics (the agent's `cc_<name>` columns).
+    diagnostics: Vec<(&'static str, f64)>,
 }
 
 /// One QUIC end: the quinn-proto endpoint and its connection(s), and the stream the
@@ -129,6 +132,37 @@ struct Stack {
     timeout: Option<Nanos>,
     series: Series<Sample>,
     next_sample: Option<Nanos>,
+}
+
+/// One connection's turn in the one-way delay exchange (`agent::one_way`), as the agent's
+/// task runs it: echo every stamp that arrived, hand every echo's sample to the
+/// controller (arrival time `at`), and send a stamp if one is due. Stamps are due only
+/// after acknowledgements, and the sender runs at every arrival, so the exchange needs
+/// no wake-ups of its own.
+fn exchange_one_way(probe: &Probe, conn: &mut Connection, now: Nanos, at: Instant) {
+    while let Some(d) = conn.datagrams().recv() {
+        let reaction = probe.one_way.lock().unwrap().on_datagram(now, &d);
+        match reaction {
+            Reaction::Reply(echo) => {
+                if let Err(e) = conn.datagrams().send(echo.into(), true) {
+                    probe.one_way.lock().unwrap().note_send_error(e);
+                }
+            }
+            Reaction::Sample(delay) => probe.deliver_one_way(at, delay),
+            Reaction::Ignore => {}
+        }
+    }
+    if conn.is_handshaking() {
+        // The peer's transport parameters (does it take DATAGRAM frames?) are not known yet.
+        return;
+    }
+    let acked = probe.bytes_acked.load(std::sync::atomic::Ordering::Relaxed);
+    let stamp = probe.one_way.lock().unwrap().poll_stamp(now, acked);
+    if let Some(s) = stamp {
+        if let Err(e) = conn.datagrams().send(s.into(), true) {
+            probe.one_way.lock().unwrap().note_send_error(e);
+        }
+    }
 }
 
 impl Stack {
@@ -147,11 +181,11 @@ impl Stack {
             clock: setup.clock,
             endpoint,
             conns: BTreeMap::new(),
-            probe: Arc::new(Probe::default()),
+            probe: Arc::new(Probe::new(&setup.cc)),
             buf: Vec::with_capacity(MAX_UDP_PAYLOAD),
             out: Vec::new(),
             timeout: None,
-            series: Series::new(&series),
+            series: Series::new(&series, series_schema(&setup.cc)),
             next_sample: None,
         }
     }
@@ -219,6 +253,11 @@ impl Stack {
                 conn.handle_timeout(at);
             }
             app(now, at, conn);
+            exchange_one_way(&self.probe, conn, now, at);
+            // Observed before and after this step's transmissions, so the stamps that
+            // leave in it are known to leave now (samples run from their departure).
+            let frames = conn.stats().frame_tx.datagram;
+            self.probe.one_way.lock().unwrap().observe_sent(now, frames);
             loop {
                 let conn = self.conns.get_mut(&h).expect("a connection");
                 while let Some(ev) = conn.poll_endpoint_events() {
@@ -232,6 +271,8 @@ impl Stack {
                 };
                 self.send(&t, 0);
             }
+            let frames = self.conns[&h].stats().frame_tx.datagram;
+            self.probe.one_way.lock().unwrap().observe_sent(now, frames);
         }
         self.sample(now);
         self.timeout = self
@@ -264,6 +305,7 @@ impl Stack {
             lost_bytes: s.path.lost_bytes,
             congestion_events: s.path.congestion_events,
             mtu: u32::from(s.path.current_mtu),
+            diagnostics: self.probe.diagnostics.lock().unwrap().clone(),
         });
         self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
     }
@@ -274,29 +316,37 @@ impl Stack {
     }
 }
 
-/// The agent's QUIC series (`docs/agent.md`), connection 0.
-impl Row for Sample {
-    fn schema() -> arrow_schema::Schema {
-        use arrow_schema::{DataType, Field};
-        let u64 = |name: &str| Field::new(name, DataType::UInt64, false);
-        arrow_schema::Schema::new(vec![
-            Field::new("conn", DataType::UInt32, false),
-            Field::new("t_ns", DataType::Int64, false),
-            u64("packets_sent"),
-            u64("cwnd_bytes"),
-            u64("srtt_us"),
-            u64("min_rtt_us"),
-            u64("lost_packets"),
-            u64("lost_bytes"),
-            u64("congestion_events"),
-            Field::new("mtu", DataType::UInt32, false),
-        ])
-    }
+/// The agent's QUIC series (`docs/agent.md`), connection 0: its columns, then one
+/// `cc_<name>` column (nullable: a sample may lack it) per diagnostic the controller may
+/// report, as the agent's series has one per diagnostic reported.
+fn series_schema(cc: &CcChoice) -> arrow_schema::Schema {
+    use arrow_schema::{DataType, Field};
+    let u64 = |name: &str| Field::new(name, DataType::UInt64, false);
+    let mut fields = vec![
+        Field::new("conn", DataType::UInt32, false),
+        Field::new("t_ns", DataType::Int64, false),
+        u64("packets_sent"),
+        u64("cwnd_bytes"),
+        u64("srtt_us"),
+        u64("min_rtt_us"),
+        u64("lost_packets"),
+        u64("lost_bytes"),
+        u64("congestion_events"),
+        Field::new("mtu", DataType::UInt32, false),
+    ];
+    fields.extend(
+        cc.diagnostic_names
+            .iter()
+            .map(|n| Field::new(format!("cc_{n}"), DataType::Float64, true)),
+    );
+    arrow_schema::Schema::new(fields)
+}
 
-    fn columns(s: &[Sample]) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
+impl Row for Sample {
+    fn columns(s: &[Sample], schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
+        use arrow_array::{ArrayRef, Float64Array, Int64Array, UInt32Array, UInt64Array};
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        vec![
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0))),
             Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
             u64s(|x| x.packets_sent),
@@ -307,7 +357,14 @@ impl Row for Sample {
             u64s(|x| x.lost_bytes),
             u64s(|x| x.congestion_events),
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu))),
-        ]
+        ];
+        // The diagnostics' columns, in the schema's order.
+        for field in &schema.fields()[columns.len()..] {
+            let key = &field.name()["cc_".len()..];
+            let values = s.iter().map(|x| x.diagnostics.iter().find(|d| d.0 == key).map(|d| d.1));
+            columns.push(Arc::new(Float64Array::from_iter(values)) as ArrayRef);
+        }
+        columns
     }
 }
 
@@ -769,6 +826,9 @@ impl QuicClient {
             .map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ClientConfig::new(Arc::new(crypto));
         let stack = Stack::new(addr, &setup, None, 1);
+        if stack.probe.wants_one_way && upload {
+            stack.probe.one_way.lock().unwrap().start_stamping();
+        }
         config.transport_config(Arc::new(agent::transport::config(
             &setup.cc,
             stack.probe.clone(),
@@ -895,6 +955,8 @@ struct ClientResults {
     goodput_bps: Option<f64>,
     error: Option<String>,
     quic: QuicCounters,
+    /// This end's one-way delay exchange (`agent::one_way`).
+    one_way_delay: agent::one_way::Summary,
     /// Messages mode: messages the sender made (each written in full or still queued).
     messages_sent: Option<u64>,
     /// Messages downloaded: those received whole, and their one-way delay, as the agent's.
@@ -1018,6 +1080,7 @@ impl Endpoint for QuicClient {
         let download_messages = t.messages.is_some() && !t.upload;
         let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
         let bulk = t.messages.is_none() && t.objects.is_none();
+        let one_way = self.stack.probe.one_way.lock().unwrap();
         let results = ClientResults {
             mode: mode_name(t),
             sender: if t.upload { "client" } else { "server" },
@@ -1027,8 +1090,14 @@ impl Endpoint for QuicClient {
             complete: t.complete,
             completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
             goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
-            error: self.error.clone().or_else(|| t.error.clone()),
+            // A one-way controller that got no samples had no delay signal: not a valid run.
+            error: self
+                .error
+                .clone()
+                .or_else(|| t.error.clone())
+                .or_else(|| one_way.failure()),
             quic: t.quic.clone(),
+            one_way_delay: one_way.summary(),
             messages_sent: (t.messages.is_some() && t.upload).then_some(t.messages_sent),
             messages_received: download_messages.then_some(t.received.len()),
             owd: if download_messages {
@@ -1071,7 +1140,7 @@ impl QuicServer {
         let crypto =
             QuicServerConfig::try_from(server_crypto()?).map_err(|e| format!("TLS config unusable for QUIC: {e}"))?;
         let mut config = ServerConfig::with_crypto(Arc::new(crypto));
-        let probe = Arc::new(Probe::default());
+        let probe = Arc::new(Probe::new(&setup.cc));
         config.transport_config(Arc::new(agent::transport::config(
             &setup.cc,
             probe.clone(),
@@ -1105,6 +1174,9 @@ struct ServerConnection {
     /// Download messages: messages the server made.
     #[serde(skip_serializing_if = "Option::is_none")]
     messages_sent: Option<u64>,
+    one_way_delay: agent::one_way::Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
     /// Messages mode: messages received whole, and their one-way delay (last byte read −
     /// the deadline stamped in it), as the agent's.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -1132,6 +1204,7 @@ impl Endpoint for QuicServer {
         let t = &mut self.transfer;
         let connected = &mut self.connected_ns;
         let delivered = &*self.delivered;
+        let probe = self.stack.probe.clone();
         self.stack.drive(now, |now, _at, conn| {
             while let Some(ev) = conn.poll() {
                 if let Event::Connected = ev {
@@ -1151,6 +1224,9 @@ impl Endpoint for QuicServer {
                     if !t.upload {
                         // The server sends: its streams' counts are the sender's from here.
                         (t.payload, t.stream_bytes, t.stream_done) = Default::default();
+                        if probe.wants_one_way {
+                            probe.one_way.lock().unwrap().start_stamping();
+                        }
                     }
                 }
                 if ended && t.upload && !t.complete {
@@ -1204,6 +1280,7 @@ impl Endpoint for QuicServer {
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         let t = &self.transfer;
+        let one_way = self.stack.probe.one_way.lock().unwrap();
         let connections = if self.connected_ns.is_some() {
             let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
             let upload_messages = t.messages.is_some() && t.upload;
@@ -1221,6 +1298,8 @@ impl Endpoint for QuicServer {
                 } else {
                     None
                 },
+                one_way_delay: one_way.summary(),
+                error: one_way.failure(),
             }]
         } else {
             vec![]

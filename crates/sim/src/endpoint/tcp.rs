@@ -228,7 +228,7 @@ impl Meter {
 /// The agent's TCP series (`docs/agent.md`), connection 0: the columns measured here
 /// (cwnd and the kernel's other counters do not exist); the RTT columns are null until
 /// the first RTT sample.
-impl Row for Sample {
+impl Sample {
     fn schema() -> arrow_schema::Schema {
         use arrow_schema::{DataType, Field};
         let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
@@ -243,8 +243,10 @@ impl Row for Sample {
             u64("total_retrans", false),
         ])
     }
+}
 
-    fn columns(s: &[Sample]) -> Vec<arrow_array::ArrayRef> {
+impl Row for Sample {
+    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
         use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
         use std::sync::Arc;
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
@@ -309,7 +311,7 @@ impl Stack {
             socket,
             wake: None,
             meter: Meter::default(),
-            series: Series::new(series),
+            series: Series::new(series, Sample::schema()),
             tx_base,
         }
     }
@@ -896,7 +898,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sim-tcp-series-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f-client.arrow");
-        let mut series = Series::new(&path);
+        let mut series = Series::new(&path, Sample::schema());
         let mut m = Meter::default();
         let n = 2 * super::super::SERIES_BATCH + 500;
         for i in 0..n as u64 {
