@@ -20,15 +20,15 @@ sends them). A record has arrived when every byte of its frame has.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from sweep_tables import flows, print_table, run_dirs
 
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
-from transportlab.artefacts.rundir import read_arrow
+from transportlab.artefacts.rundir import RunDir
 
 TCP_HEADER = 32
 
@@ -67,12 +67,13 @@ def completions(raw: Path, flow: dict, record_size: int, count: int, event: int,
     return arrived
 
 
-def arm_row(run: Path) -> dict:
-    m = json.loads((run / "metrics.json").read_text())
-    (name, flow), *_ = m["flows"].items()
-    raw = run / "raw"
-    client = json.loads((raw / f"{name}-client.json").read_text())["results"]["records"]
-    series = read_arrow(raw / f"{name}-client-records.arrow")
+def arm_row(run: RunDir) -> dict:
+    (name, flow), *_ = flows(run).items()
+    raw = run.raw
+    summary = run.summary(f"{name}-client")
+    assert summary is not None, f"{raw / name}-client.json: missing"
+    client = summary["results"]["records"]
+    series = run.series(f"{name}-client-records")
     assert series is not None
     sent = flow["records_sent"]
     rtt_ns = flow["records_rtt_ms"] * 1e6
@@ -109,20 +110,30 @@ def arm_row(run: Path) -> dict:
 
 
 def main(root: Path) -> None:
-    rows = [arm_row(p.parent) for p in sorted(root.glob("*/rep-*/metrics.json"))]
-    print(
-        "| arm | records sent | delivered | median latency (ms) | p99 latency (ms) | late ≥ 1 RTT "
-        "| left the server late ≥ 1 RTT | reached the client host late ≥ 1 RTT | via packet tap "
-        "| data packets lost | retransmissions | same packets, stream only: median / p99 (ms), late ≥ 1 RTT |"
+    head = ["arm", "records sent", "delivered", "median latency (ms)", "p99 latency (ms)", "late ≥ 1 RTT",
+            "left the server late ≥ 1 RTT", "reached the client host late ≥ 1 RTT", "via packet tap",
+            "data packets lost", "retransmissions", "same packets, stream only: median / p99 (ms), late ≥ 1 RTT"]  # fmt: skip
+    rows = [arm_row(run) for run in run_dirs(root)]
+    print_table(
+        head,
+        (
+            [
+                f"TCP {r['arm']}",
+                str(r["sent"]),
+                str(r["delivered"]),
+                f"{r['p50_ms']:.1f}",
+                f"{r['p99_ms']:.1f}",
+                f"{r['late']:.1%}",
+                f"{r['left_late']:.1%}",
+                f"{r['arrived_late']:.1%}",
+                str(r["via_packet"]),
+                f"{r['loss']:.2%}",
+                str(r["retrans"]),
+                f"{r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%}",
+            ]
+            for r in rows
+        ),
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| TCP {r['arm']} | {r['sent']} | {r['delivered']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} "
-            f"| {r['late']:.1%} | {r['left_late']:.1%} | {r['arrived_late']:.1%} | {r['via_packet']} "
-            f"| {r['loss']:.2%} | {r['retrans']} "
-            f"| {r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%} |"
-        )
 
 
 if __name__ == "__main__":

@@ -10,24 +10,24 @@ lateness came from (the engine's packet log).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
+
+from sweep_tables import arm, flows, print_table, run_dirs
 
 
 def rows(sweep: Path) -> list[list[str]]:
     out = []
-    for m_path in sorted(sweep.glob("*/rep-*/metrics.json")):
-        m = json.loads(m_path.read_text())
-        for f in m["flows"].values():
+    for run in run_dirs(sweep):
+        for f in flows(run).values():
             if f.get("records_sent") is None:
                 continue
             lat = f.get("record_latency_ms") or {}
             share = f.get("records_late_share")
             out.append(
                 [
-                    m_path.parent.parent.name.split("=", 1)[-1],
-                    m_path.parent.name,
+                    arm(run),
+                    run.dir.name,
                     str(f["records_sent"]),
                     str(f.get("records_delivered")),
                     f"{lat['p50']:.1f}" if lat else "–",
@@ -53,10 +53,7 @@ def main(argv: list[str]) -> int:
         "late ≥ 1 RTT",
         "RTT (ms)",
     ]
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for r in rows(Path(argv[1])):
-        print("| " + " | ".join(r) + " |")
+    print_table(head, rows(Path(argv[1])))
     return 0
 
 

@@ -10,17 +10,17 @@ over) median / p90 / p99.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from sweep_tables import arm, flows, print_table, run_dirs
 
-from transportlab.artefacts.rundir import read_arrow
+from transportlab.artefacts.rundir import RunDir
 
 
-def completion_ms(run: Path, flow: str) -> np.ndarray:
-    s = read_arrow(run / "raw" / f"{flow}-client-page.arrow")
+def completion_ms(run: RunDir, flow: str) -> np.ndarray:
+    s = run.series(f"{flow}-client-page")
     if s is None:
         return np.zeros(0)
     s = s[s["complete_ns"].notna()]
@@ -33,29 +33,29 @@ def main(argv: list[str]) -> int:
         return 2
     head = ["arm", "run", "pages", "page time p50 (ms)", "p90 (ms)", "max (ms)", "object TTFB p50 (ms)",
             "p90 (ms)", "object completion p50 / p90 / p99 (ms)", "retransmissions", "random losses", "queue drops"]  # fmt: skip
-    print("| " + " | ".join(head) + " |")
-    print("|" + "---|" * len(head))
-    for m_path in sorted(Path(argv[1]).glob("*/rep-*/metrics.json")):
-        for name, f in json.loads(m_path.read_text())["flows"].items():
+    rows = []
+    for run in run_dirs(Path(argv[1])):
+        for name, f in flows(run).items():
             pt, tt = f.get("page_time_ms"), f.get("object_ttfb_ms")
             if pt is None:
                 continue
             drops = f.get("drops") or {}
             row = [
-                m_path.parent.parent.name.split("=", 1)[-1],
-                m_path.parent.name,
+                arm(run),
+                run.dir.name,
                 str(f["pages_completed"]),
                 f"{pt['p50']:.0f}",
                 f"{pt['p90']:.0f}",
                 f"{pt['max']:.0f}",
                 f"{tt['p50']:.0f}" if tt else "–",
                 f"{tt['p90']:.0f}" if tt else "–",
-                " / ".join(f"{v:.0f}" for v in np.percentile(completion_ms(m_path.parent, name), [50, 90, 99])),
+                " / ".join(f"{v:.0f}" for v in np.percentile(completion_ms(run, name), [50, 90, 99])),
                 str(f.get("retransmissions")),
                 str(drops.get("random_loss", 0)),
                 str(drops.get("queue_full", 0)),
             ]
-            print("| " + " | ".join(row) + " |")
+            rows.append(row)
+    print_table(head, rows)
     return 0
 
 

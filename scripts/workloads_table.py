@@ -14,29 +14,25 @@ competing flows together) as `burst-cdf.csv` in the sweep folder.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
+from sweep_tables import flows, run_dirs
 
 from transportlab import metrics as M
-from transportlab.artefacts.rundir import read_arrow
+from transportlab.artefacts.rundir import RunDir
 
 
-def runs(folder: Path) -> list[tuple[str, Path]]:
-    """(sweep point label, run folder) of every run with a metrics.json, in order."""
+def runs(folder: Path) -> list[tuple[str, RunDir]]:
+    """(sweep point label, run) of every run with a metrics.json, in order."""
     out = []
-    for m in sorted(folder.glob("**/metrics.json")):
-        run = m.parent
-        point = run.parent.name if run.name.startswith("rep-") else run.name
-        rep = run.name if run.name.startswith("rep-") else ""
+    for run in run_dirs(folder, "**/metrics.json"):
+        name = run.dir.name
+        point = run.dir.parent.name if name.startswith("rep-") else name
+        rep = name if name.startswith("rep-") else ""
         out.append((f"{point} {rep}".strip(), run))
     return out
-
-
-def load(run: Path) -> dict:
-    return json.loads((run / "metrics.json").read_text())
 
 
 def voip(folder: Path) -> None:
@@ -46,12 +42,11 @@ def voip(folder: Path) -> None:
     print("|---|---|---|---|---|---|---|")
     cdf_rows = ["arm,buffer,burst_frames,cdf"]
     for label, run in runs(folder):
-        m = load(run)
-        for name, f in m["flows"].items():
+        for name, f in flows(run).items():
             v = f.get("voip")
             if not v:
                 continue
-            series = read_arrow(run / "raw" / f"{name}-client-records.arrow")
+            series = run.series(f"{name}-client-records")
             lat = M.frame_latencies(series, v["frames_sent"])
             for g, per in sorted(v.get("by_group", {}).items(), key=lambda kv: int(kv[0])):
                 a, b = per["150ms"], per["200ms"]
@@ -82,9 +77,8 @@ def streaming(folder: Path) -> None:
     )
     print("|---|---|---|---|---|---|---|")
     for label, run in runs(folder):
-        m = load(run)
         total = 0.0
-        for name, f in m["flows"].items():
+        for name, f in flows(run).items():
             lat = f.get("record_latency_ms") or {}
             eff = f.get("bandwidth_efficiency")
             total += eff or 0.0
@@ -103,8 +97,7 @@ def cpu(folder: Path) -> None:
     total CPU seconds and its ratio to raw TCP's median at the same loss rate."""
     rows = []
     for label, run in runs(folder):
-        m = load(run)
-        (f,) = m["flows"].values()
+        (f,) = flows(run).values()
         c = f.get("cpu_s") or {}
         parts = dict(p.split("=", 1) for p in label.split()[0].split(","))
         rows.append((parts.get("loss", "?"), parts.get("arm", "?"), label.split()[-1], c, f))
@@ -142,8 +135,9 @@ def hol_bulk(folder: Path) -> None:
     cols = []
     held = []
     for label, run in runs(folder):
-        t0 = int((run / "raw" / "t0_ns").read_text())
-        series = read_arrow(run / "raw" / "bulk-client-records.arrow")
+        t0 = run.t0_ns
+        series = run.series("bulk-client-records")
+        assert series is not None, f"{run.raw / 'bulk-client-records.arrow'}: missing"
         cols.append((label, M.delivered_over_time(series, t0, 1.0)))
         if (series["via"] == "packet").any():
             stream = series.dropna(subset=["stream_ns"]).assign(deliver_ns=lambda d: d["stream_ns"].astype("int64"))
@@ -164,7 +158,7 @@ def hol_bulk(folder: Path) -> None:
     print("\n| arm | records delivered | latency p50 / p99 ms | late ≥ 1 RTT |")
     print("|---|---|---|---|")
     for label, run in runs(folder):
-        f = load(run)["flows"]["bulk"]
+        f = flows(run)["bulk"]
         lat = f.get("record_latency_ms") or {}
         late = f.get("records_late_share")
         print(

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.ipc
 import pytest
 
+from one_flow import assert_refused, load_one_flow
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import read_arrow
 from transportlab.kinds.base import Files
@@ -18,36 +19,15 @@ from transportlab.kinds.quic import Quic
 from transportlab.kinds.tcp import Tcp, records_metrics
 from transportlab.kinds.udp import Udp
 from transportlab.plan.resolve import to_flows
-from transportlab.scenario import ScenarioError, load_scenario
 
 MS = 1_000_000
 
 
-def scenario(flow: str) -> str:
-    return f"""
-name = "t"
-duration = "10s"
-hosts = ["client", "server"]
-
-[[links]]
-name = "path"
-between = ["client", "server"]
-forward = {{ delay = "50ms" }}
-reverse = {{ delay = "50ms", loss = "2%" }}
-
-[[flows]]
-name = "rec"
-from = "client"
-to = "server"
-protocol = "tcp"
-{flow}
-"""
+LINK = {"forward": 'delay = "50ms"', "reverse": 'delay = "50ms", loss = "2%"'}
 
 
 def load(tmp_path: Path, flow: str):
-    p = tmp_path / "s.toml"
-    p.write_text(scenario(flow))
-    return load_scenario(p, [])
+    return load_one_flow(tmp_path / "s.toml", flow, name="rec", **LINK)
 
 
 def test_records_flow_runs_download_with_the_agent_options(tmp_path):
@@ -83,17 +63,12 @@ BAD = [
 
 @pytest.mark.parametrize("flow, path, value", BAD, ids=[b[1] + ":" + b[2] for b in BAD])
 def test_bad_records_fields_name_the_field_and_value(tmp_path, flow, path, value):
-    with pytest.raises(ScenarioError) as info:
-        load(tmp_path, flow)
-    msg = str(info.value)
-    assert f": {path}" in msg, msg
-    assert value in msg, msg
+    assert_refused(lambda: load(tmp_path, flow), path, value)
 
 
 def load_as(tmp_path: Path, protocol: str, flow: str):
     p = tmp_path / "s.toml"
-    p.write_text(scenario(flow).replace('protocol = "tcp"', f'protocol = "{protocol}"'))
-    return p, load_scenario(p, [])
+    return p, load_one_flow(p, flow, name="rec", protocol=protocol, **LINK)
 
 
 def test_quic_records_run_download_with_the_agent_options(tmp_path):
@@ -132,12 +107,7 @@ BAD_COMBINATIONS = [
     "protocol, flow, path, value", BAD_COMBINATIONS, ids=[f"{b[0]}:{b[2]}" for b in BAD_COMBINATIONS]
 )
 def test_bad_delivery_and_protocol_combinations_name_file_flow_field_value(tmp_path, protocol, flow, path, value):
-    with pytest.raises(ScenarioError) as info:
-        load_as(tmp_path, protocol, flow)
-    msg = str(info.value)
-    assert str(tmp_path / "s.toml") in msg, msg
-    assert f": {path}" in msg, msg
-    assert value in msg, msg
+    assert_refused(lambda: load_as(tmp_path, protocol, flow), path, value, tmp_path / "s.toml")
 
 
 def test_the_simulator_refuses_records_naming_flow_and_field(tmp_path):

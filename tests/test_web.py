@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from one_flow import assert_refused, load_one_flow
 from transportlab import metrics as M
 from transportlab.kinds.base import Files
 from transportlab.kinds.tcp import Tcp
 from transportlab.plan.resolve import to_flows
-from transportlab.scenario import ScenarioError, load_scenario
 
 MS = 1_000_000
 PAGE = 'page = { primary = "30KB", secondaries = ["10KB", "12KB"] }'
@@ -22,27 +22,8 @@ PAGE = 'page = { primary = "30KB", secondaries = ["10KB", "12KB"] }'
 
 def load(tmp_path: Path, flow: str):
     p = tmp_path / "s.toml"
-    p.write_text(
-        f"""
-name = "t"
-duration = "10s"
-hosts = ["client", "server"]
-
-[[links]]
-name = "path"
-between = ["client", "server"]
-forward = {{ rate = "1.5Mbit", delay = "30ms" }}
-reverse = {{ rate = "1.5Mbit", delay = "30ms", loss = "1%" }}
-
-[[flows]]
-name = "web"
-from = "client"
-to = "server"
-protocol = "tcp"
-{flow}
-"""
-    )
-    return p, load_scenario(p, [])
+    link = 'rate = "1.5Mbit", delay = "30ms"'
+    return p, load_one_flow(p, flow, name="web", forward=link, reverse=link + ', loss = "1%"')
 
 
 @pytest.mark.parametrize(
@@ -72,10 +53,7 @@ BAD = [
 
 @pytest.mark.parametrize("flow, path, value", BAD, ids=[b[1] + ":" + b[2] for b in BAD])
 def test_bad_page_fields_name_file_field_and_value(tmp_path, flow, path, value):
-    with pytest.raises(ScenarioError) as info:
-        load(tmp_path, flow)
-    msg = str(info.value)
-    assert str(tmp_path / "s.toml") in msg and f": {path}" in msg and value in msg, msg
+    assert_refused(lambda: load(tmp_path, flow), path, value, tmp_path / "s.toml")
 
 
 def test_page_time_and_ttfb_on_a_hand_made_series():

@@ -14,6 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from one_flow import assert_refused, load_one_flow
 from test_report import T0, _write_arrow, make_run
 from transportlab import metrics as M
 from transportlab.kinds.workloads import cpu_seconds
@@ -21,7 +22,7 @@ from transportlab.plan.resolve import to_flows
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors
 from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
-from transportlab.scenario import ScenarioError, load_scenario
+from transportlab.scenario import ScenarioError
 
 MS = 1_000_000
 
@@ -154,30 +155,11 @@ def test_delivered_over_time_by_hand():
 
 # --- scenario fields ---------------------------------------------------------------
 
-SCEN = """
-name = "t"
-duration = "10s"
-hosts = ["client", "server"]
-
-[[links]]
-name = "path"
-between = ["client", "server"]
-forward = {{ delay = "30ms" }}
-reverse = {{ delay = "30ms" }}
-
-[[flows]]
-name = "voice"
-from = "client"
-to = "server"
-protocol = "tcp"
-{flow}
-"""
+LINK = {"name": "voice", "forward": 'delay = "30ms"', "reverse": 'delay = "30ms"'}
 
 
-def load(tmp_path: Path, flow: str):
-    p = tmp_path / "voip.toml"
-    p.write_text(SCEN.format(flow=flow))
-    return load_scenario(p, [])
+def load(tmp_path: Path, flow: str, protocol: str = "tcp"):
+    return load_one_flow(tmp_path / "voip.toml", flow, protocol=protocol, **LINK)
 
 
 def test_playout_reaches_the_plan(tmp_path):
@@ -198,25 +180,14 @@ BAD = [
 
 @pytest.mark.parametrize("flow, path, value", BAD, ids=[b[1] + ":" + b[2] for b in BAD])
 def test_bad_workload_fields_name_file_flow_field_and_value(tmp_path, flow, path, value):
-    with pytest.raises(ScenarioError) as info:
-        load(tmp_path, flow)
-    msg = str(info.value)
-    assert "voip.toml" in msg, msg
-    assert f": {path}" in msg, msg
-    assert value in msg, msg
+    assert_refused(lambda: load(tmp_path, flow), path, value, tmp_path / "voip.toml")
 
 
 @pytest.mark.parametrize("protocol", ["udp", "quic"])
 def test_playout_needs_records(tmp_path, protocol):
     """Every kind carrying records takes playout, but only on records (delivery given)."""
-    p = tmp_path / "voip.toml"
-    p.write_text(
-        SCEN.format(flow="").replace(
-            'protocol = "tcp"', f'protocol = "{protocol}"\nsize = 640\ninterval = "20ms"\nplayout = ["150ms"]'
-        )
-    )
     with pytest.raises(ScenarioError, match=r"flows\.\w+\.playout: playout applies to records: give delivery too"):
-        load_scenario(p, [])
+        load(tmp_path, 'size = 640\ninterval = "20ms"\nplayout = ["150ms"]', protocol)
 
 
 # --- run plots -----------------------------------------------------------------------

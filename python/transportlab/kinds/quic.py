@@ -18,8 +18,8 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.tcp import RECORD_RANGE, records_metrics, records_series
-from transportlab.kinds.workloads import check_playout, workload_metrics
+from transportlab.kinds.tcp import RECORD_RANGE, records_argv, records_flow_metrics
+from transportlab.kinds.workloads import check_playout
 from transportlab.scenario.errors import FieldIssue
 
 DATAGRAM_RANGE = (1200, 1472)
@@ -139,18 +139,7 @@ class Quic(FlowKind):
                 str(flow.streams),
             ]
         elif flow.delivery is not None:
-            client += [
-                "--record-size",
-                str(flow.size),
-                "--record-interval",
-                duration_arg(flow.interval),
-                "--duration",
-                duration_arg(flow.end - flow.start),
-                "--delivery",
-                flow.delivery,
-                "--record-series",
-                str(records_series(files)),
-            ]
+            client += records_argv(flow, files)
         elif flow.size is not None:
             per_s = flow.rate / (8 * flow.size) if flow.rate else 1 / flow.interval
             client += [
@@ -183,7 +172,5 @@ class Quic(FlowKind):
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
         if client.get("mode") == "records":
-            sent = (sender.get("records") or {}).get("records_sent")
-            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent))
-            out.update(records_metrics(run, flow["name"], client, sender, min_rtt_us=quic.get("min_rtt_us")))
+            out.update(records_flow_metrics(run, flow, client, sender, min_rtt_us=quic.get("min_rtt_us")))
         return out

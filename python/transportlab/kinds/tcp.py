@@ -98,21 +98,13 @@ class Tcp(FlowKind):
         for k in ("bytes", "objects"):
             if k in given:
                 raise FieldIssue(f"tcp records run until stop; {k} does not apply", (k,))
-        if "direction" in given and spec.direction != "download":
-            raise FieldIssue('tcp records are sent by the server: direction must be "download"', ("direction",))
-        spec.direction = "download"
-        if spec.delivery is None:
-            spec.delivery = "ordered"
-        if spec.delivery not in DELIVERIES:
-            raise FieldIssue(
-                'tcp records are received "ordered" or "unordered" (a stream per record is quic\'s)',
-                ("delivery",),
-                spec.delivery,
-            )
-        if spec.delivery == "unordered" and spec.tls:
-            raise FieldIssue(
-                "unordered delivery reads records from the segments' payload, which TLS encrypts", ("delivery",)
-            )
+        _check_download(
+            spec,
+            given,
+            "records",
+            'tcp records are received "ordered" or "unordered" (a stream per record is quic\'s)',
+            "unordered delivery reads records from the segments' payload, which TLS encrypts",
+        )
 
     @staticmethod
     def _check_page(spec, given) -> None:
@@ -122,21 +114,13 @@ class Tcp(FlowKind):
         for k in ("bytes", "objects", "size", "interval"):
             if k in given:
                 raise FieldIssue(f"tcp pages load until stop; {k} does not apply", (k,))
-        if "direction" in given and spec.direction != "download":
-            raise FieldIssue('tcp pages are sent by the server: direction must be "download"', ("direction",))
-        spec.direction = "download"
-        if spec.delivery is None:
-            spec.delivery = "ordered"
-        if spec.delivery not in DELIVERIES:
-            raise FieldIssue(
-                'tcp pages are received "ordered" (one stream) or "unordered" (msTCP sub-streams)',
-                ("delivery",),
-                spec.delivery,
-            )
-        if spec.delivery == "unordered" and spec.tls:
-            raise FieldIssue(
-                "unordered delivery reads msTCP chunks from the segments' payload, which TLS encrypts", ("delivery",)
-            )
+        _check_download(
+            spec,
+            given,
+            "pages",
+            'tcp pages are received "ordered" (one stream) or "unordered" (msTCP sub-streams)',
+            "unordered delivery reads msTCP chunks from the segments' payload, which TLS encrypts",
+        )
         if spec.page.framing is None:
             spec.page.framing = "mstcp" if spec.delivery == "unordered" else "plain"
         if spec.delivery == "unordered" and spec.page.framing == "plain":
@@ -220,18 +204,7 @@ class Tcp(FlowKind):
                 str(page_series(files)),
             ]
         elif flow.delivery is not None:
-            client += [
-                "--record-size",
-                str(flow.size),
-                "--record-interval",
-                duration_arg(flow.interval),
-                "--duration",
-                duration_arg(flow.end - flow.start),
-                "--delivery",
-                flow.delivery,
-                "--record-series",
-                str(records_series(files)),
-            ]
+            client += records_argv(flow, files)
         else:
             client += ["--direction", flow.direction]
             client += (
@@ -254,12 +227,25 @@ class Tcp(FlowKind):
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
         }
         if client.get("mode") == "records":
-            sent = (sender.get("records") or {}).get("records_sent")
-            out.update(workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent))
-            out.update(records_metrics(run, flow["name"], client, sender))
+            out.update(records_flow_metrics(run, flow, client, sender))
         if client.get("mode") == "page":
             out.update(page_metrics(run, flow["name"]))
         return out
+
+
+def _check_download(spec, given, what: str, delivery_issue: str, tls_issue: str) -> None:
+    """What tcp records and pages share: the server sends (direction "download"), the
+    client receives "ordered" (the default) or "unordered", and unordered reads the
+    segments' payload, so not under TLS."""
+    if "direction" in given and spec.direction != "download":
+        raise FieldIssue(f'tcp {what} are sent by the server: direction must be "download"', ("direction",))
+    spec.direction = "download"
+    if spec.delivery is None:
+        spec.delivery = "ordered"
+    if spec.delivery not in DELIVERIES:
+        raise FieldIssue(delivery_issue, ("delivery",), spec.delivery)
+    if spec.delivery == "unordered" and spec.tls:
+        raise FieldIssue(tls_issue, ("delivery",))
 
 
 def page_series(files: Files):
@@ -285,6 +271,31 @@ def page_metrics(run, name: str) -> dict[str, Any]:
 def records_series(files: Files):
     """The client's per-record series beside its TCP_INFO series."""
     return files.client_series.with_name(files.client_series.stem + "-records.arrow")
+
+
+def records_argv(flow, files: Files) -> list[str]:
+    """The client's arguments for paced records (tcp's and quic's alike)."""
+    return [
+        "--record-size",
+        str(flow.size),
+        "--record-interval",
+        duration_arg(flow.interval),
+        "--duration",
+        duration_arg(flow.end - flow.start),
+        "--delivery",
+        flow.delivery,
+        "--record-series",
+        str(records_series(files)),
+    ]
+
+
+def records_flow_metrics(run, flow, client: dict, sender: dict, *, min_rtt_us: float | None = None) -> dict[str, Any]:
+    """A records flow's workload metrics and record metrics (tcp's and quic's alike: the
+    client's records series, the sender's records_sent)."""
+    sent = (sender.get("records") or {}).get("records_sent")
+    out = workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent)
+    out.update(records_metrics(run, flow["name"], client, sender, min_rtt_us=min_rtt_us))
+    return out
 
 
 def records_metrics(

@@ -5,14 +5,24 @@ from the same packets), and a box plot of each records flow's record latency."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.report.figures import Plot, close, not_applicable, spans_decades, time_axis
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, save
+
+
+def records_series(rd: RunData) -> Iterator[tuple[str, pd.DataFrame]]:
+    """Each flow's non-empty client records series (`<flow>-client-records.arrow`), by name."""
+    for name in rd.flows:
+        series = rd.series(f"{name}-client-records")
+        if series is not None and len(series):
+            yield name, series
 
 
 def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -55,10 +65,7 @@ def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
     )
     drawn = 0
     fig, ax = figure()
-    for name in rd.flows:
-        series = rd.series(f"{name}-client-records")
-        if series is None or not len(series):
-            continue
+    for name, series in records_series(rd):
         d = M.delivered_over_time(series, rd.t0_ns, 0.1)
         ax.step(d["t_s"], d["bytes"] / 1e6, where="post", color=colors[name], label=name)
         if "via" in series and (series["via"] == "packet").any() and "stream_ns" in series:
@@ -86,10 +93,7 @@ def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
         "log axis when the values span more than 1.5 decades. One box per session in S2's streaming scenario."
     )
     names, data = [], []
-    for name in rd.flows:
-        series = rd.series(f"{name}-client-records")
-        if series is None or not len(series):
-            continue
+    for name, series in records_series(rd):
         names.append(name)
         data.append(M.record_latencies(series) / 1e6)
     if not names:

@@ -378,6 +378,36 @@ struct ClientTransfer {
     error: Option<String>,
 }
 
+/// The stream path of records and pages: every byte read, fed to `sink` at its stream
+/// offset, until the server's end of stream (its time in `t.eof_ns`; returns true) or a
+/// stop (`t.stopped`; returns false).
+fn feed_stream(
+    s: &mut Stream,
+    buf: &mut [u8],
+    sink: &dyn Sink,
+    t: &mut ClientTransfer,
+    counter: &Progress,
+) -> io::Result<bool> {
+    loop {
+        match read_some(s, buf)? {
+            None => {
+                t.stopped = true;
+                return Ok(false);
+            }
+            Some(0) => {
+                t.eof_ns = Some(sys::now_ns());
+                return Ok(true);
+            }
+            Some(n) => {
+                t.first_byte_ns.get_or_insert_with(sys::now_ns);
+                sink.feed(t.bytes_received, &buf[..n], Via::Stream, None);
+                t.bytes_received += n as u64;
+                counter.add(n);
+            }
+        }
+    }
+}
+
 fn run_client_transfer(
     s: &mut Stream,
     h: &Request,
@@ -490,25 +520,8 @@ fn run_client_transfer(
                     t.stopped = true;
                     return Ok(());
                 }
-                // The stream path: every byte read, at its stream offset.
-                loop {
-                    match read_some(s, &mut buf)? {
-                        None => {
-                            t.stopped = true;
-                            break;
-                        }
-                        Some(0) => {
-                            t.eof_ns = Some(sys::now_ns());
-                            s.shutdown_write()?;
-                            break;
-                        }
-                        Some(n) => {
-                            t.first_byte_ns.get_or_insert_with(sys::now_ns);
-                            receiver.feed(t.bytes_received, &buf[..n], Via::Stream, None);
-                            t.bytes_received += n as u64;
-                            counter.add(n);
-                        }
-                    }
+                if feed_stream(s, &mut buf, receiver, &mut t, counter)? {
+                    s.shutdown_write()?;
                 }
             }
             Mode::Page => {
@@ -520,26 +533,8 @@ fn run_client_transfer(
                     return Ok(());
                 }
                 receiver.start(writer, connected_ns + h.duration_ns);
-                // The stream path: every byte read, at its stream offset. The last page's
-                // completion shuts our side; the server then closes its side.
-                loop {
-                    match read_some(s, &mut buf)? {
-                        None => {
-                            t.stopped = true;
-                            break;
-                        }
-                        Some(0) => {
-                            t.eof_ns = Some(sys::now_ns());
-                            break;
-                        }
-                        Some(n) => {
-                            t.first_byte_ns.get_or_insert_with(sys::now_ns);
-                            receiver.feed(t.bytes_received, &buf[..n], Via::Stream, None);
-                            t.bytes_received += n as u64;
-                            counter.add(n);
-                        }
-                    }
-                }
+                // The last page's completion shuts our side; the server then closes its side.
+                feed_stream(s, &mut buf, receiver, &mut t, counter)?;
             }
             // The request was encoded for TCP above, which refuses this mode.
             Mode::Messages => return Err(io::Error::other("messages mode is QUIC only")),

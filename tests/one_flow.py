@@ -1,0 +1,54 @@
+"""The one-flow scenario (hosts client and server, one link "path", one flow) the
+workload tests of the Python side write (tests/test_records.py, test_web.py,
+test_workloads.py), and their check that a bad field is refused naming the file, the
+field and the value."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from transportlab.scenario import ScenarioError, load_scenario
+
+
+def one_flow_scenario(flow: str, *, name: str, forward: str, reverse: str, protocol: str = "tcp") -> str:
+    """The scenario text; `forward` / `reverse` are the link directions' inline tables'
+    contents, `flow` the flow's extra lines."""
+    return f"""
+name = "t"
+duration = "10s"
+hosts = ["client", "server"]
+
+[[links]]
+name = "path"
+between = ["client", "server"]
+forward = {{ {forward} }}
+reverse = {{ {reverse} }}
+
+[[flows]]
+name = "{name}"
+from = "client"
+to = "server"
+protocol = "{protocol}"
+{flow}
+"""
+
+
+def load_one_flow(path: Path, flow: str, **scenario):
+    """Writes the scenario (`one_flow_scenario`'s keywords) to `path` and loads it."""
+    path.write_text(one_flow_scenario(flow, **scenario))
+    return load_scenario(path, [])
+
+
+def assert_refused(load: Callable[[], object], field: str, value: str, file: Path | None = None) -> None:
+    """`load()` raises a ScenarioError naming `field` (its dotted path) and `value`, and
+    `file` when given."""
+    with pytest.raises(ScenarioError) as info:
+        load()
+    msg = str(info.value)
+    if file is not None:
+        assert str(file) in msg, msg
+    assert f": {field}" in msg, msg
+    assert value in msg, msg
