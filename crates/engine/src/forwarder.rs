@@ -21,8 +21,10 @@ use crate::stats::{DirectionStats, Lateness, UnintendedDrops};
 /// TUN devices or veth ends and reads CLOCK_MONOTONIC; the simulator queues packets for
 /// its endpoints and answers its virtual time.
 pub trait Hosts {
-    /// Hands IPv4 packet `packet` to host `host`; `false` if that failed (an unintended drop).
-    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool;
+    /// Hands IPv4 packet `packet` to host `host`: the time the hand-over that succeeded
+    /// began (a host that cannot take a packet at once is retried, and the packet is late
+    /// by that much), or `None` if it failed (an unintended drop).
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos>;
     /// The actual time now (what the log records as `t_actual_ns`).
     fn now(&self) -> Nanos;
 }
@@ -421,14 +423,11 @@ impl<H: Hosts> Forwarder<H> {
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
     fn deliver(&mut self, egress: usize, packet: &Packet<Carried>, due: Nanos) -> Nanos {
-        // Lateness is taken as the hand-over starts: the write itself runs the host's
-        // receive path (IP, transport, waking the reader) in this thread.
+        // Lateness is taken as the hand-over starts: without receive steering the write
+        // itself runs the host's receive path (IP, transport, waking the reader) in this
+        // thread.
         let now = self.hosts.now();
-        let late = now.saturating_sub(due);
-        if self.hosts.deliver(egress, &packet.payload.bytes) {
-            self.packets_out += 1;
-            self.lateness.add(late);
-        } else {
+        let Some(handed) = self.hosts.deliver(egress, &packet.payload.bytes) else {
             self.unintended.tun_write_failed += 1;
             let key = packet.payload.key;
             self.log.record(
@@ -442,8 +441,11 @@ impl<H: Hosts> Forwarder<H> {
                 reason::TUN_WRITE_FAILED,
                 flag::copy(packet.copy),
             );
-        }
-        now
+            return now;
+        };
+        self.packets_out += 1;
+        self.lateness.add(handed.saturating_sub(due));
+        handed
     }
 
     /// Processes every model event due at or before `now`, earliest first across all
@@ -506,9 +508,9 @@ mod tests {
     }
 
     impl Hosts for Collect {
-        fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+        fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos> {
             self.delivered.push((host, packet.to_vec()));
-            true
+            Some(self.now)
         }
         fn now(&self) -> Nanos {
             self.now

@@ -159,8 +159,19 @@ pub struct RunStats {
     /// spin budget (half of each second) ran out.
     pub spin_s: f64,
     pub spin_budget_exhausted: u64,
+    /// Seconds in which the forwarding thread left real-time scheduling for the rest of
+    /// the second, having been busy for most of it (so the kernel never throttles it).
+    #[serde(default)]
+    pub realtime_yields: u64,
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// Hand-overs retried because a host could not take the packet at once (its
+    /// receiving CPU's backlog or the engine's send buffer full), and the first hand-over
+    /// error that was not (each such packet is a `tun_write_failed` unintended drop).
+    #[serde(default)]
+    pub egress_retries: u64,
+    #[serde(default)]
+    pub egress_error: Option<String>,
     pub log_error: Option<String>,
 }
 

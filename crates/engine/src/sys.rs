@@ -145,6 +145,14 @@ pub fn set_realtime(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Back to normal (CFS) scheduling for the calling thread.
+pub fn set_normal() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: valid pointer; pid 0 = calling thread.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) })?;
+    Ok(())
+}
+
 /// Pins the calling thread to `cpu`.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set; pid 0 = calling thread.

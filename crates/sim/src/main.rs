@@ -200,8 +200,11 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         stamps_at_ring_write: 0,
         spin_s: 0.0,
         spin_budget_exhausted: 0,
+        realtime_yields: 0,
         wall_s: wall.elapsed().as_secs_f64(),
         cpu_s: wall.elapsed().as_secs_f64(),
+        egress_retries: 0,
+        egress_error: None,
         log_error: None,
     };
     let packets = stats.packets_in;

@@ -26,9 +26,9 @@ pub struct SimHosts {
 }
 
 impl Hosts for SimHosts {
-    fn deliver(&mut self, host: usize, packet: &[u8]) -> bool {
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos> {
         self.inbox.push((host, packet.to_vec()));
-        true
+        Some(self.now)
     }
 
     fn now(&self) -> Nanos {
