@@ -129,7 +129,7 @@ pub struct Calibration {
     pub p50_us: f64,
     pub p99_us: f64,
     pub max_us: f64,
-    /// Spin before each due time chosen from it (ns): max(configured, p99 + margin).
+    /// Spin before each due time chosen from it (ns): max(configured, largest lateness + margin), capped.
     pub spin_ns: u64,
 }
 
