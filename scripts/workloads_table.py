@@ -46,7 +46,7 @@ def voip(folder: Path) -> None:
             v = f.get("voip")
             if not v:
                 continue
-            series = run.series(f"{name}-client-records")
+            series = run.records_series(name)
             lat = M.frame_latencies(series, v["frames_sent"])
             for g, per in sorted(v.get("by_group", {}).items(), key=lambda kv: int(kv[0])):
                 a, b = per["150ms"], per["200ms"]

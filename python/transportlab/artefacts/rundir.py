@@ -14,6 +14,7 @@ file. Optional artefacts (an agent's summary or series) read as None."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,17 @@ DONE = "DONE"
 FAILURES = "failures.json"
 METRICS = "metrics.json"
 SCENARIO = "scenario.json"
+
+
+def receiver_records(series: Callable[[str], pd.DataFrame | None], flow: str) -> pd.DataFrame | None:
+    """The per-record series of records flow `flow` (`series`: a run's reader by stem):
+    its receiver writes it — the client for tcp and quic records
+    (`<flow>-client-records`), the server for udp ones (`<flow>-server-records`)."""
+    for stem in (f"{flow}-client-records", f"{flow}-server-records"):
+        s = series(stem)
+        if s is not None:
+            return s
+    return None
 
 
 class RunDirError(RuntimeError):
@@ -194,3 +206,7 @@ class RunDir:
     def series(self, stem: str) -> pd.DataFrame | None:
         """An agent's time series (`raw/<stem>.arrow`), None if absent."""
         return read_arrow(self.raw / f"{stem}.arrow")
+
+    def records_series(self, flow: str) -> pd.DataFrame | None:
+        """The per-record series of records flow `flow`, as its receiver wrote it."""
+        return receiver_records(self.series, flow)

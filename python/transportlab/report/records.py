@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from transportlab import metrics as M
-from transportlab.artefacts.rundir import read_arrow
+from transportlab.artefacts.rundir import read_arrow, receiver_records
 from transportlab.report.figures import Plot, not_applicable, skip
 from transportlab.report.style import Colors, figure, legend_below, save
 
@@ -26,12 +26,8 @@ CAPTION = (
 
 
 def record_latencies_ms(run_dir: Path, flow: str) -> np.ndarray | None:
-    raw = Path(run_dir) / "raw"
-    for stem in (f"{flow}-client-records", f"{flow}-server-records"):
-        s = read_arrow(raw / f"{stem}.arrow")
-        if s is not None:
-            return M.record_latencies(s) / 1e6
-    return None
+    s = receiver_records(lambda stem: read_arrow(Path(run_dir) / "raw" / f"{stem}.arrow"), flow)
+    return None if s is None else M.record_latencies(s) / 1e6
 
 
 def records_sent(run_dir: Path, flow: str) -> int:

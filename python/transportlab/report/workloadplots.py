@@ -12,15 +12,16 @@ import numpy as np
 import pandas as pd
 
 from transportlab import metrics as M
+from transportlab.artefacts.rundir import receiver_records
 from transportlab.report.figures import Plot, close, not_applicable, spans_decades, time_axis
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend, legend_below, save
 
 
 def records_series(rd: RunData) -> Iterator[tuple[str, pd.DataFrame]]:
-    """Each flow's non-empty client records series (`<flow>-client-records.arrow`), by name."""
+    """Each records flow's non-empty per-record series (its receiver's), by name."""
     for name in rd.flows:
-        series = rd.series(f"{name}-client-records")
+        series = receiver_records(rd.series, name)
         if series is not None and len(series):
             yield name, series
 
