@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -145,6 +147,29 @@ def _devtools_port(proc: subprocess.Popen) -> int:
     raise BrowserError("chromium did not say where DevTools listens")
 
 
+def _stop_group(proc: subprocess.Popen) -> None:
+    """Ends Chromium and every helper process it started (its process group), and waits
+    until none is left: a helper still writing into the profile folder made its removal
+    fail ("Directory not empty")."""
+    for sig, grace in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)  # anyone left in the group?
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+    proc.wait()
+
+
 def check_page(html: str | Path, screenshot: str | Path | None = None, width: int = WIDTH) -> PageCheck:
     """Opens the file in headless Chromium at `width` px and returns what it saw; writes a
     PNG of the first screen to `screenshot` if given."""
@@ -170,6 +195,9 @@ def check_page(html: str | Path, screenshot: str | Path | None = None, width: in
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            # Its own process group: Chromium's helpers (renderer, zygote, crashpad) are
+            # ended with it, before its profile folder is removed.
+            start_new_session=True,
         )
         try:
             port = _devtools_port(proc)
@@ -182,12 +210,7 @@ def check_page(html: str | Path, screenshot: str | Path | None = None, width: in
             with connect(pages[0]["webSocketDebuggerUrl"], max_size=None, open_timeout=TIMEOUT_S) as ws:
                 return _inspect(_Cdp(ws), url, width, screenshot)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            _stop_group(proc)
 
 
 def _inspect(cdp: _Cdp, url: str, width: int, screenshot: str | Path | None) -> PageCheck:
