@@ -58,6 +58,26 @@ pub trait Row: Sized {
     fn columns(rows: &[Self], schema: &arrow_schema::Schema) -> Vec<ArrayRef>;
 }
 
+/// The two columns every series of the agent's format starts with: the connection (0: a
+/// simulated flow has one) and the sample's time.
+pub fn series_key_fields() -> [arrow_schema::Field; 2] {
+    use arrow_schema::{DataType, Field};
+    [
+        Field::new("conn", DataType::UInt32, false),
+        Field::new("t_ns", DataType::Int64, false),
+    ]
+}
+
+/// `series_key_fields`' columns for rows sampled at `t_ns`.
+pub fn series_key_columns(t_ns: impl ExactSizeIterator<Item = Nanos>) -> [ArrayRef; 2] {
+    use arrow_array::{Int64Array, UInt32Array};
+    let n = t_ns.len();
+    [
+        std::sync::Arc::new(UInt32Array::from_iter_values(std::iter::repeat(0).take(n))),
+        std::sync::Arc::new(Int64Array::from_iter_values(t_ns.map(|t| t as i64))),
+    ]
+}
+
 /// An endpoint's time series (the agent's series format, `docs/agent.md`), written to its
 /// Arrow IPC file as the run goes, `SERIES_BATCH` rows per record batch; the file is
 /// created at the first batch and ended by `finish` (the run's end). A write error is

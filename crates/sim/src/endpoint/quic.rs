@@ -33,7 +33,10 @@ use quinn_proto::{
 };
 use serde::Serialize;
 
-use super::{packets, udp, write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN};
+use super::{
+    packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Request, Row, Series,
+    REQUEST_LEN,
+};
 use crate::datagram::Datagram;
 
 static CHUNK: [u8; 65536] = [0; 65536];
@@ -322,9 +325,8 @@ impl Stack {
 fn series_schema(cc: &CcChoice) -> arrow_schema::Schema {
     use arrow_schema::{DataType, Field};
     let u64 = |name: &str| Field::new(name, DataType::UInt64, false);
-    let mut fields = vec![
-        Field::new("conn", DataType::UInt32, false),
-        Field::new("t_ns", DataType::Int64, false),
+    let mut fields = Vec::from(series_key_fields());
+    fields.extend([
         u64("packets_sent"),
         u64("cwnd_bytes"),
         u64("srtt_us"),
@@ -333,7 +335,7 @@ fn series_schema(cc: &CcChoice) -> arrow_schema::Schema {
         u64("lost_bytes"),
         u64("congestion_events"),
         Field::new("mtu", DataType::UInt32, false),
-    ];
+    ]);
     fields.extend(
         cc.diagnostic_names
             .iter()
@@ -344,11 +346,10 @@ fn series_schema(cc: &CcChoice) -> arrow_schema::Schema {
 
 impl Row for Sample {
     fn columns(s: &[Sample], schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, Float64Array, Int64Array, UInt32Array, UInt64Array};
+        use arrow_array::{ArrayRef, Float64Array, UInt32Array, UInt64Array};
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0))),
-            Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
+        columns.extend([
             u64s(|x| x.packets_sent),
             u64s(|x| x.cwnd_bytes),
             u64s(|x| x.srtt_us),
@@ -357,7 +358,7 @@ impl Row for Sample {
             u64s(|x| x.lost_bytes),
             u64s(|x| x.congestion_events),
             Arc::new(UInt32Array::from_iter_values(s.iter().map(|x| x.mtu))),
-        ];
+        ]);
         // The diagnostics' columns, in the schema's order.
         for field in &schema.fields()[columns.len()..] {
             let key = &field.name()["cc_".len()..];

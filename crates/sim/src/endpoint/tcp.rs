@@ -19,7 +19,9 @@ use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
-use super::{write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN};
+use super::{
+    series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN,
+};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -232,35 +234,35 @@ impl Sample {
     fn schema() -> arrow_schema::Schema {
         use arrow_schema::{DataType, Field};
         let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
-        arrow_schema::Schema::new(vec![
-            Field::new("conn", DataType::UInt32, false),
-            Field::new("t_ns", DataType::Int64, false),
+        let mut fields = Vec::from(series_key_fields());
+        fields.extend([
             u64("bytes", false),
             u64("srtt_us", true),
             u64("rttvar_us", true),
             u64("min_rtt_us", true),
             u64("bytes_in_flight", false),
             u64("total_retrans", false),
-        ])
+        ]);
+        arrow_schema::Schema::new(fields)
     }
 }
 
 impl Row for Sample {
     fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
+        use arrow_array::{ArrayRef, UInt64Array};
         use std::sync::Arc;
         let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
         let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        vec![
-            Arc::new(UInt32Array::from_iter_values(s.iter().map(|_| 0))),
-            Arc::new(Int64Array::from_iter_values(s.iter().map(|x| x.t_ns as i64))),
+        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
+        columns.extend([
             u64s(|x| x.bytes),
             opts(|x| x.srtt_us),
             opts(|x| x.rttvar_us),
             opts(|x| x.min_rtt_us),
             u64s(|x| x.bytes_in_flight),
             u64s(|x| x.total_retrans),
-        ]
+        ]);
+        columns
     }
 }
 
