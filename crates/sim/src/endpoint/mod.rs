@@ -73,7 +73,7 @@ pub fn series_key_columns(t_ns: impl ExactSizeIterator<Item = Nanos>) -> [ArrayR
     use arrow_array::{Int64Array, UInt32Array};
     let n = t_ns.len();
     [
-        std::sync::Arc::new(UInt32Array::from_iter_values(std::iter::repeat(0).take(n))),
+        std::sync::Arc::new(UInt32Array::from_iter_values(std::iter::repeat_n(0, n))),
         std::sync::Arc::new(Int64Array::from_iter_values(t_ns.map(|t| t as i64))),
     ]
 }
