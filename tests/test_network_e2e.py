@@ -1,6 +1,7 @@
 """The emulated network end to end, in real namespaces: configured delay seen by probes,
 a rate-limited link carrying TCP, and teardown on kill and SIGTERM."""
 
+import json
 import os
 import signal
 import subprocess
@@ -16,6 +17,7 @@ from transportlab.artefacts.packetlog import DEPARTURE, read_records
 from transportlab.locations import RUN_REGISTRY
 from transportlab.network import netns
 from transportlab.network.clean import clean
+from transportlab.network.cpus import claim_engine_cpu
 from transportlab.network.live import Network
 from transportlab.plan.topology import Direction, Link, Topology
 from transportlab.run import agents
@@ -100,14 +102,46 @@ def test_engine_pinned_and_hosts_steered(tmp_path, rps):
             for h in ("a", "b")
         ]
         pinned = os.sched_getaffinity(net._engine.pid)
+        engine_cpu = net.engine_cpu
         rtt = agents.run_probes(net, "a", "b", tmp_path, interval=0.01, count=20)["rtt"]
     assert rtt["count"] == 20
     if rps:
-        assert pinned == {cpus[0]}
-        assert all(int(m.replace(",", ""), 16) == sum(1 << c for c in cpus[1:]) for m in masks), masks
+        assert engine_cpu is not None and pinned == {engine_cpu}
+        others = sum(1 << c for c in cpus if c != engine_cpu)
+        assert all(int(m.replace(",", ""), 16) == others for m in masks), masks
+        assert json.loads((tmp_path / "engine.json").read_text())["cpu"] == engine_cpu
     else:
         assert pinned == set(cpus)
         assert all(int(m.replace(",", ""), 16) == 0 for m in masks), masks
+
+
+def test_parallel_engines_claim_cpus_of_their_own(tmp_path):
+    """Engines of runs alive at once are pinned to different CPUs; with every CPU held by
+    another engine a run goes unpinned (and unsteered) rather than share one, and a CPU
+    is free again once its run has stopped."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("pinning needs two CPUs")
+    topo = two_hosts(Direction(delay=0.001), Direction(delay=0.001))
+    held = []  # stand-ins for other runs' engines: every CPU not already claimed
+    while (claim := claim_engine_cpu(cpus)) is not None:
+        held.append(claim)
+    try:
+        with Network(topo, tmp_path / "crowded", attach="veth", rps=True) as net:
+            assert net.engine_cpu is None
+            assert os.sched_getaffinity(net._engine.pid) == set(cpus)
+        free = held.pop()
+        free.release()
+        with Network(topo, tmp_path / "first", attach="veth", rps=True) as first:
+            assert first.engine_cpu == free.cpu
+            assert os.sched_getaffinity(first._engine.pid) == {free.cpu}
+            assert claim_engine_cpu([free.cpu]) is None  # held while the run lives
+        again = claim_engine_cpu([free.cpu])
+        assert again is not None
+        again.release()
+    finally:
+        for claim in held:
+            claim.release()
 
 
 RUN_AND_HANG = textwrap.dedent(

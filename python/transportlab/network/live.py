@@ -18,6 +18,7 @@ from typing import Any
 
 from transportlab.locations import binary
 from transportlab.network import kernel_cc, netns, veth
+from transportlab.network.cpus import CpuClaim, claim_engine_cpu
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
@@ -115,11 +116,12 @@ class Network:
         if self.attach == "floor" and len(topology.hosts) != 2:
             raise NetworkError("the floor (a plain veth pair, no engine) joins exactly two hosts")
         self._attach_config: dict[str, dict] = {}
-        cpus = sorted(os.sched_getaffinity(0))
-        steer = DEFAULT_RPS if rps is None else rps
-        # The engine's CPU and the hosts' receive CPUs (None: no pinning, no steering).
-        self.engine_cpu: int | None = cpus[0] if steer and self.attach == "veth" and len(cpus) >= 2 else None
-        self.host_cpus = set(cpus[1:])
+        self._steer = (DEFAULT_RPS if rps is None else rps) and self.attach == "veth"
+        # The engine's CPU and the hosts' receive CPUs (None: no pinning, no steering),
+        # chosen at start among the CPUs other live engines have not claimed.
+        self.engine_cpu: int | None = None
+        self.host_cpus: set[int] = set()
+        self._cpu_claim: CpuClaim | None = None
         self.record: RunRecord = new_record(self.run_id)
         self._tun_fds: dict[str, int] = {}
         self._engine: subprocess.Popen | None = None
@@ -193,6 +195,8 @@ class Network:
         engine_bin = binary("tlab-engine")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.record.save()
+        if self._steer:
+            self._pin_engine()
         if self.attach == "veth":
             self.record.namespaces.append(self.engine_namespace)
             self.record.save()
@@ -379,6 +383,25 @@ class Network:
                 print(f"warning: could not read TUN statistics of {host}: {e}", file=sys.stderr)
         return drops
 
+    def _pin_engine(self) -> None:
+        """Claims the engine a CPU of its own and steers the hosts' receive work to the
+        others; with one CPU, or every CPU held by other runs' engines, neither (said on
+        stderr: parallel runs then share CPUs with each other's forwarding threads)."""
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            return
+        self._cpu_claim = claim_engine_cpu(cpus)
+        if self._cpu_claim is None:
+            print(
+                f"warning: run {self.run_id}: every CPU ({len(cpus)}) already holds another run's "
+                "forwarding thread; this run's engine is not pinned and its hosts not steered "
+                "(fewer parallel runs than CPUs keep each engine on a CPU of its own)",
+                file=sys.stderr,
+            )
+            return
+        self.engine_cpu = self._cpu_claim.cpu
+        self.host_cpus = set(cpus) - {self.engine_cpu}
+
     def stop(self) -> None:
         """Tears everything down; safe to call twice and after a partial start."""
         for proc in self._children:
@@ -398,6 +421,7 @@ class Network:
                 # packet: they are unintended drops too.
                 self.engine_stats["unintended_drops"]["tun_queue_overflow"] = tun_drops
                 self.engine_stats["unintended_drops_total"] += sum(v for v in tun_drops.values() if v > 0)
+                self.engine_stats["cpu"] = self.engine_cpu
                 self.stats_path.write_text(json.dumps(self.engine_stats, indent=1))
         for fd in self._tun_fds.values():
             os.close(fd)
@@ -407,6 +431,9 @@ class Network:
         for ifname in self.record.tun_devices + self.record.veth_devices:
             netns.remove_root_link(ifname)
         self._attach_config.clear()
+        if self._cpu_claim is not None:
+            self._cpu_claim.release()
+            self._cpu_claim = None
         self._unload_kernel_ccs()
         if self.record.kernel_ccs:
             self.record.save()  # what could not be unloaded stays for `tlab clean`
