@@ -59,6 +59,12 @@ pub struct Config {
     /// Largest IP packet a host may send; a larger one is an unintended drop (counted).
     #[serde(default = "default_mtu")]
     pub mtu: u32,
+    /// Most bytes of packets the engine holds at once (in every queue and delay line,
+    /// each counted with `forwarder::PACKET_OVERHEAD`); an arrival beyond it is refused,
+    /// an unintended drop. An unlimited queue fed faster than its rate grows until
+    /// then, instead of until the kernel's OOM killer ends the run.
+    #[serde(default = "default_memory_limit")]
+    pub memory_limit_bytes: u64,
     /// pcapng capture of the packets leaving some directions (off when absent).
     #[serde(default)]
     pub capture: Option<CaptureConfig>,
@@ -96,6 +102,10 @@ fn default_true() -> bool {
 
 fn default_mtu() -> u32 {
     1500
+}
+
+fn default_memory_limit() -> u64 {
+    2 << 30
 }
 
 /// A host: `{"name", "attach": {"kind": "tun", "fd": N}}`, `{"name", "attach": {"kind":

@@ -71,6 +71,14 @@ struct Route {
     egress: usize,
 }
 
+/// What holding one packet costs beyond its bytes (its `Packet`, the boxed buffer's
+/// allocation, queue slots), for the memory limit: an estimate, on the safe side.
+pub const PACKET_OVERHEAD: u64 = 256;
+
+fn held(size: u32) -> u64 {
+    size as u64 + PACKET_OVERHEAD
+}
+
 pub struct Forwarder<H: Hosts> {
     hosts: H,
     /// The latest time the model has been run to: an arrival stamped earlier (the
@@ -79,6 +87,10 @@ pub struct Forwarder<H: Hosts> {
     watermark: Nanos,
     /// Largest IP packet a host may send (its link MTU); a larger one is an unintended drop.
     mtu: u32,
+    /// Bytes of the packets in the models (originals: a duplicate stage's copies are not
+    /// counted, at most doubling it), and the most allowed (`memory_limit_bytes`).
+    held_bytes: u64,
+    memory_limit: u64,
     models: Vec<Direction<Carried>>,
     /// Each model's next due time as last read, and those times in a min-heap by (time,
     /// direction), so finding the next event does not ask every direction each time (an
@@ -147,6 +159,8 @@ impl<H: Hosts> Forwarder<H> {
             hosts,
             watermark: 0,
             mtu: cfg.mtu,
+            held_bytes: 0,
+            memory_limit: cfg.memory_limit_bytes,
             models,
             due: vec![None; n],
             queue: BinaryHeap::new(),
@@ -240,21 +254,20 @@ impl<H: Hosts> Forwarder<H> {
             );
             return;
         };
-        if size > self.mtu {
-            self.unintended.oversize += 1;
-            self.log.record(
-                now,
-                stamp,
-                id,
-                &key,
-                size,
-                NO_DIRECTION,
-                Event::Drop,
-                reason::OVERSIZE,
-                0,
-            );
+        let refused = if size > self.mtu {
+            Some((&mut self.unintended.oversize, reason::OVERSIZE))
+        } else if self.held_bytes + held(size) > self.memory_limit {
+            Some((&mut self.unintended.memory_limit, reason::MEMORY_LIMIT))
+        } else {
+            None
+        };
+        if let Some((count, why)) = refused {
+            *count += 1;
+            self.log
+                .record(now, stamp, id, &key, size, NO_DIRECTION, Event::Drop, why, 0);
             return;
         }
+        self.held_bytes += held(size);
         let ecn = Ipv4Packet::new_unchecked(bytes).ecn();
         let carried = Carried {
             bytes: bytes.into(),
@@ -275,6 +288,7 @@ impl<H: Hosts> Forwarder<H> {
         let hop = packet.payload.hop as usize;
         let Some(&dir) = route.directions.get(hop) else {
             let egress = route.egress;
+            self.release(&packet);
             self.deliver(egress, &packet, at);
             return;
         };
@@ -313,6 +327,7 @@ impl<H: Hosts> Forwarder<H> {
                 if packet.payload.hop as usize >= route.directions.len() {
                     // The last hop: the departure's real time is the hand-over to the host.
                     let egress = route.egress;
+                    self.release(&packet);
                     let handed = self.deliver(egress, &packet, at);
                     let (key, id, size) = (packet.payload.key, packet.id, packet.size);
                     self.log
@@ -398,8 +413,17 @@ impl<H: Hosts> Forwarder<H> {
         }
     }
 
+    /// A packet leaves the models (handed to its host or dropped).
+    fn release(&mut self, packet: &Packet<Carried>) {
+        if !packet.copy {
+            debug_assert!(self.held_bytes >= held(packet.size), "released more than held");
+            self.held_bytes = self.held_bytes.saturating_sub(held(packet.size));
+        }
+    }
+
     /// Counts and logs a drop at log direction `dir`.
     fn drop(&mut self, dir: u16, packet: &Packet<Carried>, at: Nanos, reason: DropReason) {
+        self.release(packet);
         let st = &mut self.directions[dir as usize];
         match reason {
             DropReason::QueueFull => st.drops_queue_full += 1,
@@ -559,11 +583,22 @@ mod tests {
         route_extra: &str,
         packets: &[(Vec<u8>, u64)],
     ) -> (Vec<Record>, Vec<DirectionStats>, Vec<u8>) {
+        run_config_with(test, "", directions, route_extra, packets)
+    }
+
+    /// `run_config` with `top_extra` (`"key": value, `) added to the configuration.
+    fn run_config_with(
+        test: &str,
+        top_extra: &str,
+        directions: &str,
+        route_extra: &str,
+        packets: &[(Vec<u8>, u64)],
+    ) -> (Vec<Record>, Vec<DirectionStats>, Vec<u8>) {
         let dir = std::env::temp_dir().join(format!("tlab-fwd-{test}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log_path = dir.join("packets.tlog");
         let cfg = Config::parse(&format!(
-            r#"{{"log_path": "unused", "stats_path": "unused",
+            r#"{{"log_path": "unused", "stats_path": "unused", {top_extra}
                 "hosts": [{{"name": "a", "tun_fd": 100}}, {{"name": "b", "tun_fd": 101}}],
                 "directions": {directions},
                 "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#
@@ -756,5 +791,34 @@ mod tests {
         assert_eq!(flagged, ce, "one ce_marked departure per CE packet delivered");
         assert_eq!(stats[0].marks, ce as u64);
         assert_eq!(stats[0].drops_aqm, aqm_drops);
+    }
+
+    /// An unlimited queue at 1 Mbit/s offered 10 packets at once, with room for 4 (bytes
+    /// plus `PACKET_OVERHEAD` each): 6 refused (reason 14, unintended), the 4 delivered;
+    /// once they have left, a later packet is accepted again.
+    #[test]
+    fn the_memory_limit_refuses_arrivals_until_packets_leave() {
+        let limit = 4 * held(28);
+        let directions = r#"[{"name": "ab", "seed": 1, "spec": {"rate": {"constant": {"bits_per_sec": 1000000}}}}]"#;
+        let mut packets: Vec<_> = (0..10).map(|_| (udp_packet(), T0)).collect();
+        packets.push((udp_packet(), T0 + 10 * MS));
+        let (log, stats, received) = run_config_with(
+            "memory",
+            &format!(r#""memory_limit_bytes": {limit},"#),
+            directions,
+            "",
+            &packets,
+        );
+        let refused: Vec<u64> = log
+            .iter()
+            .filter(|r| r.3 == Event::Drop as u8)
+            .map(|r| {
+                assert_eq!((r.2, r.4), (NO_DIRECTION, reason::MEMORY_LIMIT));
+                r.1
+            })
+            .collect();
+        assert_eq!(refused, (4..10).collect::<Vec<u64>>());
+        assert_eq!(received.len(), 5 * 28, "the first four and the late one");
+        assert_eq!(stats[0].departures, 5);
     }
 }

@@ -42,13 +42,21 @@ pub struct UnintendedDrops {
     pub tun_write_failed: u64,
     /// IP packets larger than the link MTU out of a host (an offload left on).
     pub oversize: u64,
+    /// Packets refused because those held (in every queue and delay line) had reached the
+    /// engine's `memory_limit_bytes`.
+    pub memory_limit: u64,
     /// Per host: frames the kernel dropped because the engine's receive ring was full.
     pub ring_full: Vec<u64>,
 }
 
 impl UnintendedDrops {
     pub fn total(&self) -> u64 {
-        self.no_route + self.not_ipv4 + self.tun_write_failed + self.oversize + self.ring_full.iter().sum::<u64>()
+        self.no_route
+            + self.not_ipv4
+            + self.tun_write_failed
+            + self.oversize
+            + self.memory_limit
+            + self.ring_full.iter().sum::<u64>()
     }
 }
 

@@ -212,6 +212,7 @@ fn engine_reasons_match_the_contract() {
         (reason::TUN_WRITE_FAILED, "tun_write_failed"),
         (reason::NOT_IPV4, "not_ipv4"),
         (reason::OVERSIZE, "oversize"),
+        (reason::MEMORY_LIMIT, "memory_limit"),
     ]
     .map(|(c, name)| (u64::from(c), name, true));
     assert_eq!(
