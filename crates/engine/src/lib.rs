@@ -9,5 +9,6 @@ pub mod capture;
 pub mod config;
 pub mod forwarder;
 pub mod log;
+pub mod spin;
 pub mod stats;
 pub mod wire;

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use attach::{Egress, RxRing};
 use engine::config::{Attach, Config};
 use engine::forwarder::{Forwarder, Hosts};
+use engine::spin::{self, Spin};
 use engine::stats::{Calibration, Lateness, RunStats};
 use engine::{capture, log};
 use linkem::Nanos;
@@ -23,9 +24,6 @@ const TOKEN_TIMER: u64 = u64::MAX;
 /// it leaves real-time scheduling for the rest of the second (see the loop).
 const SPIN_BUSY_CAP_NS: u64 = 700_000_000;
 const RT_BUSY_CAP_NS: u64 = 850_000_000;
-/// The longest spin calibration may choose: one wake-up that was very late (a hiccup of
-/// the host) must not make the engine spin for it before every packet.
-const MAX_SPIN_NS: u64 = 200_000;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 /// Large enough for any packet a TUN device hands over (its MTU may be raised to 64 KiB).
 const MAX_PACKET: usize = 65_536;
@@ -174,7 +172,10 @@ fn run(cfg: Config) -> Result<(), String> {
     } else {
         None
     };
-    let spin_ns = calibration.as_ref().map_or(cfg.spin_ns, |c| c.spin_ns);
+    let mut spin = Spin::new(calibration.as_ref().map_or(cfg.spin_ns, |c| c.spin_ns));
+    // Timer wake-ups while forwarding: how late each came, and the spin they set.
+    let mut timer_lateness = Lateness::default();
+    let mut armed_for: Option<Nanos> = None;
     epoll.add(sigfd, TOKEN_SIGNAL).map_err(|e| format!("epoll: {e}"))?;
 
     println!("READY");
@@ -286,13 +287,14 @@ fn run(cfg: Config) -> Result<(), String> {
             realtime = false;
             rt_yields += 1;
         }
-        let spin = if budget_left { spin_ns } else { 0 };
+        let spin_ns = spin.ns();
+        let spin_now = if budget_left { spin_ns } else { 0 };
         let timeout_ms = match fwd.next_due() {
             Some(due) if due <= now => 0,
             // With every host on a ring the spin polls the rings' status words and the
             // vDSO clock only — no system call — until the due time or an arrival; the
             // descriptors (and the stop signal) are still looked at once a millisecond.
-            Some(due) if due - now <= spin && all_rings && now - polled_at < 1_000_000 => {
+            Some(due) if due - now <= spin_now && all_rings && now - polled_at < 1_000_000 => {
                 let mut t = now;
                 while t < due && !rings.iter().flatten().any(RxRing::has_frame) {
                     std::hint::spin_loop();
@@ -302,7 +304,7 @@ fn run(cfg: Config) -> Result<(), String> {
                 spin_total += t - now;
                 continue 'main;
             }
-            Some(due) if due - now <= spin => {
+            Some(due) if due - now <= spin_now => {
                 spinning_since = Some(now);
                 0
             }
@@ -310,11 +312,13 @@ fn run(cfg: Config) -> Result<(), String> {
                 if !budget_left && due - now <= spin_ns {
                     exhausted += 1;
                 }
-                timer.arm_at(due - spin).map_err(|e| format!("timerfd: {e}"))?;
+                timer.arm_at(due - spin_now).map_err(|e| format!("timerfd: {e}"))?;
+                armed_for = Some(due - spin_now);
                 -1
             }
             None => {
                 timer.arm_at(0).map_err(|e| format!("timerfd: {e}"))?;
+                armed_for = None;
                 -1
             }
         };
@@ -328,7 +332,16 @@ fn run(cfg: Config) -> Result<(), String> {
         }
         for ev in &events[..n] {
             match ev.u64 {
-                TOKEN_TIMER => timer.clear(),
+                TOKEN_TIMER => {
+                    timer.clear();
+                    // Only a sleep the timer ended measures its wake-up (a poll may find
+                    // an old deadline that passed while the thread was busy).
+                    if let (true, Some(at)) = (timeout_ms < 0, armed_for.take()) {
+                        let late = polled_at.saturating_sub(at);
+                        timer_lateness.add(late);
+                        spin.woke(late);
+                    }
+                }
                 TOKEN_SIGNAL => break 'main,
                 host => readable[host as usize] = true,
             }
@@ -357,6 +370,8 @@ fn run(cfg: Config) -> Result<(), String> {
         handover_lateness: lateness,
         arrival_shift,
         timer_calibration: calibration,
+        timer_lateness: timer_lateness.summary(),
+        spin_final_us: spin.ns() as f64 / 1e3,
         read_delay: read_delay.summary(),
         attach: cfg.hosts.iter().map(|h| h.attach.kind().to_string()).collect(),
         stamps_at_ring_write,
@@ -386,9 +401,8 @@ fn run(cfg: Config) -> Result<(), String> {
 
 /// Sleeps to 300 absolute deadlines 200 µs apart through the timerfd and epoll, as the
 /// forwarding loop does, and returns the lateness percentiles and the spin chosen:
-/// max(`configured`, the largest lateness seen + 5 µs), at most `MAX_SPIN_NS`. Not the p99:
-/// 300 sleeps estimate it low, and a run's wake-ups then overran it (bench/engine: spin
-/// 36 µs from a p99 of 31, hand-over lateness p99 71 µs at 10 ms idle).
+/// max(`configured`, the largest lateness seen + margin), at most `spin::MAX_NS`: the
+/// spin's floor for the run, which raises it to its own wake-ups' lateness (`spin.rs`).
 fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<Calibration, String> {
     let mut l = Lateness::default();
     let mut events = Vec::with_capacity(4);
@@ -411,6 +425,6 @@ fn calibrate(epoll: &sys::Epoll, timer: &sys::Timer, configured: u64) -> Result<
         p50_us: s.p50_us,
         p99_us: s.p99_us,
         max_us: s.max_us,
-        spin_ns: configured.max((max_ns + 5_000).min(MAX_SPIN_NS)),
+        spin_ns: configured.max((max_ns + spin::MARGIN_NS).min(spin::MAX_NS)),
     })
 }

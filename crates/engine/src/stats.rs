@@ -154,6 +154,11 @@ pub struct RunStats {
     pub arrival_shift: LatenessSummary,
     /// The engine's own timer lateness measured at start, and the spin it chose from it.
     pub timer_calibration: Option<Calibration>,
+    /// How late the timer woke the forwarding thread while it ran (from the time it was
+    /// armed for: the due time minus the spin); each wake-up raises the spin to cover it.
+    pub timer_lateness: LatenessSummary,
+    /// The spin at the end of the run (µs).
+    pub spin_final_us: f64,
     /// Real time from the kernel's receive timestamp to the engine reading the packet
     /// (veth attachment; a TUN has no kernel timestamp).
     pub read_delay: LatenessSummary,
