@@ -338,7 +338,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     if a.bytes.is_none() == a.duration.is_none() {
         usage!("give exactly one of --bytes and --duration");
     }
-    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
+    let libutp = Params::parse(&a.libutp.cc_param, a.libutp.datagram_size)?;
     let params = ClientParams {
         connect: a.connect.to_string(),
         direction: if a.direction == Direction::Upload {
@@ -349,7 +349,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         bytes: a.bytes,
         duration_ns: a.duration,
         connect_timeout_ns: a.connect_timeout,
-        sample_interval_ns: a.sample_interval,
+        sample_interval_ns: a.libutp.sample_interval,
         libutp,
     };
     let start_ns = sys::now_ns();
@@ -385,12 +385,12 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     } else {
         t.bytes_received = t.bytes;
     }
-    if let Some(path) = &a.series {
+    if let Some(path) = &a.libutp.series {
         t.samples = p.write_series(path)?;
     }
     t.finish();
     let summary = output::envelope("utp-client", &params, start_ns, sys::now_ns(), stopped_by, &t);
-    output::write_summary(&a.summary, &summary)?;
+    output::write_summary(&a.libutp.summary, &summary)?;
     outcome.map(|_| ())
 }
 
@@ -424,7 +424,7 @@ async fn run_client(a: &UtpClientArgs, params: &Params, p: &Arc<Progress>, t: &m
     let connected = sys::now_ns();
     t.connected_ns = Some(connected);
     let deadline = a.duration.map(|d| connected + d);
-    let sampler = p.spawn_sampler(a.sample_interval);
+    let sampler = p.spawn_sampler(a.libutp.sample_interval);
     let end = match a.direction {
         Direction::Download => receive(&mut stream, a.bytes, deadline, p, &mut t.first_byte_ns).await?,
         Direction::Upload => {
@@ -511,11 +511,11 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     if a.bind.port() == 0 {
         usage!("utp-server needs an explicit port in --bind (libutp-rs2 does not report an ephemeral one)");
     }
-    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
+    let libutp = Params::parse(&a.libutp.cc_param, a.libutp.datagram_size)?;
     let params = ServerParams {
         bind: a.bind.to_string(),
         duration_ns: a.duration,
-        sample_interval_ns: a.sample_interval,
+        sample_interval_ns: a.libutp.sample_interval,
         libutp,
     };
     let start_ns = sys::now_ns();
@@ -523,7 +523,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     let mut conns = Vec::new();
     let outcome = runtime()?.block_on(run_server(&a, &libutp, start_ns, &p, &mut conns));
     p.sample();
-    let samples = match &a.series {
+    let samples = match &a.libutp.series {
         Some(path) => p.write_series(path)?,
         None => 0,
     };
@@ -543,7 +543,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
         Err(_) => "error",
     };
     let summary = output::envelope("utp-server", &params, start_ns, sys::now_ns(), stopped_by, &results);
-    output::write_summary(&a.summary, &summary)?;
+    output::write_summary(&a.libutp.summary, &summary)?;
     outcome.map(|_| ())
 }
 
@@ -567,7 +567,7 @@ async fn run_server(
         libutp: Some(applied(&ctx, Some(&stream), params)),
         ..Default::default()
     };
-    let sampler = p.spawn_sampler(a.sample_interval);
+    let sampler = p.spawn_sampler(a.libutp.sample_interval);
     let result = serve(&mut stream, &mut c, deadline, p).await;
     sampler.abort();
     c.end_ns = sys::now_ns();
