@@ -12,6 +12,7 @@ import textwrap
 
 import pytest
 
+from one_flow import one_flow_scenario
 from tlab_cli import run_one
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir
@@ -24,30 +25,21 @@ pytestmark = pytest.mark.netns
 # sometimes gave the connection up ("Connection timed out", 2 of ~13 runs) and the agent
 # serves one connection, so the transfer failed — reported as a failure, as it should be,
 # but not what this test is about.
-DOWNLOAD = textwrap.dedent(
-    """
-    name = "utp-e2e"
-    duration = "40s"
-    stop_when = "flows-done"
-    seed = 3
-    hosts = ["client", "server"]
+LINK = 'rate = "10Mbit", delay = "10ms", queue = { packets = 100 }, loss = "0.5%"'
 
-    [[links]]
-    name = "lossy"
-    between = ["client", "server"]
-    forward = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = 100 }}, loss = "0.5%" }}
-    reverse = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = 100 }}, loss = "0.5%" }}
 
-    [[flows]]
-    name = "dl"
-    from = "client"
-    to = "server"
-    protocol = "utp"
-    implementation = "{implementation}"
-    direction = "{direction}"
-    bytes = "5MB"
-    """
-)
+def download(implementation: str, direction: str, extra: str = "") -> str:
+    """The scenario text: one uTP flow of 5 MB over the lossy link."""
+    flow = f'implementation = "{implementation}"\ndirection = "{direction}"\nbytes = "5MB"\n{extra}'
+    return one_flow_scenario(
+        flow,
+        name="dl",
+        forward=LINK,
+        reverse=LINK,
+        protocol="utp",
+        duration="40s",
+        settings='stop_when = "flows-done"\nseed = 3',
+    )
 
 
 IMPLEMENTATIONS = ["libtorrent", "libutp"]
@@ -56,7 +48,7 @@ IMPLEMENTATIONS = ["libtorrent", "libutp"]
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("direction", ["download", "upload"])
 def test_utp_transfer_completes_over_a_lossy_link(tmp_path, implementation, direction):
-    m, run_dir = run_one(tmp_path, DOWNLOAD.format(implementation=implementation, direction=direction))
+    m, run_dir = run_one(tmp_path, download(implementation, direction))
     flow = m["flows"]["dl"]
     assert flow["protocol"] == "utp" and flow["cc"] == "ledbat"
     assert flow["complete"] is True, flow
@@ -236,11 +228,7 @@ def test_a_lower_libutp_target_keeps_a_shorter_queue(tmp_path):
 
 def test_a_bad_utp_parameter_is_refused_naming_file_flow_and_field(tmp_path):
     path = tmp_path / "bad.toml"
-    path.write_text(
-        DOWNLOAD.format(implementation="libtorrent", direction="download").replace(
-            'bytes = "5MB"', 'bytes = "5MB"\ncc_params = { target = -5 }'
-        )
-    )
+    path.write_text(download("libtorrent", "download", "cc_params = { target = -5 }"))
     res = subprocess.run(
         [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "out"), "--quiet"],
         capture_output=True,
