@@ -15,7 +15,7 @@ import pytest
 from one_flow import one_flow_scenario
 from tlab_cli import run_one
 from transportlab import metrics as M
-from transportlab.artefacts.rundir import RunDir
+from transportlab.artefacts.rundir import RunDir, read_arrow
 from transportlab.report.phases import Phase, flow_throughput, probe_rtt
 
 pytestmark = pytest.mark.netns
@@ -62,6 +62,19 @@ def test_utp_transfer_completes_over_a_lossy_link(tmp_path, implementation, dire
         assert flow["utp_verified"] is True and client["utp"]["verified"]
         assert client["utp"]["counters"]["tcp_peers"] == 0
         assert flow["drops"].get("random_loss", 0) > 0 and flow["lost_packets"] > 0
+    else:
+        # libutp's own window and delay, read by the vendored copy's getter: the data
+        # sender's series has a congestion window, bytes in flight, and a base one-way delay
+        # of the link's 10 ms.
+        sender = "server" if direction == "download" else "client"
+        series = read_arrow(run_dir / "raw" / f"dl-{sender}.arrow")
+        assert series is not None
+        live = series.dropna(subset=["cwnd_bytes"])
+        assert len(live) > 100 and (live["cwnd_bytes"] > 1402).any() and (live["bytes_in_flight"] > 0).any()
+        assert (live["cc_target_ms"] == 100).all()
+        base = live["cc_base_delay_ms"].dropna()
+        assert len(base) and 9 < base.iloc[-1] < 15, base.iloc[-1]
+        assert live["cc_queueing_delay_ms"].dropna().between(0, 1000).all()
     # The engine's log holds the transfer as UDP packets from the data sender, from the
     # server's port for a download, to it for an upload; the link dropped some of them.
     assert flow["data"]["proto"] == 17
