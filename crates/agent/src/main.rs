@@ -282,7 +282,7 @@ pub struct UtpArgs {
     /// JSON summary path.
     #[arg(long)]
     pub summary: PathBuf,
-    /// Arrow IPC time series path (payload bytes over time).
+    /// Arrow IPC time series path (payload bytes and libutp's window and delay over time).
     #[arg(long)]
     pub series: Option<PathBuf>,
 }
