@@ -70,6 +70,7 @@ def settings(lt, listen: str, params: dict[str, int]) -> dict:
             | lt.alert.category_t.peer_notification
             | lt.alert.category_t.connect_notification
             | lt.alert.category_t.stats_notification
+            | lt.alert.category_t.performance_warning
         ),
         "alert_queue_size": 10_000,
         **LAB_GIVE_UP,
