@@ -1,7 +1,7 @@
 """The one-flow scenario (hosts client and server, one link "path", one flow) the
 workload tests of the Python side write (tests/test_records.py, test_web.py,
-test_workloads.py), and their check that a bad field is refused naming the file, the
-field and the value."""
+test_workloads.py) and the uTP end-to-end test runs (tests/test_utp_e2e.py), and their
+check that a bad field is refused naming the file, the field and the value."""
 
 from __future__ import annotations
 
@@ -13,12 +13,23 @@ import pytest
 from transportlab.scenario import ScenarioError, load_scenario
 
 
-def one_flow_scenario(flow: str, *, name: str, forward: str, reverse: str, protocol: str = "tcp") -> str:
+def one_flow_scenario(
+    flow: str,
+    *,
+    name: str,
+    forward: str,
+    reverse: str,
+    protocol: str = "tcp",
+    duration: str = "10s",
+    settings: str = "",
+) -> str:
     """The scenario text; `forward` / `reverse` are the link directions' inline tables'
-    contents, `flow` the flow's extra lines."""
+    contents, `flow` the flow's extra lines, `settings` extra top-level lines (e.g.
+    `stop_when`, `seed`)."""
     return f"""
 name = "t"
-duration = "10s"
+duration = "{duration}"
+{settings}
 hosts = ["client", "server"]
 
 [[links]]

@@ -265,14 +265,9 @@ pub struct UdpSendArgs {
     pub summary: PathBuf,
 }
 
+/// The options both libutp ends take (utp-server and utp-client).
 #[derive(Args, Debug)]
-pub struct UtpServerArgs {
-    /// Address and port to listen on (UDP; the port must be given).
-    #[arg(long)]
-    pub bind: SocketAddr,
-    /// Stop after this long even if the connection did not end.
-    #[arg(long, value_parser = positive_duration)]
-    pub duration: Option<u64>,
+pub struct UtpArgs {
     /// libutp parameter KEY=VALUE (repeatable): target (LEDBAT target delay, ms, 1..10000;
     /// default 100), gain (window growth per RTT at zero delay, bytes, 1..1000000; default 3000).
     #[arg(long = "cc-param", value_name = "KEY=VALUE", value_parser = key_value)]
@@ -287,9 +282,21 @@ pub struct UtpServerArgs {
     /// JSON summary path.
     #[arg(long)]
     pub summary: PathBuf,
-    /// Arrow IPC time series path (payload bytes over time).
+    /// Arrow IPC time series path (payload bytes and libutp's window and delay over time).
     #[arg(long)]
     pub series: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct UtpServerArgs {
+    /// Address and port to listen on (UDP; the port must be given).
+    #[arg(long)]
+    pub bind: SocketAddr,
+    /// Stop after this long even if the connection did not end.
+    #[arg(long, value_parser = positive_duration)]
+    pub duration: Option<u64>,
+    #[command(flatten)]
+    pub libutp: UtpArgs,
 }
 
 #[derive(Args, Debug)]
@@ -309,23 +316,8 @@ pub struct UtpClientArgs {
     /// Give up connecting after this long.
     #[arg(long, default_value = "10s", value_parser = positive_duration)]
     pub connect_timeout: u64,
-    /// libutp parameter KEY=VALUE (repeatable): target (LEDBAT target delay, ms, 1..10000;
-    /// default 100), gain (window growth per RTT at zero delay, bytes, 1..1000000; default 3000).
-    #[arg(long = "cc-param", value_name = "KEY=VALUE", value_parser = key_value)]
-    pub cc_param: Vec<(String, String)>,
-    /// UDP MTU libutp is told (UTP_GET_UDP_MTU): its largest datagram, uTP header included
-    /// (576..1472 bytes). Default: libutp's own answer, 1402 over IPv4.
-    #[arg(long, value_parser = size)]
-    pub datagram_size: Option<u64>,
-    /// Series sampling interval.
-    #[arg(long, default_value = "10ms", value_parser = positive_duration)]
-    pub sample_interval: u64,
-    /// JSON summary path.
-    #[arg(long)]
-    pub summary: PathBuf,
-    /// Arrow IPC time series path (payload bytes over time).
-    #[arg(long)]
-    pub series: Option<PathBuf>,
+    #[command(flatten)]
+    pub libutp: UtpArgs,
 }
 
 #[derive(Args, Debug)]

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use agent::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
-use arrow_array::{ArrayRef, Int64Array, UInt32Array, UInt64Array};
-use libutp_rs2::{options, UtpOpts, UtpUdpContext, UtpUdpStream};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, UInt32Array, UInt64Array};
+use libutp_rs2::{options, CcState, UtpCcProbe, UtpOpts, UtpUdpContext, UtpUdpStream};
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -32,18 +32,34 @@ const POLL: Duration = Duration::from_millis(100);
 /// How long a closing end keeps libutp running so its FIN goes out.
 const LINGER: Duration = Duration::from_millis(300);
 
-/// Payload bytes moved so far and the series rows sampled from them.
+/// Payload bytes moved so far, the connection's libutp socket (once there is one) and the
+/// series rows sampled from them.
 struct Progress {
     bytes: AtomicU64,
-    rows: Mutex<Vec<(i64, u64)>>,
+    probe: Mutex<Option<UtpCcProbe>>,
+    rows: Mutex<Vec<Row>>,
+}
+
+/// One series row: the time, the payload bytes so far and libutp's congestion-control
+/// state (None without a connection, or once it is closed).
+struct Row {
+    t_ns: i64,
+    bytes: u64,
+    cc: Option<CcState>,
 }
 
 impl Progress {
     fn new() -> Arc<Progress> {
         Arc::new(Progress {
             bytes: AtomicU64::new(0),
+            probe: Mutex::new(None),
             rows: Mutex::new(Vec::new()),
         })
+    }
+
+    /// From now on the rows carry `stream`'s congestion-control state.
+    fn watch(&self, stream: &UtpUdpStream) {
+        *self.probe.lock().unwrap() = Some(stream.cc_probe());
     }
 
     fn add(&self, n: usize) {
@@ -55,7 +71,12 @@ impl Progress {
     }
 
     fn sample(&self) {
-        let row = (sys::now_ns() as i64, self.get());
+        let cc = self.probe.lock().unwrap().as_ref().and_then(|p| p.get());
+        let row = Row {
+            t_ns: sys::now_ns() as i64,
+            bytes: self.get(),
+            cc,
+        };
         self.rows.lock().unwrap().push(row);
     }
 
@@ -72,17 +93,48 @@ impl Progress {
         })
     }
 
+    /// The series (docs/agent.md, "uTP"): libutp's state under the names the QUIC and TCP
+    /// series use for the same things (`cwnd_bytes`, `bytes_in_flight`, `ssthresh_bytes`,
+    /// `srtt_us`, `rttvar_us`) and LEDBAT's view as controller diagnostics, as the QUIC LEDBAT's
+    /// (`cc_queueing_delay_ms`, `cc_base_delay_ms`, `cc_slow_start`), plus `cc_target_ms`.
     fn write_series(&self, path: &std::path::Path) -> anyhow::Result<usize> {
         let rows = self.rows.lock().unwrap();
         let n = rows.len();
+        let u64s = |f: fn(&CcState) -> u64| -> ArrayRef {
+            Arc::new(UInt64Array::from_iter(rows.iter().map(|r| r.cc.as_ref().map(f))))
+        };
+        let f64s = |f: fn(&CcState) -> Option<f64>| -> ArrayRef {
+            Arc::new(Float64Array::from_iter(rows.iter().map(|r| r.cc.as_ref().and_then(f))))
+        };
         output::write_series(
             path,
             vec![
                 ("conn", Arc::new(UInt32Array::from(vec![0u32; n])) as ArrayRef),
-                ("t_ns", Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)))),
+                (
+                    "t_ns",
+                    Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.t_ns))),
+                ),
                 (
                     "bytes",
-                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.1))),
+                    Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| r.bytes))),
+                ),
+                ("cwnd_bytes", u64s(|c| c.max_window.into())),
+                ("bytes_in_flight", u64s(|c| c.cur_window.into())),
+                ("ssthresh_bytes", u64s(|c| c.ssthresh.into())),
+                ("peer_rwnd_bytes", u64s(|c| c.max_window_user.into())),
+                // libutp keeps its RTT estimate in whole milliseconds.
+                ("srtt_us", u64s(|c| u64::from(c.rtt_ms) * 1000)),
+                ("rttvar_us", u64s(|c| u64::from(c.rtt_var_ms) * 1000)),
+                ("rto_us", u64s(|c| u64::from(c.retransmit_timeout_ms) * 1000)),
+                ("cc_slow_start", f64s(|c| Some(if c.slow_start { 1.0 } else { 0.0 }))),
+                ("cc_target_ms", f64s(|c| Some(f64::from(c.target_delay_us) / 1e3))),
+                (
+                    "cc_queueing_delay_ms",
+                    f64s(|c| c.our_delay_us.map(|d| f64::from(d) / 1e3)),
+                ),
+                (
+                    "cc_base_delay_ms",
+                    f64s(|c| c.our_delay_base_us.map(|d| f64::from(d) / 1e3)),
                 ),
             ],
         )?;
@@ -338,7 +390,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     if a.bytes.is_none() == a.duration.is_none() {
         usage!("give exactly one of --bytes and --duration");
     }
-    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
+    let libutp = Params::parse(&a.libutp.cc_param, a.libutp.datagram_size)?;
     let params = ClientParams {
         connect: a.connect.to_string(),
         direction: if a.direction == Direction::Upload {
@@ -349,7 +401,7 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
         bytes: a.bytes,
         duration_ns: a.duration,
         connect_timeout_ns: a.connect_timeout,
-        sample_interval_ns: a.sample_interval,
+        sample_interval_ns: a.libutp.sample_interval,
         libutp,
     };
     let start_ns = sys::now_ns();
@@ -385,12 +437,12 @@ pub fn client(a: UtpClientArgs) -> anyhow::Result<()> {
     } else {
         t.bytes_received = t.bytes;
     }
-    if let Some(path) = &a.series {
+    if let Some(path) = &a.libutp.series {
         t.samples = p.write_series(path)?;
     }
     t.finish();
     let summary = output::envelope("utp-client", &params, start_ns, sys::now_ns(), stopped_by, &t);
-    output::write_summary(&a.summary, &summary)?;
+    output::write_summary(&a.libutp.summary, &summary)?;
     outcome.map(|_| ())
 }
 
@@ -410,6 +462,7 @@ async fn run_client(a: &UtpClientArgs, params: &Params, p: &Arc<Progress>, t: &m
     t.connect_start_ns = Some(sys::now_ns());
     let mut stream = ctx.connect(a.connect).await.context("utp_connect failed")?;
     t.libutp = Some(applied(&ctx, Some(&stream), params));
+    p.watch(&stream);
     // libutp writes once the connection is set up: the request's write is the handshake.
     let connect_deadline = t.connect_start_ns.unwrap() + a.connect_timeout;
     match until_stopped(stream.write_all(&header), Some(connect_deadline)).await {
@@ -424,7 +477,7 @@ async fn run_client(a: &UtpClientArgs, params: &Params, p: &Arc<Progress>, t: &m
     let connected = sys::now_ns();
     t.connected_ns = Some(connected);
     let deadline = a.duration.map(|d| connected + d);
-    let sampler = p.spawn_sampler(a.sample_interval);
+    let sampler = p.spawn_sampler(a.libutp.sample_interval);
     let end = match a.direction {
         Direction::Download => receive(&mut stream, a.bytes, deadline, p, &mut t.first_byte_ns).await?,
         Direction::Upload => {
@@ -511,11 +564,11 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     if a.bind.port() == 0 {
         usage!("utp-server needs an explicit port in --bind (libutp-rs2 does not report an ephemeral one)");
     }
-    let libutp = Params::parse(&a.cc_param, a.datagram_size)?;
+    let libutp = Params::parse(&a.libutp.cc_param, a.libutp.datagram_size)?;
     let params = ServerParams {
         bind: a.bind.to_string(),
         duration_ns: a.duration,
-        sample_interval_ns: a.sample_interval,
+        sample_interval_ns: a.libutp.sample_interval,
         libutp,
     };
     let start_ns = sys::now_ns();
@@ -523,7 +576,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
     let mut conns = Vec::new();
     let outcome = runtime()?.block_on(run_server(&a, &libutp, start_ns, &p, &mut conns));
     p.sample();
-    let samples = match &a.series {
+    let samples = match &a.libutp.series {
         Some(path) => p.write_series(path)?,
         None => 0,
     };
@@ -543,7 +596,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
         Err(_) => "error",
     };
     let summary = output::envelope("utp-server", &params, start_ns, sys::now_ns(), stopped_by, &results);
-    output::write_summary(&a.summary, &summary)?;
+    output::write_summary(&a.libutp.summary, &summary)?;
     outcome.map(|_| ())
 }
 
@@ -567,7 +620,8 @@ async fn run_server(
         libutp: Some(applied(&ctx, Some(&stream), params)),
         ..Default::default()
     };
-    let sampler = p.spawn_sampler(a.sample_interval);
+    p.watch(&stream);
+    let sampler = p.spawn_sampler(a.libutp.sample_interval);
     let result = serve(&mut stream, &mut c, deadline, p).await;
     sampler.abort();
     c.end_ns = sys::now_ns();
@@ -720,8 +774,10 @@ mod tests {
 
     /// What libutp reports and sends when a client uploads 200 kB to a server over
     /// loopback, both ends with `p`: (the accepted socket's target µs, the connecting
-    /// socket's target µs, the client context's gain, the largest datagram the client sent).
-    fn transfer(p: Params) -> (i32, i32, i32, usize) {
+    /// socket's target µs, the client context's gain, the largest datagram the client sent,
+    /// the client socket's congestion-control state after the transfer, and what its probe
+    /// reads once the stream is dropped).
+    fn transfer(p: Params) -> (i32, i32, i32, usize, Option<CcState>, Option<CcState>) {
         runtime().unwrap().block_on(async {
             let (server, server_addr, _) = endpoint(&p).await;
             let (client, _, largest) = endpoint(&p).await;
@@ -740,21 +796,35 @@ mod tests {
             let server_target = tokio::time::timeout(Duration::from_secs(20), work)
                 .await
                 .expect("transfer timed out");
+            let probe = c.cc_probe();
+            let cc = probe.get();
+            let client_target = c.target_delay_us();
+            drop(c);
             (
                 server_target,
-                c.target_delay_us(),
+                client_target,
                 client.get_option(options::MAX_CWND_INCREASE_BYTES_PER_RTT),
                 largest.load(Ordering::Relaxed),
+                cc,
+                probe.get(),
             )
         })
     }
 
     #[test]
     fn defaults_are_libutps() {
-        let (server_target, client_target, gain, largest) = transfer(Params::default());
+        let (server_target, client_target, gain, largest, cc, closed) = transfer(Params::default());
         assert_eq!((server_target, client_target), (100_000, 100_000));
         assert_eq!(gain, 3000);
         assert_eq!(largest, 1402, "libutp's default UDP MTU over IPv4");
+        // The patched getter reads the sending socket's state: a window, a delay measured
+        // from the acks of 200 kB, the target; nothing once the stream is gone.
+        let cc = cc.expect("the connected socket's state");
+        assert_eq!(cc.target_delay_us, 100_000);
+        assert!(cc.max_window >= 1402, "{cc:?}");
+        assert!(cc.our_delay_us.is_some() && cc.our_delay_base_us.is_some(), "{cc:?}");
+        assert!(cc.retransmit_timeout_ms >= 1000, "libutp's floor is 1 s: {cc:?}");
+        assert_eq!(closed, None);
     }
 
     #[test]
@@ -764,11 +834,12 @@ mod tests {
             Some(700),
         )
         .unwrap();
-        let (server_target, client_target, gain, largest) = transfer(p);
+        let (server_target, client_target, gain, largest, cc, _) = transfer(p);
         // Both the accepted and the connecting socket took the context's target.
         assert_eq!((server_target, client_target), (25_000, 25_000));
         assert_eq!(gain, 500);
         assert_eq!(largest, 700, "full packets are the datagram size");
+        assert_eq!(cc.map(|c| c.target_delay_us), Some(25_000));
     }
 
     #[test]

@@ -44,5 +44,9 @@ fn main() {
         .warnings(false)
         .compile("libutp");
 
-    println!("cargo:rustc-link-lib=static=libutp")
+    println!("cargo:rustc-link-lib=static=libutp");
+    // transportlab patch: rebuild when the C++ changes (cc's rerun-if-env-changed lines
+    // turn off cargo's default of rerunning on any change in the package).
+    println!("cargo:rerun-if-changed={LIBUTP_PATH}");
+    println!("cargo:rerun-if-changed=build.rs");
 }

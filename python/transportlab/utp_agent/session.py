@@ -26,6 +26,34 @@ COUNTERS = {
     "utp_redundant_pkts_in": "utp.utp_redundant_pkts_in",
     "utp_invalid_pkts_in": "utp.utp_invalid_pkts_in",
 }
+# How often libtorrent's uTP transmits one packet (and a SYN, a FIN) before it gives the
+# connection up ("Connection timed out"), raised from libtorrent's 3 / 2 / 2 for the lab's
+# deliberately lossy links (docs/agent.md, "libtorrent's give-up limits"). libtorrent
+# counts a fast retransmission as a transmission and checks the count when the oldest
+# unacked packet times out, so a packet lost, fast-resent and lost again timed out and
+# ended the connection once its resend timed out too: 2 of 6 5 MB uploads at 6 % loss
+# each way ended so. Only the giving up changes: while the
+# connection lives, its congestion control, retransmissions and timeouts are libtorrent's.
+# The summary reports every `utp_*` setting in effect.
+LAB_GIVE_UP = {
+    "utp_num_resends": 10,
+    "utp_syn_resends": 6,
+    "utp_fin_resends": 6,
+}
+
+# How many 16 KiB blocks a receiver keeps requested (libtorrent's default 500, at most
+# 3 s of the download rate). libtorrent's uTP buffers at most 1 MiB per socket, out of
+# order data included, and drops even the packet that would fill a gap when it does not
+# fit; when the one fast retransmission of a lost packet is lost too, the sender goes on
+# past the gap (every ack postpones its timeout) until 1 MiB of out-of-order data has
+# closed the window, and the connection deadlocks until the sender gives it up
+# ("Connection timed out"; 2 of 58 5 MB downloads at 1 % loss each way). A sender sends
+# only requested blocks, so with at most 60 (60 x (16 KiB + 13 bytes of message header)
+# = 983 820 bytes, plus one packet) the receiver's buffer can never fill
+# (docs/agent.md, "libtorrent's receive-buffer deadlock"). It caps a transfer at
+# 983 820 bytes per request round trip, near the 1 MiB per RTT the uTP window allows
+# anyway.
+MAX_OUT_REQUEST_QUEUE = 60
 
 
 def settings(lt, listen: str, params: dict[str, int]) -> dict:
@@ -56,8 +84,11 @@ def settings(lt, listen: str, params: dict[str, int]) -> dict:
             | lt.alert.category_t.peer_notification
             | lt.alert.category_t.connect_notification
             | lt.alert.category_t.stats_notification
+            | lt.alert.category_t.performance_warning
         ),
         "alert_queue_size": 10_000,
+        **LAB_GIVE_UP,
+        "max_out_request_queue": MAX_OUT_REQUEST_QUEUE,
     }
     for key, value in params.items():
         pack[LIBTORRENT_PARAMETERS[key].setting] = int(value)

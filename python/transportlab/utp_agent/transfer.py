@@ -65,6 +65,9 @@ class State:
     pending: list[dict] = field(default_factory=list)  # rows waiting for their counters
     last_counters: dict[str, int] = field(default_factory=dict)
     settings_in_effect: dict[str, Any] = field(default_factory=dict)
+    # libtorrent's performance alerts by warning name (e.g. the disk queue holding up
+    # reads from the socket), with when the first came.
+    performance_warnings: dict[str, dict[str, int]] = field(default_factory=dict)
     status: Any = None
 
 
@@ -75,7 +78,9 @@ def run(lt, job: Job, workdir: Path, stop_requested: Callable[[], bool], on_read
     try:
         st.port = _wait_listening(lt, ses)
         pack = ses.get_settings()
-        st.settings_in_effect = {k: pack[k] for k in sorted(pack) if k.startswith("utp_")}
+        st.settings_in_effect = {
+            k: pack[k] for k in sorted(pack) if k.startswith("utp_") or k == "max_out_request_queue"
+        }
         if job.role == "sender":
             job.content.write(workdir)
         handle = ses.add_torrent(_torrent_params(lt, job, workdir))
@@ -190,6 +195,10 @@ def _on_alert(lt, a, job: Job, st: State) -> None:
         both_seeds = a.error.category().name() == "libtorrent" and a.error.value() == UPLOAD_UPLOAD_CONNECTION
         if job.role == "sender" and not job.bulk and both_seeds and st.complete_ns is None:
             st.complete_ns = now
+    elif isinstance(a, lt.performance_alert):
+        name = getattr(a.warning_code, "name", str(a.warning_code))
+        seen = st.performance_warnings.setdefault(name, {"count": 0, "first_ns": now})
+        seen["count"] += 1
     elif isinstance(a, lt.torrent_error_alert | lt.file_error_alert):
         raise TransferError(f"libtorrent: {a.message()}")
 

@@ -141,6 +141,23 @@ typedef struct {
 	uint32 mtu_guess;	// Best guess at MTU
 } utp_socket_stats;
 
+// transportlab patch: a socket's congestion-control state, returned by utp_get_cc_state()
+// (a snapshot of UTPSocket's fields; libutp itself does not use this struct)
+typedef struct {
+	uint32 max_window;			// congestion window (cwnd), bytes
+	uint32 cur_window;			// bytes in flight (sent, not acked, not marked for resend)
+	uint32 max_window_user;		// the peer's advertised receive window, bytes
+	uint32 ssthresh;			// slow-start threshold, bytes
+	uint32 slow_start;			// 1 while in slow start
+	uint32 target_delay;		// LEDBAT target, microseconds
+	uint32 has_delay;			// 1 once a one-way delay sample was taken (the next two are valid)
+	uint32 our_delay;			// queueing delay: min of the last 3 one-way samples minus base, us
+	uint32 our_delay_base;		// the base: min one-way sample of the history, us (clock offset included; wraps)
+	uint32 rtt;					// smoothed RTT, milliseconds (0 before the first sample)
+	uint32 rtt_var;				// RTT variance, milliseconds
+	uint32 retransmit_timeout;	// current RTO, milliseconds
+} utp_cc_state;
+
 #define UTP_IOV_MAX 1024
 
 // For utp_writev, to writes data from multiple buffers
@@ -175,6 +192,7 @@ int				utp_getpeername					(utp_socket *s, struct sockaddr *addr, socklen_t *add
 void			utp_read_drained				(utp_socket *s);
 int				utp_get_delays					(utp_socket *s, uint32 *ours, uint32 *theirs, uint32 *age);
 utp_socket_stats* utp_get_stats					(utp_socket *s);
+int				utp_get_cc_state				(utp_socket *s, utp_cc_state *out); // transportlab patch
 utp_context*	utp_get_context					(utp_socket *s);
 void			utp_shutdown					(utp_socket *s, int how);
 void			utp_close						(utp_socket *s);

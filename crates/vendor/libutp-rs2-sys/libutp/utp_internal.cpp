@@ -3361,6 +3361,28 @@ int utp_get_delays(UTPSocket *conn, uint32 *ours, uint32 *theirs, uint32 *age)
 	return 0;
 }
 
+// transportlab patch: the socket's congestion-control state (utp.h, utp_cc_state).
+// Returns 0, or -1 (and leaves *out untouched) for a null or uninitialised socket.
+int utp_get_cc_state(UTPSocket *conn, utp_cc_state *out)
+{
+	if (!conn || !out || conn->state == CS_UNINITIALIZED) return -1;
+
+	const uint32 ours = conn->our_hist.get_value();
+	out->max_window = (uint32)conn->max_window;
+	out->cur_window = (uint32)conn->cur_window;
+	out->max_window_user = (uint32)conn->max_window_user;
+	out->ssthresh = (uint32)conn->ssthresh;
+	out->slow_start = conn->slow_start ? 1 : 0;
+	out->target_delay = (uint32)conn->target_delay;
+	out->has_delay = (conn->our_hist.delay_base_initialized && ours != UINT_MAX) ? 1 : 0;
+	out->our_delay = out->has_delay ? ours : 0;
+	out->our_delay_base = out->has_delay ? conn->our_hist.delay_base : 0;
+	out->rtt = conn->rtt;
+	out->rtt_var = conn->rtt_var;
+	out->retransmit_timeout = conn->retransmit_timeout;
+	return 0;
+}
+
 // Close the UTP socket.
 // It is not valid for the upper layer to refer to socket after it is closed.
 // Data will keep to try being delivered after the close.

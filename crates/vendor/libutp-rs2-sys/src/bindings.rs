@@ -333,6 +333,28 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn utp_get_stats(s: *mut utp_socket) -> *mut utp_socket_stats;
 }
+// transportlab patch (libutp/utp.h): a socket's congestion-control state.
+#[repr(C)]
+#[derive(Debug, Default, Copy, Clone)]
+pub struct utp_cc_state {
+    pub max_window: uint32,
+    pub cur_window: uint32,
+    pub max_window_user: uint32,
+    pub ssthresh: uint32,
+    pub slow_start: uint32,
+    pub target_delay: uint32,
+    pub has_delay: uint32,
+    pub our_delay: uint32,
+    pub our_delay_base: uint32,
+    pub rtt: uint32,
+    pub rtt_var: uint32,
+    pub retransmit_timeout: uint32,
+}
+const _: () = assert!(::core::mem::size_of::<utp_cc_state>() == 48);
+unsafe extern "C" {
+    // transportlab patch
+    pub fn utp_get_cc_state(s: *mut utp_socket, out: *mut utp_cc_state) -> ::core::ffi::c_int;
+}
 unsafe extern "C" {
     pub fn utp_get_context(s: *mut utp_socket) -> *mut utp_context;
 }

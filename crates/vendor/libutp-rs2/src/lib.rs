@@ -20,6 +20,7 @@ use libutp_rs2_sys::{
     uint64, utp_callback_arguments, utp_check_timeouts, utp_close, utp_connect,
     utp_context_get_option, utp_context_get_userdata, utp_context_set_option,
     utp_context_set_userdata, utp_create_socket, utp_getsockopt, UTP_GET_UDP_MTU,
+    utp_cc_state, utp_get_cc_state,
     UTP_MAX_CWND_INCREASE_BYTES_PER_RTT, UTP_TARGET_DELAY,
     utp_destroy, utp_error_code_names, utp_get_userdata, utp_init, utp_issue_deferred_acks,
     utp_process_udp, utp_read_drained, utp_set_callback, utp_set_userdata, utp_shutdown,
@@ -289,6 +290,76 @@ pub struct UtpStream<T> {
     inner: Box<UtpStreamInner<T>>,
     ctx: Arc<UtpContext<T>>,
     shutdown_called: bool,
+    // transportlab patch: the socket as `UtpCcProbe`s see it, null once the stream is dropped.
+    probe_socket: Arc<Mutex<SocketPtr>>,
+}
+
+/// transportlab patch: the socket pointer a probe reads through (null once closed).
+struct SocketPtr(*mut utp_socket);
+unsafe impl Send for SocketPtr {}
+
+/// transportlab patch: a socket's congestion-control state (libutp's `utp_cc_state`,
+/// read by `utp_get_cc_state` of the patched source). Windows in bytes, delays in
+/// microseconds, RTTs in milliseconds, as libutp keeps them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CcState {
+    /// The congestion window (libutp's `max_window`).
+    pub max_window: u32,
+    /// Bytes in flight (`cur_window`).
+    pub cur_window: u32,
+    /// The peer's advertised receive window (`max_window_user`).
+    pub max_window_user: u32,
+    pub ssthresh: u32,
+    pub slow_start: bool,
+    /// The socket's LEDBAT target (`target_delay`), microseconds.
+    pub target_delay_us: u32,
+    /// The queueing delay LEDBAT sees (`our_hist.get_value()`: the least of the last three
+    /// one-way samples minus the base), microseconds; None before the first sample.
+    pub our_delay_us: Option<u32>,
+    /// The base (`our_hist.delay_base`, the least one-way sample of the history; includes
+    /// the offset between the two ends' clocks and wraps at 2^32), microseconds.
+    pub our_delay_base_us: Option<u32>,
+    /// Smoothed RTT and its variance (`rtt`, `rtt_var`), ms; 0 before the first sample.
+    pub rtt_ms: u32,
+    pub rtt_var_ms: u32,
+    /// The retransmission timeout (`retransmit_timeout`), ms.
+    pub retransmit_timeout_ms: u32,
+}
+
+/// transportlab patch: reads a stream's `CcState` from another task while the stream is
+/// in use; once the stream is dropped (and its socket closed) it reads None.
+#[derive(Clone)]
+pub struct UtpCcProbe {
+    socket: Arc<Mutex<SocketPtr>>,
+}
+
+impl UtpCcProbe {
+    pub fn get(&self) -> Option<CcState> {
+        with_global_lock(|| {
+            let sock = self.socket.lock();
+            if sock.0.is_null() {
+                return None;
+            }
+            let mut st = utp_cc_state::default();
+            if unsafe { utp_get_cc_state(sock.0, &mut st) } != 0 {
+                return None;
+            }
+            let has_delay = st.has_delay != 0;
+            Some(CcState {
+                max_window: st.max_window,
+                cur_window: st.cur_window,
+                max_window_user: st.max_window_user,
+                ssthresh: st.ssthresh,
+                slow_start: st.slow_start != 0,
+                target_delay_us: st.target_delay,
+                our_delay_us: has_delay.then_some(st.our_delay),
+                our_delay_base_us: has_delay.then_some(st.our_delay_base),
+                rtt_ms: st.rtt,
+                rtt_var_ms: st.rtt_var,
+                retransmit_timeout_ms: st.retransmit_timeout,
+            })
+        })
+    }
 }
 
 impl<T> UtpStream<T> {
@@ -301,6 +372,7 @@ impl<T> UtpStream<T> {
             }),
             ctx,
             shutdown_called: false,
+            probe_socket: Arc::new(Mutex::new(SocketPtr(sock))),
         };
         let inner_ptr: *const UtpStreamInner<T> = s.inner.as_ref();
         unsafe { utp_set_userdata(sock, inner_ptr.cast_mut().cast()) };
@@ -318,10 +390,19 @@ impl<T> UtpStream<T> {
             utp_getsockopt(self.inner.utp_socket, UTP_TARGET_DELAY as c_int)
         })
     }
+
+    /// transportlab patch: a probe reading this socket's congestion-control state.
+    pub fn cc_probe(&self) -> UtpCcProbe {
+        UtpCcProbe {
+            socket: self.probe_socket.clone(),
+        }
+    }
 }
 
 impl<T> Drop for UtpStream<T> {
     fn drop(&mut self) {
+        // transportlab patch: probes stop reading the socket before it is closed.
+        self.probe_socket.lock().0 = core::ptr::null_mut();
         unsafe {
             utp_set_userdata(self.inner.utp_socket, core::ptr::null_mut());
             utp_close(self.inner.utp_socket);
