@@ -195,6 +195,8 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         packets_in: fwd.packets_in,
         packets_out: fwd.packets_out,
         timer_calibration: None,
+        timer_lateness: Lateness::default().summary(),
+        spin_final_us: 0.0,
         read_delay: Lateness::default().summary(),
         attach: vec!["simulated".into(); net.hosts.len()],
         stamps_at_ring_write: 0,
