@@ -2,10 +2,10 @@
 (1 %) emulated link in namespaces, and the runner's metrics account for it."""
 
 import json
-import textwrap
 
 import pytest
 
+from one_flow import one_flow_scenario
 from tlab_cli import run_one
 from transportlab.contract import controllers
 
@@ -13,35 +13,24 @@ pytestmark = pytest.mark.netns
 
 # 2 MB at 20 Mbit/s with 1 % loss each way: under 2 s for any sane controller; the
 # 30 s limit only bounds a broken one. The run ends when the download is done.
-SCENARIO = textwrap.dedent(
-    """
-    name = "quic-e2e"
-    duration = "30s"
-    stop_when = "flows-done"
-    seed = 3
-    hosts = ["client", "server"]
+LOSSY = 'rate = "20Mbit", delay = "10ms", queue = { packets = 100 }, loss = "1%"'
 
-    [[links]]
-    name = "lossy"
-    between = ["client", "server"]
-    forward = {{ rate = "20Mbit", delay = "10ms", queue = {{ packets = 100 }}, loss = "1%" }}
-    reverse = {{ rate = "20Mbit", delay = "10ms", queue = {{ packets = 100 }}, loss = "1%" }}
 
-    [[flows]]
-    name = "dl"
-    from = "client"
-    to = "server"
-    protocol = "quic"
-    cc = "{cc}"
-    direction = "download"
-    bytes = "2MB"
-    """
-)
+def scenario(cc: str) -> str:
+    return one_flow_scenario(
+        f'cc = "{cc}"\ndirection = "download"\nbytes = "2MB"',
+        name="dl",
+        protocol="quic",
+        forward=LOSSY,
+        reverse=LOSSY,
+        duration="30s",
+        settings='stop_when = "flows-done"\nseed = 3',
+    )
 
 
 @pytest.mark.parametrize("cc", controllers("quic"))
 def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
-    m, run_dir = run_one(tmp_path, SCENARIO.format(cc=cc))
+    m, run_dir = run_one(tmp_path, scenario(cc))
     flow = m["flows"]["dl"]
     assert flow["protocol"] == "quic" and flow["cc"] == cc
     assert flow["complete"] is True, flow
@@ -63,7 +52,7 @@ def test_every_quic_run_has_a_qlog_per_end_linked_from_the_report(tmp_path):
     """The runner asks both ends for a qlog: each is JSON-SEQ (records after an RS byte),
     its first record names the format, its events include packets sent and received and
     metrics updates; the run's report links both."""
-    _, run_dir = run_one(tmp_path, SCENARIO.format(cc="cubic"))
+    _, run_dir = run_one(tmp_path, scenario("cubic"))
     for end in ("client", "server"):
         path = run_dir / "raw" / f"dl-{end}.sqlog"
         records = [json.loads(r) for r in path.read_text().split("\x1e") if r.strip()]
