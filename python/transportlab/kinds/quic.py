@@ -41,6 +41,7 @@ class Quic(FlowKind):
             "streams",
             "mss",
             "rcvbuf",
+            "qlog",
             "rate",
             "interval",
             "size",
@@ -116,8 +117,9 @@ class Quic(FlowKind):
         server = server_argv("quic-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "quic-client", "--connect", f"{server_addr}:{flow.port}"]
         client += summary_args(files.client_summary, files.client_series)
-        server += ["--qlog", str(files.server_qlog)]
-        client += ["--qlog", str(files.client_qlog)]
+        if flow.qlog:
+            server += ["--qlog", str(files.server_qlog)]
+            client += ["--qlog", str(files.client_qlog)]
         # Both ends get the controller: the sending end's is the one that acts.
         for argv in (server, client):
             argv += ["--cc", str(flow.cc)]
