@@ -92,6 +92,29 @@ def streaming(folder: Path) -> None:
                 f"{share(f.get('retransmission_rate'))} | {share(f.get('loss_rate'))} |"
             )
         print(f"| {label} | all | | | | {total:.3f} | | |")
+    print(
+        "\n| arm | sessions | records sent / delivered | latency p50 (sessions' range) ms | "
+        "p99 (range) ms | efficiency (all) | retransmission rate (range) | loss rate (range) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, run in runs(folder):
+        fs = list(flows(run).values())
+        lat = [f.get("record_latency_ms") or {} for f in fs]
+        print(
+            f"| {label} | {len(fs)} | {sum(f.get('records_sent') or 0 for f in fs)} / "
+            f"{sum(f.get('records_delivered') or 0 for f in fs)} | {span([x.get('p50') for x in lat], '.0f')} | "
+            f"{span([x.get('p99') for x in lat], '.0f')} | {sum(f.get('bandwidth_efficiency') or 0.0 for f in fs):.3f} | "
+            f"{span([f.get('retransmission_rate') for f in fs], '.2%')} | {span([f.get('loss_rate') for f in fs], '.2%')} |"
+        )
+
+
+def span(values: list, fmt: str) -> str:
+    """min – max of the known values; "–" when none is known (a metric the arm has not)."""
+    v = [x for x in values if x is not None and x == x]
+    if not v:
+        return "–"
+    lo, hi = format(min(v), fmt), format(max(v), fmt)
+    return lo if lo == hi else f"{lo} – {hi}"
 
 
 def share(x: float | None) -> str:
