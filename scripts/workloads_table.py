@@ -138,7 +138,7 @@ def cpu(folder: Path) -> None:
         print(
             f"| {loss} | {arm} | {rep} | {sec(c.get('client_user'))} / {sec(c.get('client_sys'))} | "
             f"{sec(c.get('server_user'))} / {sec(c.get('server_sys'))} | {sec(c.get('total'))} | "
-            f"{transfer_s(f):.1f} | {f.get('records_delivered') if f.get('records_delivered') is not None else '–'} |"
+            f"{seconds(transfer_s(f))} | {f.get('records_delivered') if f.get('records_delivered') is not None else '–'} |"
         )
     totals: dict[tuple[str, str], list[float]] = {}
     for loss, arm, _, c, _ in rows:
@@ -155,6 +155,11 @@ def cpu(folder: Path) -> None:
 def sec(x: float | None) -> str:
     """CPU seconds; "–" when an agent did not report them."""
     return "–" if x is None else f"{x:.3f}"
+
+
+def seconds(x: float) -> str:
+    """A transfer time; "–" where the flow has none (udp: no goodput of a connection)."""
+    return "–" if x != x else f"{x:.1f}"
 
 
 def transfer_s(f: dict) -> float:
