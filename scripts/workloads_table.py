@@ -72,42 +72,73 @@ def voip(folder: Path) -> None:
 
 
 def streaming(folder: Path) -> None:
+    """Per session: records, latency, goodput, efficiency, retransmission rate (tcp:
+    tcp_info's; quic: packets declared lost ÷ packets sent; udp repairs nothing: "–") and
+    the network's loss rate of the flow's packets (the packet log's, every arm)."""
     print(
-        "| arm | session | records sent / delivered | latency p50 / p95 / p99 ms | goodput kbit/s | efficiency | retransmission rate |"
+        "| arm | session | records sent / delivered | latency p50 / p95 / p99 ms | goodput kbit/s | efficiency | retransmission rate | loss rate |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for label, run in runs(folder):
         total = 0.0
         for name, f in flows(run).items():
             lat = f.get("record_latency_ms") or {}
             eff = f.get("bandwidth_efficiency")
             total += eff or 0.0
-            rr = f.get("retransmission_rate")
             print(
                 f"| {label} | {name} | {f.get('records_sent')} / {f.get('records_delivered')} | "
                 f"{lat.get('p50', float('nan')):.0f} / {lat.get('p95', float('nan')):.0f} / {lat.get('p99', float('nan')):.0f} | "
-                f"{(f.get('records_goodput_bps') or 0) / 1e3:.1f} | {eff:.3f} | "
-                f"{'–' if rr is None else f'{100 * rr:.2f} %'} |"
+                f"{(f.get('records_goodput_bps') or 0) / 1e3:.1f} | {'–' if eff is None else f'{eff:.3f}'} | "
+                f"{share(f.get('retransmission_rate'))} | {share(f.get('loss_rate'))} |"
             )
-        print(f"| {label} | all | | | | {total:.3f} | |")
+        print(f"| {label} | all | | | | {total:.3f} | | |")
+    print(
+        "\n| arm | sessions | records sent / delivered | latency p50 (sessions' range) ms | "
+        "p99 (range) ms | efficiency (all) | retransmission rate (range) | loss rate (range) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for label, run in runs(folder):
+        fs = list(flows(run).values())
+        lat = [f.get("record_latency_ms") or {} for f in fs]
+        print(
+            f"| {label} | {len(fs)} | {sum(f.get('records_sent') or 0 for f in fs)} / "
+            f"{sum(f.get('records_delivered') or 0 for f in fs)} | {span([x.get('p50') for x in lat], '.0f')} | "
+            f"{span([x.get('p99') for x in lat], '.0f')} | {sum(f.get('bandwidth_efficiency') or 0.0 for f in fs):.3f} | "
+            f"{span([f.get('retransmission_rate') for f in fs], '.2%')} | {span([f.get('loss_rate') for f in fs], '.2%')} |"
+        )
+
+
+def span(values: list, fmt: str) -> str:
+    """min – max of the known values; "–" when none is known (a metric the arm has not)."""
+    v = [x for x in values if x is not None and x == x]
+    if not v:
+        return "–"
+    lo, hi = format(min(v), fmt), format(max(v), fmt)
+    return lo if lo == hi else f"{lo} – {hi}"
+
+
+def share(x: float | None) -> str:
+    """A fraction as a percentage; "–" when the metric does not exist (None) or is NaN."""
+    return "–" if x is None or x != x else f"{100 * x:.2f} %"
 
 
 def cpu(folder: Path) -> None:
     """One row per run, then per loss rate and arm the median over repetitions of the
-    total CPU seconds and its ratio to raw TCP's median at the same loss rate."""
+    total CPU seconds and its ratio to raw TCP's (arm `tcp-raw`) median at the same loss
+    rate."""
     rows = []
     for label, run in runs(folder):
         (f,) = flows(run).values()
         c = f.get("cpu_s") or {}
         parts = dict(p.split("=", 1) for p in label.split()[0].split(","))
         rows.append((parts.get("loss", "?"), parts.get("arm", "?"), label.split()[-1], c, f))
-    print("| loss | arm | run | client user / sys s | server user / sys s | total s | transfer s |")
-    print("|---|---|---|---|---|---|---|")
+    print("| loss | arm | run | client user / sys s | server user / sys s | total s | transfer s | records delivered |")
+    print("|---|---|---|---|---|---|---|---|")
     for loss, arm, rep, c, f in rows:
         print(
-            f"| {loss} | {arm} | {rep} | {c.get('client_user', 0):.3f} / {c.get('client_sys', 0):.3f} | "
-            f"{c.get('server_user', 0):.3f} / {c.get('server_sys', 0):.3f} | {c.get('total') or 0:.3f} | "
-            f"{transfer_s(f):.1f} |"
+            f"| {loss} | {arm} | {rep} | {sec(c.get('client_user'))} / {sec(c.get('client_sys'))} | "
+            f"{sec(c.get('server_user'))} / {sec(c.get('server_sys'))} | {sec(c.get('total'))} | "
+            f"{seconds(transfer_s(f))} | {f.get('records_delivered') if f.get('records_delivered') is not None else '–'} |"
         )
     totals: dict[tuple[str, str], list[float]] = {}
     for loss, arm, _, c, _ in rows:
@@ -116,9 +147,19 @@ def cpu(folder: Path) -> None:
     print("\n| loss | arm | runs | median total CPU s | relative to raw TCP |")
     print("|---|---|---|---|---|")
     for (loss, arm), v in totals.items():
-        raw = totals.get((loss, "raw"))
+        raw = totals.get((loss, "tcp-raw"))
         ratio = M.cpu_ratio(float(np.median(v)), float(np.median(raw)) if raw else None)
         print(f"| {loss} | {arm} | {len(v)} | {np.median(v):.3f} | {'–' if ratio is None else f'{ratio:.2f}'} |")
+
+
+def sec(x: float | None) -> str:
+    """CPU seconds; "–" when an agent did not report them."""
+    return "–" if x is None else f"{x:.3f}"
+
+
+def seconds(x: float) -> str:
+    """A transfer time; "–" where the flow has none (udp: no goodput of a connection)."""
+    return "–" if x != x else f"{x:.1f}"
 
 
 def transfer_s(f: dict) -> float:

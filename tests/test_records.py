@@ -84,6 +84,18 @@ def test_quic_records_run_download_with_the_agent_options(tmp_path):
     assert "--message-size" not in text and "--direction" not in text
 
 
+def test_quic_qlog_is_written_unless_the_flow_says_qlog_false(tmp_path):
+    records = 'size = 1448\ninterval = "10us"\nstop = "207.19ms"\ndelivery = "ordered"'
+    files = Files.of(tmp_path / "raw", "rec")
+    for extra, written in (("", True), ("\nqlog = false", False)):
+        (flow,) = to_flows(load_as(tmp_path, "quic", records + extra)[1])
+        ends = Quic().endpoints(flow, "10.0.0.2", files, 12.0)
+        assert ("--qlog" in ends.client, "--qlog" in ends.server) == (written, written)
+    # Only quic flows write a qlog.
+    p, _ = load_as(tmp_path, "quic", records)
+    assert_refused(lambda: load_as(tmp_path, "tcp", records + "\nqlog = false"), "flows.rec.qlog", "qlog", p)
+
+
 def test_udp_records_are_datagrams_with_a_record_series(tmp_path):
     _, s = load_as(tmp_path, "udp", 'size = 1448\ninterval = "20ms"\ndelivery = "unordered"')
     (flow,) = to_flows(s)

@@ -18,6 +18,10 @@ def test_quic_records_behind_a_loss_come_before_the_repair_exactly_once(tmp_path
     rows, flow, client = run_records(tmp_path, "records-quic-e2e", "5s", "quic", delivery, columns, 240)
     assert client["records"]["delivery"] == delivery and all(r[3] == via for r in rows)
     assert flow["lost_packets"] > 0
+    # QUIC's retransmission rate (packets declared lost ÷ packets sent, docs/metrics.md)
+    # sees the link's loss (5 % of the data packets), and both agents report their CPU.
+    assert 0.01 < flow["retransmission_rate"] < 0.2, flow["retransmission_rate"]
+    assert flow["cpu_s"]["total"] > 0, flow["cpu_s"]
     # Records that waited for a repair, and a record sent after one of them but handed
     # over before it: the in-order stream could not have.
     late = repaired(rows)

@@ -143,6 +143,42 @@ def test_cpu_by_hand():
     assert cpu_seconds({}, {}) is None
 
 
+class _NoSeries:
+    """A run whose agents wrote no series (the kinds' metrics then read summaries only)."""
+
+    def series(self, stem):
+        return None
+
+
+def test_quic_and_udp_retransmission_rate_and_cpu_by_hand():
+    from transportlab.kinds import kind
+
+    cpu_client = {"cpu_user_s": 0.5, "cpu_sys_s": 0.25}
+    cpu_server = {"cpu_user_s": 0.125, "cpu_sys_s": 0.625}
+    # QUIC download: the server's connection sent 400 packets, 6 declared lost: 1.5 %.
+    conn = {"quic": {"packets_sent": 400, "lost_packets": 6, "congestion_events": 2}}
+    client = {"sender": "server", **cpu_client}
+    server = {"connections": [conn], **cpu_server}
+    q = kind("quic").metrics(_NoSeries(), {"name": "f"}, client, server)
+    assert q["retransmission_rate"] == pytest.approx(0.015)
+    assert q["lost_packets"] == 6
+    assert q["cpu_s"]["total"] == 1.5
+    # A connection that sent nothing has no rate (not 0).
+    empty = {"connections": [{"quic": {"packets_sent": 0, "lost_packets": 0}}]}
+    assert kind("quic").metrics(_NoSeries(), {"name": "f"}, client, empty)["retransmission_rate"] is None
+    # UDP repairs nothing: no retransmission rate at all (its losses are loss_rate), and
+    # both agents' CPU like the others'.
+    u = kind("udp").metrics(_NoSeries(), {"name": "f", "delivery": None}, {"sent": 10, **cpu_client}, cpu_server)
+    assert "retransmission_rate" not in u
+    assert u["cpu_s"] == {
+        "client_user": 0.5,
+        "client_sys": 0.25,
+        "server_user": 0.125,
+        "server_sys": 0.625,
+        "total": 1.5,
+    }
+
+
 def test_delivered_over_time_by_hand():
     s = pd.DataFrame(
         {"id": [0, 1, 2], "size": [100, 200, 50], "send_ns": [0, 0, 0], "deliver_ns": [500 * MS, 1200 * MS, 3700 * MS]}

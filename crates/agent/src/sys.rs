@@ -190,6 +190,21 @@ pub fn cpu_times_s() -> (f64, f64) {
     (s(ru.ru_utime), s(ru.ru_stime))
 }
 
+/// CPU time of this process so far (getrusage), flattened into the `results` of every
+/// agent that reports it (tcp, quic and udp, both ends): `cpu_user_s`, `cpu_sys_s`.
+#[derive(serde::Serialize)]
+pub struct Cpu {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+}
+
+impl Cpu {
+    pub fn now() -> Cpu {
+        let (cpu_user_s, cpu_sys_s) = cpu_times_s();
+        Cpu { cpu_user_s, cpu_sys_s }
+    }
+}
+
 /// Datagrams the kernel dropped on this UDP socket (receive buffer full), from the `drops`
 /// column of /proc/self/net/udp{,6} (this namespace's table), matched by socket inode.
 pub fn udp_socket_drops(fd: &impl AsRawFd) -> Option<u64> {

@@ -52,6 +52,8 @@ struct SendResults {
     rate_bps: Option<f64>,
     bursts: usize,
     lateness: Option<Scaled>,
+    #[serde(flatten)]
+    cpu: sys::Cpu,
 }
 
 pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
@@ -147,6 +149,7 @@ pub fn send(a: UdpSendArgs) -> anyhow::Result<()> {
             .then(|| bytes as f64 * 8.0 * (seq - 1) as f64 / seq as f64 / (span as f64 / 1e9)),
         bursts: lateness.len(),
         lateness: stats::scaled(&lateness, 1e3, "us"),
+        cpu: sys::Cpu::now(),
     };
     let summary = output::envelope("udp-send", params, start_ns, end_ns, stopped_by, results);
     output::write_summary(&a.summary, &summary)
@@ -196,6 +199,8 @@ struct RecvResults {
     jitter_rfc3550_ms: Option<f64>,
     ipdv_rfc3393_ms: Option<f64>,
     ipdv_pairs: usize,
+    #[serde(flatten)]
+    cpu: sys::Cpu,
 }
 
 pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
@@ -324,6 +329,7 @@ pub fn recv(a: UdpRecvArgs) -> anyhow::Result<()> {
         jitter_rfc3550_ms: (arrivals.len() > 1).then(|| stats::rfc3550_jitter(&arrivals) / 1e6),
         ipdv_rfc3393_ms: ipdv.map(|(m, _)| m / 1e6),
         ipdv_pairs: ipdv.map(|(_, n)| n).unwrap_or(0),
+        cpu: sys::Cpu::now(),
     };
     if let Some(path) = &a.record_series {
         let mut rows: Vec<RecordRow> = uniq_idx

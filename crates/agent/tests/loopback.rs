@@ -190,6 +190,12 @@ fn udp_send_recv_count() {
     assert!(r["results"]["jitter_rfc3550_ms"].is_f64());
     assert!(r["results"]["ipdv_rfc3393_ms"].is_f64());
     assert!(is_arrow_file(&rser));
+    // Both ends report their process's CPU time (getrusage), as tcp's and quic's do:
+    // 1000 sends and receives take some.
+    for res in [&s["results"], &r["results"]] {
+        let (user, sys) = (res["cpu_user_s"].as_f64().unwrap(), res["cpu_sys_s"].as_f64().unwrap());
+        assert!(user >= 0.0 && sys >= 0.0 && user + sys > 0.0, "{res}");
+    }
 }
 
 #[test]

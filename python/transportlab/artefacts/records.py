@@ -186,7 +186,8 @@ class FlowMetrics(_Record):
     records_rtt_ms: float | None = None
     # Workloads on records (docs/metrics.md): goodput of the records delivered and its
     # share of the bottleneck's rate (streaming), the sender's retransmissions per segment
-    # sent, VoIP frame statistics (flows with `playout`), both ends' CPU time.
+    # sent (tcp; quic: packets declared lost per packet sent; udp: none), VoIP frame
+    # statistics (flows with `playout`), both ends' CPU time (tcp, quic, udp).
     records_goodput_bps: float | None = None
     bandwidth_efficiency: float | None = None
     retransmission_rate: float | None = None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab import contract
+from transportlab import metrics as M
 from transportlab.kinds.base import (
     Endpoints,
     Files,
@@ -19,7 +20,7 @@ from transportlab.kinds.base import (
     summary_args,
 )
 from transportlab.kinds.tcp import RECORD_RANGE, records_argv, records_flow_metrics
-from transportlab.kinds.workloads import check_playout
+from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
 
 DATAGRAM_RANGE = (1200, 1472)
@@ -40,6 +41,7 @@ class Quic(FlowKind):
             "streams",
             "mss",
             "rcvbuf",
+            "qlog",
             "rate",
             "interval",
             "size",
@@ -115,8 +117,9 @@ class Quic(FlowKind):
         server = server_argv("quic-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "quic-client", "--connect", f"{server_addr}:{flow.port}"]
         client += summary_args(files.client_summary, files.client_series)
-        server += ["--qlog", str(files.server_qlog)]
-        client += ["--qlog", str(files.client_qlog)]
+        if flow.qlog:
+            server += ["--qlog", str(files.server_qlog)]
+            client += ["--qlog", str(files.client_qlog)]
         # Both ends get the controller: the sending end's is the one that acts.
         for argv in (server, client):
             argv += ["--cc", str(flow.cc)]
@@ -165,10 +168,13 @@ class Quic(FlowKind):
         sender, side = sender_results(client, server)
         quic = sender.get("quic") or {}
         # QUIC never retransmits a packet (lost data goes out in new packets): its
-        # counterpart of TCP's retransmissions is the packets declared lost.
+        # counterpart of TCP's retransmissions is the packets declared lost, and of TCP's
+        # retransmission rate those ÷ the packets sent (docs/metrics.md).
         out = {
             "lost_packets": quic.get("lost_packets"),
             "congestion_events": quic.get("congestion_events"),
+            "retransmission_rate": M.retransmission_rate(quic.get("lost_packets"), quic.get("packets_sent")),
+            "cpu_s": cpu_seconds(client, server),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
         }
         if client.get("mode") == "records":

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, server_argv, summary_args
-from transportlab.kinds.workloads import check_playout, workload_metrics
+from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
 PAYLOAD_RANGE = (16, 65507)
@@ -72,6 +72,8 @@ class Udp(FlowKind):
             "jitter_rfc3550_ms": server.get("jitter_rfc3550_ms"),
             "ipdv_rfc3393_ms": server.get("ipdv_rfc3393_ms"),
             "one_way_delay_ms": server.get("owd"),
+            # No retransmission_rate: UDP repairs nothing (its losses are `loss_rate`).
+            "cpu_s": cpu_seconds(client, server),
         }
         if flow.get("delivery") is not None:
             series = run.series(f"{flow['name']}-server-records")

@@ -157,8 +157,10 @@ def records_goodput_bps(series: pd.DataFrame, start_ns: int) -> float | None:
 
 
 def retransmission_rate(retransmits: int | None, segments_out: int | None) -> float | None:
-    """Segments retransmitted ÷ segments the sender sent (tcpi_total_retrans ÷
-    tcpi_segs_out, retransmissions included in both)."""
+    """Segments retransmitted ÷ segments the sender sent (tcp: tcpi_total_retrans ÷
+    tcpi_segs_out, retransmissions included in both; quic, which resends lost data in new
+    packets: quinn's lost_packets ÷ sent_packets of the sending connection). None when
+    either count is missing or nothing was sent (udp repairs nothing: it has none)."""
     if retransmits is None or not segments_out:
         return None
     return retransmits / segments_out

@@ -445,6 +445,9 @@ class FlowSpec(_Table):
     # net.core.rmem_default would set); "default" = the namespace's rmem_default (so one
     # sweep axis can compare default and enlarged).
     rcvbuf: Literal["default"] | PositiveSize = "default"
+    # quic: both ends write their connection's qlog (every packet event as JSON, in the
+    # agents' own threads); false leaves it out (the CPU experiment, scenarios/s2/cpu.toml).
+    qlog: bool = True
     tcp_info_interval: PositiveDuration = 0.010
     # tcp records as VoIP frames: the jitter buffers (fixed playout delays from each
     # frame's send time) for which frames missing playout and loss bursts are reported.

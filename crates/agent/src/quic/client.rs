@@ -20,7 +20,7 @@ use super::cc::Probe;
 use super::records::{self, QuicDelivery};
 use super::series::{self, Sampler, Sources};
 use super::transfer::{self, MessagesSummary, RecvEnd, SendEnd, Transfer};
-use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
+use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
 use crate::tcp::records::{ReceivedRecords, RecordReceiver};
 use crate::{sys, tls, usage, Direction, QuicClientArgs};
@@ -148,7 +148,7 @@ struct Results {
     /// Records mode: what the client handed over, as tcp-client reports it.
     records: Option<ReceivedRecords>,
     #[serde(flatten)]
-    cpu: Cpu,
+    cpu: sys::Cpu,
 }
 
 /// The outcome of the transfer itself.
@@ -349,7 +349,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
             _ => None,
         },
         // Last, so the CPU time includes closing and building the summary.
-        cpu: Cpu::now(),
+        cpu: sys::Cpu::now(),
     };
     let summary = output::envelope("quic-client", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {

@@ -294,17 +294,3 @@ impl QuicStats {
         }
     }
 }
-
-/// CPU time of this process so far (getrusage), in both ends' `results`.
-#[derive(Serialize)]
-pub struct Cpu {
-    pub cpu_user_s: f64,
-    pub cpu_sys_s: f64,
-}
-
-impl Cpu {
-    pub fn now() -> Cpu {
-        let (cpu_user_s, cpu_sys_s) = sys::cpu_times_s();
-        Cpu { cpu_user_s, cpu_sys_s }
-    }
-}

@@ -19,7 +19,7 @@ use super::cc::Probe;
 use super::records;
 use super::series::{self, Sample, Sampler, Sources};
 use super::transfer::{self, MessageRecord, MessagesSummary, RecvEnd, SendEnd, Transfer};
-use super::{Cpu, EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
+use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
 use crate::output::{self, bps, secs};
 use crate::{sys, tls, QuicServerArgs};
 
@@ -53,7 +53,7 @@ struct Results {
     socket: SocketSummary,
     connections: Vec<ConnSummary>,
     #[serde(flatten)]
-    cpu: Cpu,
+    cpu: sys::Cpu,
 }
 
 /// One connection in the server's `results.connections`.
@@ -245,7 +245,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         samples: samples.len(),
         socket: sock.summary(),
         connections: outcomes.into_iter().map(|o| o.summary).collect(),
-        cpu: Cpu::now(),
+        cpu: sys::Cpu::now(),
     };
     let summary = output::envelope("quic-server", params, start_ns, sys::now_ns(), stopped_by, results);
     if let Some(p) = &c.series {

@@ -20,7 +20,7 @@ use super::sampler::{Progress, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
-use crate::quic::Cpu;
+use crate::sys::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, Direction, TcpClientArgs};

@@ -20,7 +20,7 @@ use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
 use crate::output::{self, bps, secs};
-use crate::quic::Cpu;
+use crate::sys::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
 use crate::{sys, usage, TcpServerArgs};
