@@ -1,10 +1,12 @@
 """`tlab run` end to end: a short scenario in namespaces, its metrics.json checked
 against what the configured network must produce."""
 
+import json
 import textwrap
 
 import pytest
 
+from one_flow import one_flow_scenario
 from tlab_cli import run_one
 
 pytestmark = pytest.mark.netns
@@ -74,3 +76,26 @@ def test_run_writes_metrics_matching_the_network(tmp_path):
     assert m["unintended_drops"] == 0
     assert (run_dir / "summary.parquet").exists()
     assert (run_dir / "raw" / "packets.tlog").exists()
+
+
+def test_a_run_ending_with_its_flows_waits_for_the_last_datagrams(tmp_path):
+    """stop_when = "flows-done" with a UDP sender: the sender exits after its last
+    datagram, which still has 150 ms of link to cross; the run waits for it (the
+    link's delivery bound), so the receiver gets every one of the 100."""
+    link = 'delay = "150ms"'
+    m, run_dir = run_one(
+        tmp_path,
+        one_flow_scenario(
+            'size = 200\ninterval = "2ms"\ncount = 100',
+            name="u",
+            protocol="udp",
+            forward=link,
+            reverse=link,
+            duration="20s",
+            settings='stop_when = "flows-done"',
+        ),
+    )
+    received = json.loads((run_dir / "raw" / "u-server.json").read_text())["results"]["received"]
+    assert received == 100
+    raw = run_dir / "raw"
+    assert int((raw / "t_end_ns").read_text()) - int((raw / "t0_ns").read_text()) < 5e9

@@ -544,6 +544,10 @@ def test_dumbbell_to_topology():
     names = [topo.directions()[i][0] for i in route.directions]
     assert names == ["access1.forward", "bottleneck.forward", "exit1.forward"]
     assert topo.path_rtt("client1", "server1") == pytest.approx(0.1)
+    # Delay 50 ms, 4 x 1 ms jitter, 84 full-size packets at 10 Mbit/s (100.8 ms); ideal
+    # access and exit. The way to server2 ends behind a trace: no bound.
+    assert topo.delivery_bound_s("client1", "server1") == pytest.approx(0.05 + 0.004 + 0.1008)
+    assert topo.delivery_bound_s("client2", "server2") == math.inf
     assert topo.engine_config({h: 3 + i for i, h in enumerate(topo.hosts)}, s.seed, "log", "stats")
 
     bulk, cross, web = r.flows

@@ -57,6 +57,11 @@ class FlowKind:
     ip_proto: ClassVar[int]  # 6 (TCP) or 17 (UDP): how its packets appear in the log
     fields: ClassVar[frozenset[str]]  # accepted beyond COMMON_FIELDS
     default_cc: ClassVar[str | None] = None
+    # Whether a flow's data has all arrived once its client has exited: true of the
+    # reliable kinds (the client ends when its transfer is acknowledged or received); a
+    # sender that exits after its last datagram leaves packets on the path, which a run
+    # ending with its flows (`stop_when = "flows-done"`) must wait for.
+    delivered_when_client_exits: ClassVar[bool] = True
 
     # --- scenario stage ---------------------------------------------------------------
 

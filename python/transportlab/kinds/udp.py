@@ -21,6 +21,7 @@ RECORD_PAYLOAD_MAX = 1472
 class Udp(FlowKind):
     name = "udp"
     ip_proto = 17
+    delivered_when_client_exits = False
     fields = frozenset({"direction", "count", "rate", "interval", "size", "burst", "delivery", "playout"})
 
     def check(self, spec, given) -> None:

@@ -4,6 +4,7 @@ the static routing computed from them. Pure: no system calls here (see `network`
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -261,6 +262,27 @@ class Topology:
         there = self.route(src, dst).directions
         back = self.route(dst, src).directions
         return sum(dirs[i][1].path_delay for i in there + back)
+
+    def delivery_bound_s(self, src: str, dst: str) -> float:
+        """The longest a packet sent now from src can take to reach dst: each direction's
+        delay, four times its jitter, and the time its rate takes to send a full queue
+        (an unlimited queue behind a rate, or any queue behind a trace, has no bound:
+        `math.inf`)."""
+        total = 0.0
+        for i in self.route(src, dst).directions:
+            d = self.directions()[i][1]
+            total += d.path_delay + 4 * d.jitter
+            rate = d.path_rate
+            if d.trace_ms is not None:  # a trace's queue drains at the trace's pace
+                return math.inf
+            if rate:
+                if d.queue_bytes is not None:
+                    total += d.queue_bytes * 8 / rate
+                elif d.queue_packets is not None:
+                    total += d.queue_packets * 1500 * 8 / rate
+                else:
+                    return math.inf
+        return total
 
     def path_rate(self, src: str, dst: str) -> float | None:
         """The lowest constant rate on the way from src to dst (None: unlimited)."""

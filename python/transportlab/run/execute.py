@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +21,11 @@ from transportlab.network.live import Network
 from transportlab.plan.flows import Flow
 from transportlab.plan.runs import PlannedRun
 from transportlab.plan.schedule import CLIENT_GRACE_S, Job, flow_jobs, probe_jobs
+from transportlab.plan.topology import Topology
+
+# The longest a run ending with its flows waits for their last packets (an unlimited
+# queue has no bound of its own).
+DRAIN_CAP_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -73,8 +78,11 @@ def execute(
         deadline = t0 + int((r.duration + CLIENT_GRACE_S) * 1e9)
         flow_names = {f.name for f in r.flows}
         flow_clients = [p for j, p in clients if j.name in flow_names]
+        drain_ns = int(min(_drain_s(r.topology, r.flows), DRAIN_CAP_S) * 1e9)
         while time.monotonic_ns() < deadline:
             if r.stop_when == "flows-done" and flow_clients and all(p.poll() is not None for p in flow_clients):
+                # What the last senders sent is still on its way to the receivers.
+                _sleep_until(min(deadline, time.monotonic_ns() + drain_ns))
                 break
             if all(p.poll() is not None for _, p in clients):
                 # Time 0 plus the duration is the end of the scenario even if every
@@ -98,6 +106,16 @@ def execute(
     (raw / "t0_ns").write_text(str(t0))
     (raw / "t_end_ns").write_text(str(t_end))
     return failures
+
+
+def _drain_s(topology: Topology, flows: Iterable[Flow]) -> float:
+    """How long after its flows' clients have exited a run must still go on for their
+    data to arrive: the longest way a packet of a flow whose client is its sender can
+    take (0 when every flow is delivered when its client exits)."""
+    bounds = [
+        topology.delivery_bound_s(f.from_, f.to) for f in flows if not kind(f.protocol).delivered_when_client_exits
+    ]
+    return max(bounds, default=0.0)
 
 
 def _with_kernel_cc(net: Network, flow: Flow) -> Flow:
