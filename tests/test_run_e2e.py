@@ -83,7 +83,7 @@ def test_a_run_ending_with_its_flows_waits_for_the_last_datagrams(tmp_path):
     datagram, which still has 150 ms of link to cross; the run waits for it (the
     link's delivery bound), so the receiver gets every one of the 100."""
     link = 'delay = "150ms"'
-    m, run_dir = run_one(
+    _, run_dir = run_one(
         tmp_path,
         one_flow_scenario(
             'size = 200\ninterval = "2ms"\ncount = 100',
