@@ -26,7 +26,7 @@ use records::RecordHeader;
 use serde::Serialize;
 use tokio::task::JoinSet;
 
-use super::transfer::Transfer;
+use super::transfer::{pacer, Transfer};
 use crate::stats::{self, Scaled};
 use crate::sys;
 use crate::tcp::records::{RecordReceiver, Via};
@@ -90,30 +90,6 @@ impl SentRecords {
     }
 }
 
-/// Record ids and their deadlines `start + k·interval` before `start + duration`, from a
-/// thread sleeping to absolute times (tokio's timer has 1 ms granularity).
-fn pacer(interval_ns: u64, duration_ns: u64) -> tokio::sync::mpsc::UnboundedReceiver<(u64, u64)> {
-    let start = sys::now_ns();
-    let end = start.saturating_add(duration_ns);
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    std::thread::Builder::new()
-        .name("record-pacer".into())
-        .spawn(move || {
-            for id in 0u64.. {
-                let deadline = start.saturating_add(id.saturating_mul(interval_ns));
-                if deadline >= end {
-                    break;
-                }
-                sys::sleep_until(deadline);
-                if sys::stop_requested() || tx.send((id, deadline)).is_err() {
-                    break;
-                }
-            }
-        })
-        .expect("cannot start the record pacer thread");
-    rx
-}
-
 /// The framed record `id`, stamped now; counts it as sent.
 fn next_record(req: RecordsRequest, id: u64, deadline: u64, t: &Transfer) -> anyhow::Result<Vec<u8>> {
     let send_ns = sys::now_ns();
@@ -137,7 +113,7 @@ pub async fn send_on_stream(
     duration_ns: u64,
     t: &Transfer,
 ) -> anyhow::Result<()> {
-    let mut ticks = pacer(req.interval_ns, duration_ns);
+    let mut ticks = pacer("record-pacer", req.interval_ns, duration_ns);
     while let Some((id, deadline)) = ticks.recv().await {
         let frame = next_record(req, id, deadline, t)?;
         control.write_all(&frame).await?;
@@ -156,7 +132,7 @@ pub async fn send_per_stream(
     duration_ns: u64,
     t: &Transfer,
 ) -> anyhow::Result<()> {
-    let mut ticks = pacer(req.interval_ns, duration_ns);
+    let mut ticks = pacer("record-pacer", req.interval_ns, duration_ns);
     let mut sent = 0u64;
     while let Some((id, deadline)) = ticks.recv().await {
         let mut s = conn.open_uni().await.context("cannot open a record stream")?;

@@ -318,25 +318,23 @@ pub async fn recv_word(s: &mut RecvStream) -> Result<[u8; object::LEN], ReadExac
     Ok(b)
 }
 
-/// Writes one `size`-byte message every `interval_ns` from now for `duration_ns`, then
-/// finishes the stream. Deadlines are kept by a thread sleeping with clock_nanosleep to
-/// absolute times (tokio's timer has 1 ms granularity); each message carries its sequence
-/// number and the CLOCK_MONOTONIC time just before it was written.
-pub async fn send_messages(
-    s: &mut SendStream,
-    size: u64,
+/// Sequence numbers and their deadlines `start + k·interval` (start = now) before
+/// `start + duration`, from a thread `name` sleeping to absolute times with
+/// clock_nanosleep (tokio's timer has 1 ms granularity); the messages and records senders'
+/// clock.
+pub(super) fn pacer(
+    name: &str,
     interval_ns: u64,
     duration_ns: u64,
-    t: &Transfer,
-) -> anyhow::Result<()> {
+) -> tokio::sync::mpsc::UnboundedReceiver<(u64, u64)> {
     let start = sys::now_ns();
-    let end = start + duration_ns;
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+    let end = start.saturating_add(duration_ns);
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     std::thread::Builder::new()
-        .name("message-pacer".into())
+        .name(name.into())
         .spawn(move || {
             for seq in 0u64.. {
-                let deadline = start + seq * interval_ns;
+                let deadline = start.saturating_add(seq.saturating_mul(interval_ns));
                 if deadline >= end {
                     break;
                 }
@@ -346,7 +344,21 @@ pub async fn send_messages(
                 }
             }
         })
-        .expect("cannot start the message pacer thread");
+        .unwrap_or_else(|e| panic!("cannot start the {name} thread: {e}"));
+    rx
+}
+
+/// Writes one `size`-byte message every `interval_ns` from now for `duration_ns` (on
+/// `pacer`'s deadlines), then finishes the stream; each message carries its sequence
+/// number and the CLOCK_MONOTONIC time just before it was written.
+pub async fn send_messages(
+    s: &mut SendStream,
+    size: u64,
+    interval_ns: u64,
+    duration_ns: u64,
+    t: &Transfer,
+) -> anyhow::Result<()> {
+    let mut rx = pacer("message-pacer", interval_ns, duration_ns);
     let mut buf = vec![0u8; size as usize];
     while let Some((seq, deadline)) = rx.recv().await {
         let now = sys::now_ns();
