@@ -19,7 +19,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.tcp import RECORD_RANGE, records_argv, records_flow_metrics
+from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
 
@@ -84,13 +84,7 @@ class Quic(FlowKind):
                 ("delivery",),
                 spec.delivery,
             )
-        for k in ("size", "interval"):
-            if getattr(spec, k) is None:
-                raise FieldIssue(f"quic records need size and interval ({k} is missing)", (k,))
-        if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
-            raise FieldIssue(
-                f"a quic record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB", ("size",), spec.size
-            )
+        check_record_size(spec, "quic")
         for k in ("bytes", "objects", "streams", "rate"):
             if k in given:
                 raise FieldIssue(f"quic records come every interval until stop; {k} does not apply", (k,))

@@ -88,13 +88,7 @@ class Tcp(FlowKind):
     def _check_records(spec, given) -> None:
         """Paced records: the server writes one record of `size` bytes every `interval`
         until the flow stops; the client receives them as `delivery` says."""
-        for k in ("size", "interval"):
-            if getattr(spec, k) is None:
-                raise FieldIssue(f"tcp records need size and interval ({k} is missing)", (k,))
-        if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
-            raise FieldIssue(
-                f"a tcp record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB", ("size",), spec.size
-            )
+        check_record_size(spec, "tcp")
         for k in ("bytes", "objects"):
             if k in given:
                 raise FieldIssue(f"tcp records run until stop; {k} does not apply", (k,))
@@ -231,6 +225,19 @@ class Tcp(FlowKind):
         if client.get("mode") == "page":
             out.update(page_metrics(run, flow["name"]))
         return out
+
+
+def check_record_size(spec, protocol: str) -> None:
+    """A records flow's `size` and `interval` (tcp and quic alike)."""
+    for k in ("size", "interval"):
+        if getattr(spec, k) is None:
+            raise FieldIssue(f"{protocol} records need size and interval ({k} is missing)", (k,))
+    if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
+        raise FieldIssue(
+            f"a {protocol} record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB",
+            ("size",),
+            spec.size,
+        )
 
 
 def _check_download(spec, given, what: str, delivery_issue: str, tls_issue: str) -> None:
