@@ -4,44 +4,33 @@ for TCP, tests/test_records_quic_e2e.py for QUIC): 1448-byte records every 20 ms
 show — every record the server sent handed over exactly once."""
 
 import json
-import textwrap
 
 import pyarrow.ipc
 
+from one_flow import one_flow_scenario
 from tlab_cli import run_one
 
 RTT_NS = 100e6
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "{name}"
-    duration = "{duration}"
-    seed = 7
-    hosts = ["client", "server"]
-
-    [[links]]
-    name = "path"
-    between = ["client", "server"]
-    forward = {{ delay = "50ms" }}
-    reverse = {{ delay = "50ms", loss = "5%" }}
-
-    [[flows]]
-    name = "rec"
-    from = "client"
-    to = "server"
-    protocol = "{protocol}"
-    size = 1448
-    interval = "20ms"
-    delivery = "{delivery}"
-    """
-)
+# One way 50 ms each; 5 % loss on the data's way (server → client).
+FORWARD, REVERSE = 'delay = "50ms"', 'delay = "50ms", loss = "5%"'
 
 
-def run_records(tmp_path, name, duration, protocol, delivery, columns, min_sent):
+def run_records(tmp_path, duration, protocol, delivery, columns, min_sent):
     """Runs the scenario; returns the client's records series as rows of `columns`
     (sorted, so in id order), the flow's metrics and the client's results, after checking
     that at least `min_sent` records were sent and each was handed over exactly once."""
-    m, run_dir = run_one(tmp_path, SCENARIO.format(name=name, duration=duration, protocol=protocol, delivery=delivery))
+    flow_lines = f'size = 1448\ninterval = "20ms"\ndelivery = "{delivery}"'
+    text = one_flow_scenario(
+        flow_lines,
+        name="rec",
+        protocol=protocol,
+        forward=FORWARD,
+        reverse=REVERSE,
+        duration=duration,
+        settings="seed = 7",
+    )
+    m, run_dir = run_one(tmp_path, text)
     flow = m["flows"]["rec"]
     raw = run_dir / "raw"
     client = json.loads((raw / "rec-client.json").read_text())["results"]

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.netns
 def run_arm(tmp_path, delivery):
     # 6 s of records: about 15 of the 300 are lost once on the wire.
     columns = ("id", "send_ns", "deliver_ns", "via", "stream_ns")
-    rows, flow, client = run_records(tmp_path, "records-e2e", "6s", "tcp", delivery, columns, 290)
+    rows, flow, client = run_records(tmp_path, "6s", "tcp", delivery, columns, 290)
     # The socket's stream alone also completed every record (the reliable path).
     assert all(r[4] is not None and r[4] >= r[2] - 1_000_000 for r in rows)
     # TCP repaired the link's drops.

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.netns
 def test_quic_records_behind_a_loss_come_before_the_repair_exactly_once(tmp_path, delivery, via):
     # 5 s of records: about 12 of the 250 records' packets are lost once.
     columns = ("id", "send_ns", "deliver_ns", "via")
-    rows, flow, client = run_records(tmp_path, "records-quic-e2e", "5s", "quic", delivery, columns, 240)
+    rows, flow, client = run_records(tmp_path, "5s", "quic", delivery, columns, 240)
     assert client["records"]["delivery"] == delivery and all(r[3] == via for r in rows)
     assert flow["lost_packets"] > 0
     # QUIC's retransmission rate (packets declared lost ÷ packets sent, docs/metrics.md)
