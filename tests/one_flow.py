@@ -1,8 +1,8 @@
 """The one-flow scenario (hosts client and server, one link "path", one flow) the
 workload tests of the Python side write (tests/test_records.py, test_web.py,
 test_workloads.py) and end-to-end tests run (tests/test_quic_e2e.py, test_utp_e2e.py,
-records_run.py, test_run_e2e.py), and their check that a bad field is refused naming
-the file, the field and the value."""
+test_run_e2e.py, test_web_e2e.py, records_run.py), and their check that a bad field is
+refused naming the file, the field and the value."""
 
 from __future__ import annotations
 

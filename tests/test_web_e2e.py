@@ -6,38 +6,25 @@ secondaries interleaved one chunk per object in turn, their last chunks lie in o
 order, so an ordered receiver completes them in that order)."""
 
 import json
-import textwrap
 
 import pyarrow.ipc
 import pytest
 
+from one_flow import one_flow_scenario
 from tlab_cli import run_one
 
 pytestmark = pytest.mark.netns
 
 # 10 Mbit/s so a 30 KB + 10 × 12 KB page takes ~0.25 s: about 20 pages in 6 s, each with
 # a last round of 10 chunks, of which 5 % loss hits several.
-SCENARIO = textwrap.dedent(
-    """
-    name = "web-e2e"
-    duration = "6s"
-    seed = 5
-    hosts = ["client", "server"]
-
-    [[links]]
-    name = "path"
-    between = ["client", "server"]
-    forward = { rate = "10Mbit", delay = "30ms" }
-    reverse = { rate = "10Mbit", delay = "30ms", loss = "5%" }
-
-    [[flows]]
-    name = "web"
-    from = "client"
-    to = "server"
-    protocol = "tcp"
-    page = { primary = "30KB", secondaries = ["12KB", "12KB", "12KB", "12KB", "12KB", "12KB", "12KB", "12KB", "12KB", "12KB"] }
-    delivery = "unordered"
-    """
+SECONDARIES = ", ".join(['"12KB"'] * 10)
+SCENARIO = one_flow_scenario(
+    f'page = {{ primary = "30KB", secondaries = [{SECONDARIES}] }}\ndelivery = "unordered"',
+    name="web",
+    forward='rate = "10Mbit", delay = "30ms"',
+    reverse='rate = "10Mbit", delay = "30ms", loss = "5%"',
+    duration="6s",
+    settings="seed = 5",
 )
 
 
