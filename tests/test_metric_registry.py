@@ -17,9 +17,9 @@ def test_names_are_unique_and_formats_known():
 
 
 def test_every_consumer_reads_the_registry():
-    assert catalogue.FLOW_SCALARS == [m.name for m in METRICS if m.source == "flow"]
-    assert table.AGG_METRICS == [m.name for m in TABLE]
-    assert compare.COLUMNS == [(m.name, m.label) for m in COMPARE]
+    assert [m.name for m in METRICS if m.source == "flow"] == catalogue.FLOW_SCALARS
+    assert [m.name for m in TABLE] == table.AGG_METRICS
+    assert [(m.name, m.label) for m in COMPARE] == compare.COLUMNS
     assert plots.SWEEP_METRICS == PLOTTED
     assert {m.name for m in TABLE + COMPARE + PLOTTED if m.numeric} <= table.NUMERIC
 
