@@ -266,7 +266,9 @@ def fetch(args, stack: Stack, work: Path) -> int:
                 reported = json.loads(line)
     error = None
     if ended_by == "stalled":
-        error = f"{stack.name} client hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+        error = (
+            f"{stack.name} client hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+        )
     elif ended_by is None and proc.returncode != 0:
         error = f"{stack.name} client exited {proc.returncode}: {tail(err_path)}"
     if isinstance(stack, _Ngtcp2):
