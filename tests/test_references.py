@@ -22,7 +22,7 @@ def _files() -> list[Path]:
 
 
 def _exists(path: str, where: Path) -> bool:
-    # From the root, or relative to a folder above the file (a crate's own `tests/x.rs`).
+    # From the root, or relative to a folder above the file (a path inside a crate, named from its Cargo.toml).
     return any((d / path).exists() for d in [PROJECT_ROOT, *where.parents] if d.is_relative_to(PROJECT_ROOT))
 
 
