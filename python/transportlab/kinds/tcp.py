@@ -45,6 +45,7 @@ MSS_RANGE = (88, 65495)
 # A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
 RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
+SMOLTCP = "smoltcp"
 DELIVERIES = ("ordered", "unordered")
 
 
@@ -73,10 +74,13 @@ class Tcp(FlowKind):
 
     def check(self, spec, given) -> None:
         check_playout(spec, given)
-        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
-        # implementation to TCP (S0 E4).
-        if spec.implementation not in (None, KERNEL_TCP):
-            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
+        # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
+        # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
+        # simulator's second TCP, refused when emulated.
+        if spec.implementation not in (None, KERNEL_TCP, SMOLTCP):
+            raise FieldIssue(
+                f"tcp flows are {KERNEL_TCP} (the kernel's) or {SMOLTCP} (simulated only)", ("implementation",)
+            )
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
         if "page" in given:
