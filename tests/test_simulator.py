@@ -185,7 +185,10 @@ def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
     )
     res = simulate(tmp_path, text)
     assert res.returncode != 0
-    assert "flows.web.cc: not in the simulator: 'bbr' is a kernel control; transportlab-tcp has reno and cubic" in res.stderr
+    assert (
+        "flows.web.cc: not in the simulator: 'bbr' is a kernel control; transportlab-tcp has reno and cubic"
+        in res.stderr
+    )
     res = simulate(tmp_path, text.replace('cc = "bbr"', "tls = true"))
     assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
     res = simulate(tmp_path, text.replace('cc = "bbr"', "objects = { count = 3, size = 1000 }"))

@@ -47,6 +47,8 @@ def stacks(r: Resolved) -> dict[str, str]:
         known = out.get(f.protocol)
         out[f.protocol] = name if known in (None, name) else " + ".join(sorted({*known.split(" + "), name}))
     return out
+
+
 SIM_TIMEOUT_S = 3600
 
 
@@ -71,9 +73,7 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
                 )
             )
         elif f.protocol == "tcp" and f.cc not in SIM_TCP_CC:
-            out.append(
-                (f"{where}.cc", f"{f.cc!r} is a kernel control; {tcp_stack(f)} has {' and '.join(SIM_TCP_CC)}")
-            )
+            out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; {tcp_stack(f)} has {' and '.join(SIM_TCP_CC)}"))
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
             out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
         elif f.protocol == "quic" and f.rcvbuf:

@@ -16,8 +16,8 @@ use serde::Serialize;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
 
 use super::tcp::TcpSetup;
-use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Request, Row, Series};
 use super::REQUEST_LEN;
+use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Request, Row, Series};
 
 /// How often each end samples its connection for the series, as the agent's default
 /// `--tcp-info-interval`.
