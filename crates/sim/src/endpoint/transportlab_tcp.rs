@@ -1,9 +1,10 @@
 //! TCP with the lab's own sans-IO TCP (`crates/tcp`, recorded as `transportlab-tcp`),
 //! which follows Linux's behaviour (docs/simulator.md, "The simulator's TCP"). Each end
 //! is one `tcp::Connection` at its address; the simulator carries its segments in IPv4
-//! packets. The application is the smoltcp endpoint's (`super::tcp`): the client sends
-//! the [`super::Request`], the sender writes zeros up to the byte count or the flow's
-//! end, the client aborts at its end.
+//! packets. The application is the agent's bulk transfer, as the smoltcp endpoint's
+//! (`super::tcp`): the client sends the agent's request (`agent_proto::wire::request`),
+//! the sender writes zeros up to the byte count or the flow's end, the client aborts at
+//! its end.
 
 use std::cell::Cell;
 use std::net::SocketAddrV4;
@@ -15,9 +16,14 @@ use linkem::Nanos;
 use serde::Serialize;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
 
+use agent_proto::transfer::{bps, secs};
+use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
+
 use super::tcp::TcpSetup;
-use super::REQUEST_LEN;
-use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Request, Row, Series};
+use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Row, Series};
+
+/// The agent's TCP request, the connection's first bytes.
+const REQUEST_LEN: usize = TCP.request_len();
 
 /// How often each end samples its connection for the series, as the agent's default
 /// `--tcp-info-interval`.
@@ -161,6 +167,8 @@ struct End {
     received: u64,
     complete: bool,
     done_ns: Option<Nanos>,
+    /// A request the server could not serve.
+    error: Option<String>,
 }
 
 impl End {
@@ -178,6 +186,7 @@ impl End {
             received: 0,
             complete: false,
             done_ns: None,
+            error: None,
         }
     }
 
@@ -294,12 +303,19 @@ impl TcpClient {
     }
 }
 
+/// The agent's tcp-client `results`, the fields the simulator has, and the stack that
+/// played TCP.
 #[derive(Serialize)]
 struct ClientResults {
+    mode: &'static str,
     sender: &'static str,
     cc: String,
     stack: &'static str,
+    /// Payload the receiving application read (the server's, in an upload).
     bytes: u64,
+    /// Payload this end wrote and read.
+    bytes_sent: u64,
+    bytes_received: u64,
     complete: bool,
     completion_s: Option<f64>,
     goodput_bps: Option<f64>,
@@ -331,12 +347,19 @@ impl Endpoint for TcpClient {
             self.connected_ns = Some(now);
         }
         if self.connected_ns.is_some() && !self.requested {
-            let r = Request {
-                upload: e.upload,
-                limit: e.limit,
-                ..Request::default()
+            // As the agent's client asks: the bytes, or else the time left.
+            let bytes = (e.limit != u64::MAX).then_some(e.limit);
+            let request = Request {
+                bytes: bytes.unwrap_or(0),
+                duration_ns: if bytes.is_none() {
+                    self.stop.saturating_sub(now)
+                } else {
+                    0
+                },
+                ..Request::new(if e.upload { Mode::Upload } else { Mode::Download })
             };
-            self.requested = e.conn.write(&r.encode()) == REQUEST_LEN;
+            let request = request.encode(TCP).expect("a TCP bulk request");
+            self.requested = e.conn.write(&request) == REQUEST_LEN;
         }
         if self.requested {
             if e.upload {
@@ -384,13 +407,16 @@ impl Endpoint for TcpClient {
         let d = self.delivered.get();
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
         let results = ClientResults {
+            mode: if e.upload { "upload" } else { "download" },
             sender: if e.upload { "client" } else { "server" },
             cc: self.cc.clone(),
             stack: STACK_NAME,
             bytes: d.bytes,
+            bytes_sent: e.sent,
+            bytes_received: e.received,
             complete: e.complete,
-            completion_s: e.done_ns.map(|d| (d - self.start) as f64 / 1e9),
-            goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
+            completion_s: e.done_ns.map(|d| secs(d - self.start)),
+            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
             retransmits: e.upload.then(|| e.conn.stats().total_retrans),
         };
         let stopped_by = if e.complete { "bytes" } else { "duration" };
@@ -432,10 +458,17 @@ impl TcpServer {
     }
 }
 
+/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
+/// has.
 #[derive(Serialize)]
 struct ServerConnection {
+    mode: &'static str,
+    sender: &'static str,
     bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
     complete: bool,
+    error: Option<String>,
     retransmits: Option<u64>,
 }
 
@@ -464,11 +497,17 @@ impl Endpoint for TcpServer {
         if !known || e.upload {
             e.read(true, &self.delivered, now);
             if !known && e.request.len() == REQUEST_LEN {
-                let r = Request::decode(&e.request);
-                (e.upload, e.limit) = (r.upload, r.limit);
+                match Request::decode(TCP, &e.request).and_then(|r| r.validate().map(|()| r)) {
+                    Ok(r) if matches!(r.mode, Mode::Upload | Mode::Download) => {
+                        e.upload = r.client_sends();
+                        e.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
+                    }
+                    Ok(r) => e.error = Some(format!("{} mode is not simulated", r.mode.name())),
+                    Err(err) => e.error = Some(format!("bad request: {err}")),
+                }
             }
         }
-        if e.request.len() == REQUEST_LEN && !e.upload {
+        if e.request.len() == REQUEST_LEN && !e.upload && e.error.is_none() {
             e.write();
             e.complete = e.sent >= e.limit && e.conn.all_acked();
         }
@@ -495,8 +534,13 @@ impl Endpoint for TcpServer {
         let e = &self.end;
         let connections = if self.accepted {
             vec![ServerConnection {
+                mode: if e.upload { "upload" } else { "download" },
+                sender: if e.upload { "client" } else { "server" },
                 bytes: if e.upload { e.received } else { e.sent },
+                bytes_sent: e.sent,
+                bytes_received: e.received,
                 complete: e.complete,
+                error: e.error.clone(),
                 retransmits: (!e.upload).then(|| e.conn.stats().total_retrans),
             }]
         } else {
