@@ -44,6 +44,9 @@ FLOW_SCALARS = [
     "records_sent",
     "records_delivered",
     "records_late_share",
+    "records_goodput_bps",
+    "bandwidth_efficiency",
+    "retransmission_rate",
     "jitter_rfc3550_ms",
     "pages_completed",
 ]

@@ -51,9 +51,14 @@ class StudyOutcome:
         return [f for p in self.plans for f in p.failed]
 
 
+# Axes with fewer steps than this are a study's arms (protocols, implementations), never thinned.
+THIN_MIN_STEPS = 5
+
+
 def thinned(design: Design, file: str):
-    """The point selection of a design: every `thin`-th step of each axis (and its last
-    step), then only the `points` it names (an unknown name is an error)."""
+    """The point selection of a design: every `thin`-th step (and the last) of each axis
+    of at least THIN_MIN_STEPS steps, then only the `points` it names (an unknown name is
+    an error)."""
 
     def select(points: list[Point]) -> list[Point]:
         steps: dict[str, list[str]] = {}
@@ -65,7 +70,7 @@ def thinned(design: Design, file: str):
         def kept(p: Point) -> bool:
             for axis, label in p.axes.items():
                 i, last = steps[axis].index(label), len(steps[axis]) - 1
-                if i % design.thin and i != last:
+                if last + 1 >= THIN_MIN_STEPS and i % design.thin and i != last:
                     return False
             return True
 
