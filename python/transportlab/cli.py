@@ -338,9 +338,14 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("folder", help="a study folder, e.g. scenarios/s3 (holding study.toml)")
     st.add_argument("--design", help="the design to run at (study.toml's [designs]; default: its default_design)")
     st.add_argument(
-        "--experiment", action="append", metavar="NAME", help="run only this experiment (repeatable); the report shows all"
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="run only this experiment (repeatable); the report shows all",
     )
-    st.add_argument("--out", default=str(DEFAULT_OUT), help="results folder (default: results/); the study in OUT/<name>/")
+    st.add_argument(
+        "--out", default=str(DEFAULT_OUT), help="results folder (default: results/); the study in OUT/<name>/"
+    )
     st.add_argument("--quiet", action="store_true", help="no progress bars")
     st.add_argument("--smoke", action="store_true", help="every experiment once, its first point, shortened to 3 s")
     st.add_argument("--simulate", action="store_true", help="in the simulator; experiments it cannot run are listed")

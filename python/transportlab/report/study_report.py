@@ -209,7 +209,9 @@ def draw_lines(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Pat
         for j, step in enumerate(steps):
             m, h, k = ci95(_values(g[xs == step], metric))
             if k:
-                pts.append((j + (i - (n - 1) / 2) * min(0.12, 0.5 / max(n, 1)), m * scale, 0.0 if math.isnan(h) else h * scale))
+                pts.append(
+                    (j + (i - (n - 1) / 2) * min(0.12, 0.5 / max(n, 1)), m * scale, 0.0 if math.isnan(h) else h * scale)
+                )
         if pts:
             x, y, e = map(np.array, zip(*pts))
             ax.errorbar(x, y, yerr=e, marker="o", ms=4, capsize=3, lw=1.3, color=colors[group], label=group or metric)
@@ -297,9 +299,7 @@ def _caption(fig: Figure, d: pd.DataFrame, plans: list[ExperimentPlan], design: 
     untrusted = int((~runs["trusted"].astype(bool)).sum()) if len(runs) else 0
     setup = "; ".join(_setup(p, folder) for p in plans)
     thin = {p.experiment.name: p.design for p in plans}
-    dens = ", ".join(
-        f"{n}: every {x.thin}th step" for n, x in thin.items() if x.thin > 1
-    ) or "every sweep step"
+    dens = ", ".join(f"{n}: every {x.thin}th step" for n, x in thin.items() if x.thin > 1) or "every sweep step"
     trust = (
         f" {untrusted} of them with timing not trusted (engine hand-over lateness p99 over "
         f"{LATENESS_P99_TARGET_US:g} µs, or unintended drops) — marked ✗ below."
@@ -369,7 +369,7 @@ def render_figure(
     mine = [p for p in plans if p.experiment.name in fig.experiments]
     d = figure_rows(rows, fig)
     head = f'<section class="figure" id="{escape(fig.id)}"><h3>Figure {number}: {escape(fig.title)}</h3>'
-    caption = f"<p class=\"caption\">{_caption(fig, d, mine, out.design, out.study.folder)}</p>"
+    caption = f'<p class="caption">{_caption(fig, d, mine, out.design, out.study.folder)}</p>'
     not_run = [f"{p.experiment.name}: {p.not_run}" for p in mine if p.not_run]
     note = "".join(f'<div class="banner warn">{escape(n)}</div>' for n in not_run)
     steps = x_order(mine, fig)
@@ -381,17 +381,23 @@ def render_figure(
         draw = draw_lines if fig.kind == "lines" else draw_box
         png = draw(d, fig, steps, out.dir / "plots" / f"{fig.id}.png")
         numbers = summary(d, fig, steps)
-        body = (img_tag(png, fig.title) if png else '<p>No run has a value for this metric.</p>') + (
+        body = (img_tag(png, fig.title) if png else "<p>No run has a value for this metric.</p>") + (
             f"<details><summary>the numbers (mean ± 95 % interval)</summary>{_html_table(numbers)}</details>"
         )
     elif fig.kind == "table":
         numbers = summary(d, fig, steps)
         body = _html_table(numbers)
     elif fig.kind == "timeseries":
-        body = _series(fig, mine, out.dir) or '<div class="banner warn">Not yet run: no run of this figure is done.</div>'
+        body = (
+            _series(fig, mine, out.dir) or '<div class="banner warn">Not yet run: no run of this figure is done.</div>'
+        )
     else:
         numbers, problem = _query(fig, d)
-        body = f'<div class="banner bad">{escape(problem)}</div>' if problem else _html_table(numbers if numbers is not None else pd.DataFrame())
+        body = (
+            f'<div class="banner bad">{escape(problem)}</div>'
+            if problem
+            else _html_table(numbers if numbers is not None else pd.DataFrame())
+        )
     return head + note + body + caption + _runs_list(mine, trusted, out.dir) + "</section>", numbers
 
 
@@ -417,8 +423,18 @@ def _experiments_section(out: StudyOutcome, trusted: dict[str, bool]) -> str:
             f"<td>{link}</td>",
         ])  # fmt: skip
     return table(
-        ["experiment", "file", "what", "repetitions", "sweep steps", "done / planned", "timing not trusted",
-         "not run", "report"], rows  # fmt: skip
+        [
+            "experiment",
+            "file",
+            "what",
+            "repetitions",
+            "sweep steps",
+            "done / planned",
+            "timing not trusted",
+            "not run",
+            "report",
+        ],
+        rows,  # fmt: skip
     )
 
 
@@ -431,11 +447,12 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
     sub = (
         f"design <b>{escape(out.design)}</b> (repetitions: {design.repetitions or 'each file’s own'}, "
         f"sweep steps: {'all' if design.thin == 1 else f'every {design.thin}th'}; experiments may differ, see below)"
-        f" · {mode}" + (" · <b>smoke</b>: every experiment once, shortened to a few seconds" if smoke else "")
+        f" · {mode}"
+        + (" · <b>smoke</b>: every experiment once, shortened to a few seconds" if smoke else "")
         + f" · on a machine with {os.cpu_count()} CPU(s) shared with other work"
     )
     body = [
-        f"<h1>{escape(study.title)}</h1><p class=\"sub\">{sub}</p><p>{escape(study.description)}</p>",
+        f'<h1>{escape(study.title)}</h1><p class="sub">{sub}</p><p>{escape(study.description)}</p>',
         '<nav><a href="#figures">Figures</a><a href="#experiments">Experiments and runs</a></nav>',
     ]
     runs = rows.drop_duplicates("run_dir") if len(rows) else rows
@@ -453,9 +470,12 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
             html, numbers = render_figure(fig, i, rows, out.plans, trusted, out)
         except Exception as e:  # noqa: BLE001 - one figure must not cost the report; the page says why
             html, numbers = (
-                f'<section class="figure" id="{escape(fig.id)}"><h3>Figure {i}: {escape(fig.title)}</h3>'
-                f'<div class="banner bad">not drawn: {escape(type(e).__name__)}: {escape(str(e))}</div></section>'
-            ), None
+                (
+                    f'<section class="figure" id="{escape(fig.id)}"><h3>Figure {i}: {escape(fig.title)}</h3>'
+                    f'<div class="banner bad">not drawn: {escape(type(e).__name__)}: {escape(str(e))}</div></section>'
+                ),
+                None,
+            )
         body.append(html)
         if numbers is not None and not numbers.empty:
             md.append(f"## Figure {i}: {fig.title}\n\n{_markdown(numbers)}\n")

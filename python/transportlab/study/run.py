@@ -81,7 +81,10 @@ def thinned(design: Design, file: str):
             if unknown:
                 raise ScenarioError(
                     file,
-                    [Issue("", f"the design names sweep point {x!r}, not one of: {', '.join(labels)}") for x in unknown],
+                    [
+                        Issue("", f"the design names sweep point {x!r}, not one of: {', '.join(labels)}")
+                        for x in unknown
+                    ],
                 )
             out = [p for p in points if p.label in design.points]
         return out
@@ -98,11 +101,14 @@ def _overrides(e: Experiment, d: Design) -> list[str]:
     return list(e.set) + ([f"repetitions={d.repetitions}"] if d.repetitions is not None else [])
 
 
-def plan_study(study: Study, out: Path, design: str, smoke: bool = False, simulated: bool = False) -> list[ExperimentPlan]:
+def plan_study(
+    study: Study, out: Path, design: str, smoke: bool = False, simulated: bool = False
+) -> list[ExperimentPlan]:
     """Every experiment's runs under `design` (nothing runs); a bad file raises."""
     if design not in study.designs:
         raise ScenarioError(
-            str(study.folder / FILE), [Issue("designs", f"no design {design!r}; the file has {', '.join(study.designs)}")]
+            str(study.folder / FILE),
+            [Issue("designs", f"no design {design!r}; the file has {', '.join(study.designs)}")],
         )
     base = study_dir(study, out, smoke, False)
     plans = []
@@ -147,7 +153,12 @@ def run_study(
     if unknown:
         raise ScenarioError(
             str(study.folder / FILE),
-            [Issue("experiments", f"no experiment {n!r}; the study has {', '.join(e.name for e in study.experiments)}") for n in unknown],
+            [
+                Issue(
+                    "experiments", f"no experiment {n!r}; the study has {', '.join(e.name for e in study.experiments)}"
+                )
+                for n in unknown
+            ],
         )
     plans = plan_study(study, out, design, smoke, simulated)
     for p in plans:
