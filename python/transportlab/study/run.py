@@ -92,6 +92,15 @@ def thinned(design: Design, file: str):
     return select
 
 
+def _only_planned(select, labels: set[str]):
+    """The design's selection, then only the points planned (the simulator's subset)."""
+
+    def keep(points: list[Point]) -> list[Point]:
+        return [p for p in select(points) if p.label in labels]
+
+    return keep
+
+
 def study_dir(study: Study, out: Path, smoke: bool, simulated: bool) -> Path:
     base = Path(out) / (study.name + ("-smoke" if smoke else ""))
     return base / "simulated" if simulated else base
@@ -124,8 +133,13 @@ def plan_study(
         )
         p = ExperimentPlan(e, d, sweep_dir, runs)
         if simulated:
-            why = sorted({f"{where}: {reason}" for r in runs for where, reason in refusals(r.resolved)})
+            # The simulator runs the points it can (QUIC, smoltcp TCP bulk, UDP); the
+            # rest are listed, point by point, with the reason.
+            refused = {r.point_label: refusals(r.resolved) for r in runs}
+            why = sorted({f"{label or 'default'} ({where}: {reason})" for label, rs in refused.items()
+                          for where, reason in rs})  # fmt: skip
             if why:
+                p.runs = [r for r in runs if not refused[r.point_label]]
                 p.not_run = "not in the simulator: " + "; ".join(why)
         plans.append(p)
     return plans
@@ -162,7 +176,7 @@ def run_study(
         )
     plans = plan_study(study, out, design, smoke, simulated)
     for p in plans:
-        if report_only or (only and p.experiment.name not in only) or p.not_run:
+        if report_only or (only and p.experiment.name not in only) or not p.runs:
             continue
         if on_experiment:
             on_experiment(p)
@@ -176,7 +190,7 @@ def run_study(
             simulated=simulated,
             cluster=cluster,
             workers=workers,
-            select=thinned(d, str(study.path_of(p.experiment))),
+            select=_only_planned(thinned(d, str(study.path_of(p.experiment))), {r.point_label for r in p.runs}),
         )
         p.failed = outcome.failed
     where = study_dir(study, out, smoke, simulated)
