@@ -53,6 +53,20 @@ METRIC_LABELS: dict[str, tuple[str, float, str]] = {
     "rtt_max_ms": ("max RTT", 1.0, "ms"),
     "queueing_delay_mean_ms": ("mean queueing delay", 1.0, "ms"),
     "bytes_delivered": ("bytes delivered", 1e-6, "MB"),
+    "lost_packets": ("packets declared lost (QUIC)", 1.0, ""),
+    "retransmissions": ("retransmitted segments (TCP)", 1.0, ""),
+    "bandwidth_efficiency": ("bandwidth efficiency", 100.0, "%"),
+    "retransmission_rate": ("retransmission rate", 100.0, "%"),
+    "record_latency_p50_ms": ("record latency p50", 1.0, "ms"),
+    "record_latency_p95_ms": ("record latency p95", 1.0, "ms"),
+    "record_latency_p99_ms": ("record latency p99", 1.0, "ms"),
+    "page_time_p50_ms": ("page time p50", 1.0, "ms"),
+    "page_time_p90_ms": ("page time p90", 1.0, "ms"),
+    "object_ttfb_p50_ms": ("object TTFB p50", 1.0, "ms"),
+    "object_ttfb_p90_ms": ("object TTFB p90", 1.0, "ms"),
+    "bytes_sent_by_data_sender": ("bytes sent", 1e-6, "MB"),
+    "packets_sent_by_data_sender": ("packets sent", 1.0, ""),
+    "jitter_rfc3550_ms": ("jitter (RFC 3550)", 1.0, "ms"),
 }
 
 
@@ -178,6 +192,8 @@ def summary(d: pd.DataFrame, fig: Figure, steps: list[str]) -> pd.DataFrame:
                 label, scale, unit = label_of(m, fig if m == fig.metrics[0] else None)
                 vals = g.drop_duplicates("run_dir")[m] if m in RUN_WIDE else g[m]
                 row[f"{label} ({unit})" if unit else label] = fmt_ci(vals, scale)
+            runs = g.drop_duplicates("run_dir")
+            row["runs not trusted"] = f"{int((~runs['trusted'].astype(bool)).sum())} of {len(runs)}"
             out.append(row)
     return pd.DataFrame(out)
 
