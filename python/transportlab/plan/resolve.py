@@ -131,6 +131,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 delivery=f.delivery,
                 playout=tuple(f.playout) if f.playout else None,
                 implementation=f.implementation,
+                application=f.application,
                 seed=derive_seed(s.seed, "flow", f.name),
             )
         )

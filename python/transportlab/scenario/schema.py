@@ -455,6 +455,8 @@ class FlowSpec(_Table):
     # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
     # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
     implementation: str | None = None
+    # quic with a third-party implementation: "http3" (what those stacks speak, docs/stacks.md).
+    application: str | None = None
     port: Port | None = None
 
     @field_validator("protocol")
