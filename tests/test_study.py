@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from transportlab.report.study_report import ci95, fmt_ci
 from transportlab.scenario import ScenarioError, load_points
 from transportlab.study import Design, load_study
+from transportlab.study.report import ci95, fmt_ci
 from transportlab.study.run import plan_study, thinned
 
 SCENARIO = """

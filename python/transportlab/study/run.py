@@ -161,7 +161,7 @@ def run_study(
 ) -> StudyOutcome:
     """Runs what is not done of the experiments (all, or those named in `only`), then
     writes study.json (the design and what ran) and the study report."""
-    from transportlab.report.study_report import render_study
+    from transportlab.study.report import render_study
 
     unknown = [n for n in only if n not in {e.name for e in study.experiments}]
     if unknown:
