@@ -17,7 +17,7 @@ BESIDE = {
     "locations": None,
     "contract": None,
     "utp_agent": None,  # runs inside a namespace; imports no stage
-    "quic_stacks": "artefacts",  # runs inside a namespace; reads its stack's qlog with the one reader
+    "stacks": "artefacts",  # runs inside a namespace; reads its stack's qlog with the one reader
     "kinds": "metrics",
     "cluster": "run",  # runs on Dask workers; the pipeline analyses what comes back
     "pipeline": "report",

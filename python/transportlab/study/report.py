@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from transportlab.artefacts.catalogue import AXIS
+from transportlab.artefacts.metric_registry import BY_NAME
 from transportlab.report.html import LATENESS_P99_TARGET_US, cell, img_tag, page, run_validity, table
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, save
@@ -32,41 +33,14 @@ _T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
 # Most time-series images one figure shows (one per point; the rest are a link away).
 MAX_SERIES = 16
 
-# How a catalogue column reads in a table or on an axis: (label, scale, unit).
-METRIC_LABELS: dict[str, tuple[str, float, str]] = {
-    "throughput_bps": ("throughput", 1e-6, "Mbit/s"),
-    "goodput_bps": ("goodput", 1e-6, "Mbit/s"),
-    "throughput_arrivals_bps": ("throughput (first to last arrival)", 1e-6, "Mbit/s"),
+# How a value of each registry format is shown in a study's tables and axes: (scale, unit).
+DISPLAY = {"rate": (1e-6, "Mbit/s"), "pct": (100.0, "%"), "bytes": (1e-6, "MB"), "s": (1.0, "s"), "ms": (1.0, "ms")}
+# Catalogue columns outside the metric registry (the analysis window's, distributions').
+OTHER_LABELS: dict[str, tuple[str, float, str]] = {
     "window_bytes": ("bytes in the window", 1e-6, "MB"),
     "window_byte_difference": ("|D1 − D2|", 1e-6, "MB"),
     "window_utilisation": ("utilisation", 100.0, "%"),
     "convergence_s": ("convergence", 1.0, "s"),
-    "jain_index": ("Jain's index", 1.0, ""),
-    "completion_s": ("completion", 1.0, "s"),
-    "loss_rate": ("loss", 100.0, "%"),
-    "records_late_share": ("records ≥ 1 RTT late", 100.0, "%"),
-    "path_delay_mean_ms": ("mean one-way delay", 1.0, "ms"),
-    "path_ipdv_ms": ("mean ipdv", 1.0, "ms"),
-    "rtt_mean_ms": ("mean RTT", 1.0, "ms"),
-    "rtt_std_ms": ("RTT std", 1.0, "ms"),
-    "rtt_min_ms": ("min RTT", 1.0, "ms"),
-    "rtt_max_ms": ("max RTT", 1.0, "ms"),
-    "queueing_delay_mean_ms": ("mean queueing delay", 1.0, "ms"),
-    "bytes_delivered": ("bytes delivered", 1e-6, "MB"),
-    "lost_packets": ("packets declared lost (QUIC)", 1.0, ""),
-    "retransmissions": ("retransmitted segments (TCP)", 1.0, ""),
-    "bandwidth_efficiency": ("bandwidth efficiency", 100.0, "%"),
-    "retransmission_rate": ("retransmission rate", 100.0, "%"),
-    "record_latency_p50_ms": ("record latency p50", 1.0, "ms"),
-    "record_latency_p95_ms": ("record latency p95", 1.0, "ms"),
-    "record_latency_p99_ms": ("record latency p99", 1.0, "ms"),
-    "page_time_p50_ms": ("page time p50", 1.0, "ms"),
-    "page_time_p90_ms": ("page time p90", 1.0, "ms"),
-    "object_ttfb_p50_ms": ("object TTFB p50", 1.0, "ms"),
-    "object_ttfb_p90_ms": ("object TTFB p90", 1.0, "ms"),
-    "bytes_sent_by_data_sender": ("bytes sent", 1e-6, "MB"),
-    "packets_sent_by_data_sender": ("packets sent", 1.0, ""),
-    "jitter_rfc3550_ms": ("jitter (RFC 3550)", 1.0, "ms"),
 }
 
 
@@ -97,7 +71,16 @@ def fmt_ci(values, scale: float = 1.0) -> str:
 
 
 def label_of(metric: str, fig: Figure | None = None) -> tuple[str, float, str]:
-    label, scale, unit = METRIC_LABELS.get(metric, (metric, 1.0, ""))
+    """(label, scale, unit) of a catalogue column: the metric registry's label shown in
+    the study's units; a figure's own `unit` (and `scale`) wins for its first metric."""
+    if metric in OTHER_LABELS:
+        label, scale, unit = OTHER_LABELS[metric]
+    elif metric in BY_NAME:
+        m = BY_NAME[metric]
+        scale, unit = DISPLAY.get(m.format, (1.0, m.unit))
+        label = m.label
+    else:  # a distribution statistic (`rtt_p50_ms`) or a probe's column
+        label, scale, unit = metric.removesuffix("_ms").replace("_", " "), 1.0, "ms" if metric.endswith("_ms") else ""
     if fig is not None and fig.unit:
         scale, unit = fig.scale, fig.unit
     return label, scale, unit
