@@ -46,6 +46,7 @@ OTHER_LINUX_TCP_CC = frozenset(
 )
 MSS_RANGE = (88, 65495)
 KERNEL_TCP = "linux"
+SMOLTCP = "smoltcp"
 # Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
 HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "application", "http_server"})
 DELIVERIES = ("ordered", "unordered")
@@ -81,10 +82,13 @@ class Tcp(FlowKind):
             _check_http(spec, given)
             return
         check_playout(spec, given)
-        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
-        # implementation to TCP (S0 E4).
-        if spec.implementation not in (None, KERNEL_TCP):
-            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
+        # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
+        # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
+        # simulator's second TCP, refused when emulated.
+        if spec.implementation not in (None, KERNEL_TCP, SMOLTCP):
+            raise FieldIssue(
+                f"tcp flows are {KERNEL_TCP} (the kernel's) or {SMOLTCP} (simulated only)", ("implementation",)
+            )
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
         if "page" in given:
