@@ -31,6 +31,7 @@ def parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--application", choices=web.APPLICATIONS, required=True)
             p.add_argument("--http-server", choices=web.SERVERS, default=web.DEFAULT_SERVER)
+            p.add_argument("--mss", type=int, help="TCP_MAXSEG of the server's listening socket")
         p.add_argument("--cc", required=True, help="the lab's controller name")
         p.add_argument("--summary", type=Path, required=True)
         p.add_argument("--duration", type=float, help="seconds: server: serve at most; client: bulk")

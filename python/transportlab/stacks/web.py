@@ -11,6 +11,7 @@ from pathlib import Path
 
 from transportlab.stacks.quic import SETUP, StackMissing
 
+AGENT = "agent"  # not HTTP: the lab's agents at both ends, speaking their own protocol
 APPLICATIONS = ("http1", "https", "http2")
 SERVERS = ("nginx", "hypercorn")
 DEFAULT_SERVER = "nginx"

@@ -27,7 +27,7 @@ from transportlab.stacks.process import (
 CURL_TIMED_OUT = 28  # curl's exit status when --max-time ended the transfer
 
 
-def listener(port: int, cc: str) -> socket.socket:
+def listener(port: int, cc: str, mss: int | None) -> socket.socket:
     """The server's listening socket, made here with the flow's congestion control: nginx
     and Hypercorn cannot choose one, the sockets they accept inherit the listener's, and
     a namespace's default may only be one the host allows. Handed to the server as an
@@ -35,6 +35,8 @@ def listener(port: int, cc: str) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    if mss:  # inherited by the accepted connections: the download's segments (S1's MSS clamp)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
     s.bind(("0.0.0.0", port))
     s.listen(128)
     s.set_inheritable(True)
@@ -64,7 +66,7 @@ def serve(args, work: Path) -> int:
     with open(work / "www" / str(args.bytes or BULK_BYTES), "wb") as f:
         f.truncate(args.bytes or BULK_BYTES)
     try:
-        sock = listener(int(port), args.cc)
+        sock = listener(int(port), args.cc, args.mss)
     except OSError as e:
         print(f"error: cannot listen on port {port} with TCP {args.cc}: {e.strerror}", file=sys.stderr)
         return 1
