@@ -75,8 +75,8 @@ def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expec
         ('implementation = "aioquic"\napplication = "agent"', r"flows\.dl\.application: aioquic carries HTTP/3"),
         ('implementation = "quic-go"\nqlog = false', r"flows\.dl\.qlog: quic-go's series come from its qlog"),
         (
-            'implementation = "quic-go"\ndirection = "upload"',
-            r"flows\.dl\.direction: quic-go runs a bulk transfer \(no bytes\) as a download",
+            'implementation = "ngtcp2"\ndirection = "upload"',
+            r"flows\.dl\.direction: ngtcp2's client uploads a file: give bytes",
         ),
     ],
 )

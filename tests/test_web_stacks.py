@@ -54,8 +54,8 @@ def test_an_http_flow_is_a_download_served_by_nginx_unless_told(tmp_path):
             r"flows\.web\.tls: tls is not a field of an HTTP flow \(https and http2 are over TLS\)",
         ),
         (
-            'application = "http1"\nobjects = { count = 2, size = "1MB" }',
-            r"flows\.web\.objects: objects is not a field of an HTTP flow",
+            'application = "http1"\npage = { primary = "100kB" }',
+            r"flows\.web\.page: page is not a field of an HTTP flow",
         ),
         ('application = "http1"\ndirection = "upload"', r"flows\.web\.direction: an HTTP flow is a download"),
         (
@@ -68,6 +68,14 @@ def test_what_an_http_flow_cannot_do_is_refused(tmp_path, flow, expected):
     with pytest.raises(ScenarioError) as info:
         load(tmp_path, flow)
     assert re.search(expected, str(info.value)), str(info.value)
+
+
+def test_http_objects_are_fetched_one_after_another_by_one_curl(tmp_path):
+    s = load(tmp_path, 'application = "http1"\nobjects = { count = 10, size = "100kB" }')
+    (f,) = resolve(s).flows
+    ends = kind("tcp").endpoints(f, "10.0.0.2", Files.of(tmp_path, "web"), 17.0)
+    assert ends.client[ends.client.index("--objects") + 1] == "10"
+    assert ends.client[ends.client.index("--bytes") + 1] == "100000"
 
 
 def test_http_ends_are_the_web_stack_end(tmp_path):

@@ -133,9 +133,9 @@ class Quic(FlowKind):
         spec.application = HTTP3
         if not spec.qlog:
             raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
-        if spec.bytes is None and spec.direction == "upload":
+        if spec.bytes is None and spec.direction == "upload" and not STACKS[name].bulk_upload:
             raise FieldIssue(
-                f'{name} runs a bulk transfer (no bytes) as a download: set direction = "download" or give bytes',
+                f"{name}'s client uploads a file: give bytes, or make the bulk transfer a download",
                 ("direction",),
             )
 

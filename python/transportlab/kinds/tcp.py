@@ -49,7 +49,7 @@ MSS_RANGE = (88, 65495)
 RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
 # Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
-HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "application", "http_server", "mss", "implementation"})
+HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "objects", "application", "http_server", "mss", "implementation"})
 DELIVERIES = ("ordered", "unordered")
 
 
@@ -413,7 +413,11 @@ def _http_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) ->
     common = ["--application", str(flow.application), "--http-server", str(flow.http_server), "--cc", str(flow.cc)]
     if flow.mss:  # TCP_MAXSEG of the server's listener, which its connections inherit
         common += ["--mss", str(flow.mss)]
+    # objects: curl fetches them one after another on one connection (HTTP/1.1 without
+    # pipelining, HTTP/2 on one stream at a time).
     size = ["--bytes", str(flow.bytes)] if flow.bytes else []
+    if flow.objects is not None:
+        size = ["--bytes", str(flow.objects.size), "--objects", str(flow.objects.count)]
     server = end + ["web-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += size + ["--summary", str(files.server_summary)]
     client = end + ["web-client", "--connect", f"{server_addr}:{flow.port}", *common]
