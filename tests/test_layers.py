@@ -21,6 +21,7 @@ BESIDE = {
     "kinds": "metrics",
     "cluster": "run",  # runs on Dask workers; the pipeline analyses what comes back
     "pipeline": "report",
+    "study": "fidelity",  # runs a study's experiments through the pipeline, draws its report
     "cli": "cli",  # above every stage
     "__main__": "__main__",  # above `cli`
     "__init__": None,

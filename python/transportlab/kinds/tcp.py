@@ -48,6 +48,7 @@ MSS_RANGE = (88, 65495)
 # A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
 RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
+SMOLTCP = "smoltcp"
 # Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
 HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "objects", "application", "http_server", "mss", "implementation"})
 DELIVERIES = ("ordered", "unordered")
@@ -89,10 +90,13 @@ class Tcp(FlowKind):
                 spec.http_server,
             )
         check_playout(spec, given)
-        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
-        # implementation to TCP (S0 E4).
-        if spec.implementation not in (None, KERNEL_TCP):
-            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
+        # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
+        # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
+        # simulator's second TCP, refused when emulated.
+        if spec.implementation not in (None, KERNEL_TCP, SMOLTCP):
+            raise FieldIssue(
+                f"tcp flows are {KERNEL_TCP} (the kernel's) or {SMOLTCP} (simulated only)", ("implementation",)
+            )
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
         if "page" in given:
@@ -389,7 +393,7 @@ def _check_http(spec, given) -> None:
     # A field at its default says nothing (a sweep arm of the agent's may set tls = false).
     defaults = type(spec).model_fields
     for k in sorted(given - HTTP_FIELDS - COMMON_FIELDS):
-        if getattr(spec, k) == defaults[k].default:
+        if getattr(spec, k) == defaults[k].default or (k == "cc_params" and not spec.cc_params):
             continue
         why = " (https and http2 are over TLS)" if k == "tls" else ""
         raise FieldIssue(f"{k} is not a field of an HTTP flow{why}", (k,))
