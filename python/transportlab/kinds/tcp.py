@@ -11,6 +11,7 @@ from typing import Any
 from transportlab import contract
 from transportlab import metrics as M
 from transportlab.kinds.base import (
+    COMMON_FIELDS,
     Endpoints,
     Files,
     FlowKind,
@@ -24,7 +25,7 @@ from transportlab.kinds.base import (
 from transportlab.kinds.records import RECORD_RANGE, check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
-from transportlab.stacks.web import APPLICATIONS, DEFAULT_SERVER, SERVERS
+from transportlab.stacks.web import AGENT, APPLICATIONS, DEFAULT_SERVER, SERVERS
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
 OTHER_LINUX_TCP_CC = frozenset(
@@ -48,7 +49,7 @@ MSS_RANGE = (88, 65495)
 KERNEL_TCP = "linux"
 SMOLTCP = "smoltcp"
 # Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
-HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "application", "http_server"})
+HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "objects", "application", "http_server", "mss", "implementation"})
 DELIVERIES = ("ordered", "unordered")
 
 
@@ -78,9 +79,15 @@ class Tcp(FlowKind):
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
-        if spec.application is not None or spec.http_server is not None:
+        if spec.application != AGENT:
             _check_http(spec, given)
             return
+        if "http_server" in given and spec.http_server != DEFAULT_SERVER:
+            raise FieldIssue(
+                f'http_server serves HTTP: set application too (the agent\'s flows are application "{AGENT}")',
+                ("http_server",),
+                spec.http_server,
+            )
         check_playout(spec, given)
         # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
         # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
@@ -166,9 +173,9 @@ class Tcp(FlowKind):
         if (rule := contract.cross_parameter_problem(cc, values)) is not None:
             key, why = rule
             raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
-        if contract.implementation("tcp", cc) == "bpf" and spec.application is not None:
+        if contract.implementation("tcp", cc) == "bpf" and spec.application != AGENT:
             raise FieldIssue(
-                f"TCP {cc} is the lab's BPF program; {spec.http_server or DEFAULT_SERVER} and curl run the kernel's "
+                f"TCP {cc} is the lab's BPF program; {spec.http_server} and curl run the kernel's "
                 f"own controllers ({', '.join(KERNEL_CCS)})",
                 ("cc",),
             )
@@ -183,13 +190,13 @@ class Tcp(FlowKind):
         return cc
 
     def bpf_congestion(self, flow) -> tuple[str, dict] | None:
-        if flow.application is not None:
+        if flow.application != AGENT:
             return None  # refused at check_cc: a web server takes its namespace's kernel controller
         cc = flow.cc or self.default_cc
         return (cc, dict(flow.cc_params)) if contract.implementation("tcp", cc) == "bpf" else None
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-        if flow.application is not None:
+        if flow.application != AGENT:
             return _http_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("tcp-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "tcp-client", "--connect", f"{server_addr}:{flow.port}"]
@@ -291,17 +298,21 @@ def _check_http(spec, given) -> None:
     """An HTTP download over kernel TCP: `application` says the HTTP and whether TLS,
     `http_server` the server; of tcp's own fields only the controller applies."""
     if spec.application not in APPLICATIONS:
-        field = "application" if spec.application is not None else "http_server"
         raise FieldIssue(
-            f"tcp HTTP is application {', '.join(APPLICATIONS)} (served by {' or '.join(SERVERS)} to curl)",
-            (field,),
+            f"a tcp flow's application is \"{AGENT}\" (the lab's agents) or HTTP: {', '.join(APPLICATIONS)} "
+            f"(served by {' or '.join(SERVERS)} to curl)",
+            ("application",),
             spec.application,
         )
-    if spec.http_server is None:
-        spec.http_server = DEFAULT_SERVER
+    if spec.implementation not in (None, KERNEL_TCP):
+        raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
     if spec.http_server not in SERVERS:
         raise FieldIssue(f"the HTTP server is {' or '.join(SERVERS)}", ("http_server",), spec.http_server)
-    for k in sorted(given - HTTP_FIELDS - {"name", "from", "to", "protocol", "start", "stop", "port"}):
+    # A field at its default says nothing (a sweep arm of the agent's may set tls = false).
+    defaults = type(spec).model_fields
+    for k in sorted(given - HTTP_FIELDS - COMMON_FIELDS):
+        if getattr(spec, k) == defaults[k].default or (k == "cc_params" and not spec.cc_params):
+            continue
         why = " (https and http2 are over TLS)" if k == "tls" else ""
         raise FieldIssue(f"{k} is not a field of an HTTP flow{why}", (k,))
     if "direction" in given and spec.direction != "download":
@@ -322,7 +333,13 @@ def _http_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) ->
 
     end = [sys.executable, "-m", STACK_END]
     common = ["--application", str(flow.application), "--http-server", str(flow.http_server), "--cc", str(flow.cc)]
+    if flow.mss:  # TCP_MAXSEG of the server's listener, which its connections inherit
+        common += ["--mss", str(flow.mss)]
+    # objects: curl fetches them one after another on one connection (HTTP/1.1 without
+    # pipelining, HTTP/2 on one stream at a time).
     size = ["--bytes", str(flow.bytes)] if flow.bytes else []
+    if flow.objects is not None:
+        size = ["--bytes", str(flow.objects.size), "--objects", str(flow.objects.count)]
     server = end + ["web-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += size + ["--summary", str(files.server_summary)]
     client = end + ["web-client", "--connect", f"{server_addr}:{flow.port}", *common]
