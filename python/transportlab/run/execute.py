@@ -70,6 +70,7 @@ def execute(
         for job in (j for j in jobs if j.server):
             servers.append((job, net.start_server(job.host, job.argv, _stderr_path(raw, job))))
         t0 = time.monotonic_ns()
+        net.set_t0(t0)
         clients: list[tuple[Job, subprocess.Popen]] = []
         for job in sorted((j for j in jobs if not j.server), key=lambda j: j.start):
             _sleep_until(t0 + int(job.start * 1e9))
