@@ -56,3 +56,81 @@ def test_both_ways_agree_on_a_link_bound_transfer(tmp_path):
     assert min(rates.values()) >= 9e6, rates
     assert abs(rates["emulated"] - rates["simulated"]) / rates["simulated"] < 0.05, rates
     assert (out / "both-both" / "report.html").is_file()
+
+
+KEYS_SCENARIO = textwrap.dedent(
+    """
+    name = "keys"
+    duration = "3s"
+    seed = 3
+    hosts = ["client", "server"]
+
+    [[links]]
+    name = "path"
+    between = ["client", "server"]
+    forward = { rate = "20Mbit", delay = "5ms", queue = { packets = 100 } }
+    reverse = { delay = "5ms" }
+
+    [[flows]]
+    name = "q"
+    from = "client"
+    to = "server"
+    protocol = "quic"
+    cc = "cubic"
+
+    [[flows]]
+    name = "t"
+    from = "client"
+    to = "server"
+    protocol = "tcp"
+    cc = "cubic"
+    """
+)
+
+# What every client's and every served connection's results hold, emulated or simulated
+# (agent_proto::summary; docs/agent.md).
+TRANSFER_KEYS = {"mode", "sender", "complete", "bytes", "bytes_sent", "bytes_received"}
+# The simulator's TCP is not the kernel's: its summary names the stack that stood in.
+SIMULATED_ONLY = {"stack"}
+
+
+def _keys(d: dict) -> set[str]:
+    return set(d)
+
+
+def test_emulated_and_simulated_summaries_use_one_set_of_names(tmp_path):
+    """One QUIC and one TCP flow, emulated and simulated: every key of a simulated
+    summary (envelope, results, a served connection, QUIC's counters) is a key of the
+    emulated one (the agent measures more: sockets, CPU), bar the simulator's own
+    `simulated` and `stack`; and both hold the transfer's fields."""
+    path = tmp_path / "keys.toml"
+    path.write_text(KEYS_SCENARIO)
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--both", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    raw = {
+        "emulated": out / "keys" / "base" / "rep-0" / "raw",
+        "simulated": out / "simulated" / "keys" / "base" / "rep-0" / "raw",
+    }
+    for flow, proto in (("q", "quic"), ("t", "tcp")):
+        for end in ("client", "server"):
+            emu, sim = (json.loads((raw[m] / f"{flow}-{end}.json").read_text()) for m in ("emulated", "simulated"))
+            where = f"{proto}-{end}"
+            assert sim["simulated"] is True and "simulated" not in emu, where
+            assert _keys(sim) - {"simulated"} <= _keys(emu), (where, _keys(sim) - _keys(emu))
+            pairs = [(emu["results"], sim["results"])]
+            if end == "server":
+                assert len(sim["results"]["connections"]) == 1, where
+                pairs = [(emu["results"]["connections"][0], sim["results"]["connections"][0])]
+            for e, s in pairs:
+                assert _keys(e) & _keys(s) >= TRANSFER_KEYS, (where, TRANSFER_KEYS - (_keys(e) & _keys(s)))
+                extra = _keys(s) - _keys(e) - SIMULATED_ONLY
+                assert not extra, (where, "simulated keys the agent does not write", extra)
+                assert (e["mode"], e["sender"]) == (s["mode"], s["sender"]), where
+                if proto == "quic":
+                    assert _keys(e["quic"]) == _keys(s["quic"]), (where, _keys(e["quic"]) ^ _keys(s["quic"]))

@@ -149,11 +149,11 @@ def test_one_way_signal_in_the_simulator(tmp_path):
         client = json.loads((raw / "ledbat-client.json").read_text())["results"]
         server = json.loads((raw / "ledbat-server.json").read_text())["results"]["connections"][0]
         series = ipc.open_file(raw / "ledbat-client.arrow").read_all().to_pydict()
-        ow = client["one_way_delay"]
+        ow = client["quic"]["one_way_delay"]
         assert client["error"] is None and ow["send_error"] is None
         if signal == "one-way":
             assert ow["stamping"] and ow["echoes_received"] > 500
-            assert server["one_way_delay"]["stamps_echoed"] >= ow["echoes_received"]
+            assert server["quic"]["one_way_delay"]["stamps_echoed"] >= ow["echoes_received"]
             assert max(v for v in series["cc_one_way_samples"] if v is not None) >= ow["echoes_received"] - 5
         else:
             assert ow["stamps_sent"] == 0 and "cc_one_way_samples" not in series

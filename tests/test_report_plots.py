@@ -237,7 +237,8 @@ def test_pantheon_layout_panels_by_numeric_paths():
 def test_sweep_plots_box_for_every_metric_and_pantheon(tmp_path):
     df = _pantheon_table(tmp_path)
     plots = {p.key: p for p in sweep_plots(df, df.attrs["swept"], tmp_path / "plots")}
-    for col, *_ in SWEEP_METRICS:
+    for m in SWEEP_METRICS:
+        col = m.name
         box = plots[f"box_{col}"]
         has_values = col in df and df[col].notna().any()
         assert (box.path is not None) == has_values, (col, box.skipped)

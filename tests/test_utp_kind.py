@@ -124,9 +124,9 @@ def test_implementation_on_other_kinds(tmp_path):
     )
     with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: kernel TCP is the one implementation"):
         load_scenario(path)
-    # … other kinds have none to name.
-    path.write_text(SCENARIO.format(flow='implementation = "quinn"').replace('protocol = "utp"', 'protocol = "quic"'))
-    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: implementation is not a field of quic flows"):
+    # … quic names quinn or a third-party stack (tests/test_quic_stacks.py), udp none.
+    path.write_text(SCENARIO.format(flow='implementation = "quinn"').replace('protocol = "utp"', 'protocol = "udp"'))
+    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: implementation is not a field of udp flows"):
         load_scenario(path)
 
 

@@ -6,11 +6,11 @@
 //! whole message to be there.
 #![no_main]
 
-use agent::wire::object::{self, ObjectRequest, UploadReply};
-use agent::wire::records::{self, RecordsRequest};
-use agent::wire::request::{Mode, Request, Transport};
-use agent::wire::stamp::{self, ProbeStamp, Stamp};
-use agent::wire::Error;
+use agent_proto::wire::object::{self, ObjectRequest, UploadReply};
+use agent_proto::wire::records::{self, RecordsRequest};
+use agent_proto::wire::request::{Mode, Request, Transport};
+use agent_proto::wire::stamp::{self, ProbeStamp, Stamp};
+use agent_proto::wire::Error;
 use libfuzzer_sys::fuzz_target;
 
 fn check_refusal(e: Error, data: &[u8], len: usize) {

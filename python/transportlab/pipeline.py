@@ -16,7 +16,7 @@ from pathlib import Path
 from transportlab.artefacts import catalogue
 from transportlab.artefacts.rundir import DONE, FAILURES, write_json
 from transportlab.metrics.collect import write_metrics
-from transportlab.plan.runs import PlannedRun, plan
+from transportlab.plan.runs import PlannedRun, PointSelection, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
 from transportlab.run.record import scenario_record
@@ -116,16 +116,19 @@ def run_scenario(
     simulated: bool = False,
     cluster: str | None = None,
     workers: int | None = None,
+    select: PointSelection | None = None,
 ) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
     report when there is more than one run. `smoke_s`: see `plan`. `simulated`: in the
     simulator, into `out/simulated/` (refused before anything runs if a flow cannot be).
     `cluster` (a Dask scheduler address, or "local" for `workers` local worker
     processes): the emulated runs go to the cluster's workers (`transportlab.cluster`)
-    and come back into `out`."""
+    and come back into `out`. `select`: which sweep points run (see `plan`)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    sweep_dir, runs = plan(Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s)
+    sweep_dir, runs = plan(
+        Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s, select
+    )
     if simulated:
         problems = sorted({p for r in runs for p in refusals(r.resolved)})
         if problems:

@@ -2,7 +2,7 @@
 //! `Controller` interface, quinn's own BBR (and CUBIC/NewReno, for cross-checking) beside
 //! them, and a [`Probe`] through which the controller publishes what quinn's statistics do
 //! not show (bytes in flight, acknowledged bytes, controller diagnostics) to the series,
-//! and through which the one-way delay exchange ([`crate::one_way`]) hands its samples
+//! and through which the one-way delay exchange ([`agent_proto::one_way`]) hands its samples
 //! to a controller that wants them.
 
 use std::any::Any;
@@ -15,7 +15,7 @@ use quinn_proto::congestion::{
 };
 use quinn_proto::RttEstimator;
 
-use crate::one_way::OneWay;
+use agent_proto::one_way::OneWay;
 
 /// Controllers implemented by quinn itself; `bbr` is the comparator the lab has no own
 /// implementation of, the others exist to cross-check the `congestion` crate.
@@ -32,7 +32,7 @@ pub struct CcChoice {
     pub name: String,
     pub params: congestion::Params,
     /// The controller steers by one-way delay (LEDBAT's `delay_signal = "one-way"`): the
-    /// end sending the payload must stamp it ([`crate::one_way`]).
+    /// end sending the payload must stamp it ([`agent_proto::one_way`]).
     pub one_way: bool,
     /// Every diagnostic the controller may report (`congestion::Controller::diagnostic_names`;
     /// none for quinn's own), so a series can declare its `cc_<name>` columns up front.
@@ -139,6 +139,16 @@ impl Probe {
             return Vec::new();
         }
         std::mem::take(&mut *self.one_way_inbox.lock().unwrap())
+    }
+
+    /// What the probe adds to quinn's statistics in a summary's `quic` counters.
+    pub fn counters(&self) -> agent_proto::summary::ProbeCounters {
+        agent_proto::summary::ProbeCounters {
+            ssthresh_bytes: self.ssthresh(),
+            bytes_in_flight: self.bytes_in_flight.load(Ordering::Relaxed),
+            bytes_acked: self.bytes_acked.load(Ordering::Relaxed),
+            one_way_delay: self.one_way.lock().unwrap().summary(),
+        }
     }
 
     pub fn pacing_rate(&self) -> Option<u64> {

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use agent::wire::stamp::{self, ProbeStamp};
+use agent_proto::wire::stamp::{self, ProbeStamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, UInt64Array};
 use serde::Serialize;
 
-use crate::stats::{self, Scaled};
 use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::{output, sys, usage, EchoArgs, ProbeArgs};
+use agent_proto::stats::{self, Scaled};
 
 const POLL: Duration = Duration::from_millis(100);
 

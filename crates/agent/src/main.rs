@@ -19,7 +19,7 @@ mod udp;
 mod units;
 mod utp;
 
-use agent::{stats, tls};
+use agent::tls;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -477,7 +477,7 @@ pub struct QuicClientArgs {
     /// streams of the transfer (default 1), --bytes split across them (the remainder on the
     /// first) or each sending until --duration.
     #[arg(long, conflicts_with = "message_size",
-          value_parser = clap::value_parser!(u64).range(1..=agent::wire::request::MAX_STREAMS))]
+          value_parser = clap::value_parser!(u64).range(1..=agent_proto::wire::request::MAX_STREAMS))]
     pub streams: Option<u64>,
     /// Messages mode: size of each message (at least 16 bytes: seq + send time).
     #[arg(long, requires_all = ["message_rate", "duration"], value_parser = positive_size)]

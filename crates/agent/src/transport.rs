@@ -18,7 +18,7 @@ pub const WINDOW_BYTES: u64 = 64 * 1024 * 1024;
 /// (objects mode opens a bidirectional one per object in flight, plus the control stream;
 /// a bulk transfer on N streams opens N − 1 unidirectional ones beside the control stream).
 pub const MAX_STREAMS: u64 = 10_000;
-const _: () = assert!(crate::wire::request::MAX_STREAMS < MAX_STREAMS);
+const _: () = assert!(agent_proto::wire::request::MAX_STREAMS < MAX_STREAMS);
 /// Connections go idle (and fail) after this long without any packet.
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 

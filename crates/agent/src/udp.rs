@@ -6,14 +6,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::wire::stamp::{self, Stamp};
+use agent_proto::wire::stamp::{self, Stamp};
 use anyhow::Context;
 use arrow_array::{ArrayRef, BooleanArray, Int64Array, UInt32Array, UInt64Array};
 use serde::Serialize;
 
-use crate::stats::{self, Scaled};
 use crate::tcp::records::{RecordRow, Via};
 use crate::{output, sys, usage, UdpRecvArgs, UdpSendArgs};
+use agent_proto::stats::{self, Scaled};
 
 /// Largest UDP payload over IPv4.
 pub const MAX_PAYLOAD: u64 = 65507;

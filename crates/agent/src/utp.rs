@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent::wire::request::{Mode, Request, Transport};
+use agent_proto::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, UInt32Array, UInt64Array};
 use libutp_rs2::{options, CcState, UtpCcProbe, UtpOpts, UtpUdpContext, UtpUdpStream};

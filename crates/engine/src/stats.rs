@@ -26,8 +26,8 @@ pub struct DirectionStats {
     pub drops_random_loss: u64,
     /// Discarded by a multipath direction's merge (duplicate or too late).
     pub drops_merge_discard: u64,
-    /// Dropped by an active queue management decision (RED, CoDel, PIE, FQ-CoDel) before
-    /// the queue was full.
+    /// Dropped by an active queue management decision (an AQM discipline) before the queue
+    /// was full.
     pub drops_aqm: u64,
     /// ECN marks: packets a queue with ECN on set to CE instead of dropping (including
     /// packets that were CE already).

@@ -10,8 +10,8 @@
 //! and a PDCP merge that restores sequence order ([`split`], [`merge`], [`multipath`]).
 //! [`Direction`] gives both kinds one interface.
 //!
-//! The bottleneck of a direction is a queue discipline ([`queue`]: drop-tail, drop-head,
-//! RED, CoDel, PIE, FQ-CoDel) in front of a link that serialises one packet at a time
+//! The bottleneck of a direction is a queue discipline (one of
+//! [`spec::queue::DISCIPLINES`], each in its module under [`queue`]) in front of a link that serialises one packet at a time
 //! ([`link`]: constant or trace-driven rate); [`rate::RateQueue`] composes the two into a
 //! stage. A discipline may drop or ECN-mark packets it already holds; the pipeline
 //! reports those as events too ([`PipelineEvent::Marked`], [`Notice`]).
@@ -159,7 +159,7 @@ pub enum DropReason {
     /// already buffered or delivered, or too late (its sequence number was given up at a
     /// reordering-timer expiry).
     MergeDiscard = 3,
-    /// An active queue management decision (RED, CoDel, PIE, FQ-CoDel) with room left in
+    /// An active queue management decision (an AQM discipline: `Class::aqm`) with room left in
     /// the queue: early drop at arrival, or drop at the head at dequeue. With ECN on, an
     /// ECN-capable packet is marked instead.
     AqmDrop = 4,

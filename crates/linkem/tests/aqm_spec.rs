@@ -109,7 +109,7 @@ mod json {
             queue(r#"{"discipline": "drop_head", "packets": 5}"#)
                 .unwrap()
                 .discipline,
-            DisciplineSpec::DropHead
+            DisciplineSpec::DropHead(Default::default())
         );
         // Every discipline round-trips through its JSON.
         for q in [codel.unwrap(), fq, pie, red] {
@@ -176,7 +176,7 @@ fn validation_without_json() {
     assert!(validate(&spec(codel.clone())).is_ok());
     let e = validate(&spec(codel.with_limit(QueueLimit::Unlimited))).unwrap_err();
     assert!(e.contains("codel needs a limit"), "{e}");
-    assert!(validate(&spec(QueueSpec::new(DisciplineSpec::DropHead))).is_ok());
+    assert!(validate(&spec(QueueSpec::new(DisciplineSpec::DropHead(Default::default())))).is_ok());
     let e = validate(&spec(QueueSpec::drop_tail(QueueLimit::Packets(5)).with_ecn(true))).unwrap_err();
     assert!(e.contains("queue.ecn"), "{e}");
     assert!(build_pipeline::<()>(
@@ -199,7 +199,7 @@ fn drop_head_drops_the_oldest() {
         rate: Some(RateSpec::Constant {
             bits_per_sec: 10_000_000,
         }),
-        queue: QueueSpec::new(DisciplineSpec::DropHead).with_limit(QueueLimit::Packets(5)),
+        queue: QueueSpec::new(DisciplineSpec::DropHead(Default::default())).with_limit(QueueLimit::Packets(5)),
         ..Default::default()
     };
     let ev = run_pipeline(

@@ -90,7 +90,19 @@ fn queue_disciplines_match_the_contract() {
         .as_array()
         .expect("queue_disciplines is a list");
     let names: Vec<&str> = entries.iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(names, DISCIPLINES);
+    let ours: Vec<&str> = DISCIPLINES.iter().map(|c| c.name).collect();
+    assert_eq!(names, ours);
+    for (e, class) in entries.iter().zip(DISCIPLINES) {
+        assert_eq!(e["description"].as_str(), Some(class.description), "{e}");
+        let params: Vec<&str> = e["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap())
+            .collect();
+        assert_eq!(params, class.parameters, "{e}");
+        assert_eq!(e["aqm"].as_bool(), Some(class.aqm), "{e}");
+    }
     // A value in range for every parameter any discipline has.
     let samples = [
         ("min_th", "3"),
@@ -143,4 +155,42 @@ fn queue_disciplines_match_the_contract() {
     }
     let sampled: HashSet<&str> = samples.iter().map(|s| s.0).collect();
     assert_eq!(listed, sampled, "every parameter in the contract has a sample here");
+}
+
+/// docs/engine-config.md's table of disciplines: one row per registered discipline, in
+/// registry order, with its default limit and exactly its parameters.
+#[cfg(feature = "serde")]
+#[test]
+fn the_docs_table_of_disciplines_matches_the_registry() {
+    use linkem::spec::queue::{all_parameters, DISCIPLINES};
+    use linkem::spec::QueueLimit;
+
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/engine-config.md");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("| discipline | default limit |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect();
+    let ticked = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(String::from).collect() };
+    let names: Vec<String> = rows.iter().map(|r| ticked(r[0])[0].clone()).collect();
+    let ours: Vec<&str> = DISCIPLINES.iter().map(|c| c.name).collect();
+    assert_eq!(names, ours, "{path}: the rows of the disciplines table");
+    let every = all_parameters();
+    for (row, class) in rows.iter().zip(DISCIPLINES) {
+        let limit = match class.default_limit {
+            QueueLimit::Unlimited => "unlimited".to_string(),
+            QueueLimit::Packets(n) => format!("{n} packets"),
+            QueueLimit::Bytes(n) => format!("{n} bytes"),
+        };
+        assert_eq!(row[1], limit, "{path}: default limit of {}", class.name);
+        let mut params: Vec<String> = ticked(row[2])
+            .into_iter()
+            .filter(|p| every.contains(&p.as_str()))
+            .collect();
+        params.dedup();
+        assert_eq!(params, class.parameters, "{path}: parameters of {}", class.name);
+    }
 }

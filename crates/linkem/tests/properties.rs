@@ -180,7 +180,7 @@ fn queue() -> impl Strategy<Value = QueueSpec> {
     ];
     prop_oneof![
         5 => limit().prop_map(QueueSpec::drop_tail),
-        1 => limit().prop_map(|l| QueueSpec::new(DisciplineSpec::DropHead).with_limit(l)),
+        1 => limit().prop_map(|l| QueueSpec::new(DisciplineSpec::DropHead(Default::default())).with_limit(l)),
         4 => (aqm(), bounded, any::<bool>()).prop_map(|(d, l, ecn)| QueueSpec::new(d).with_limit(l).with_ecn(ecn)),
     ]
 }
@@ -487,10 +487,10 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
             arrived
         );
         let at_arrival = match discipline {
-            DisciplineSpec::DropTail | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => true,
+            DisciplineSpec::DropTail(_) | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => true,
             // At dequeue: CoDel's and DualPI2's classic drops; only the limit at arrival.
             DisciplineSpec::Codel(_) | DisciplineSpec::DualPi2(_) => reason == DropReason::QueueFull,
-            DisciplineSpec::DropHead | DisciplineSpec::FqCodel(_) => reason == DropReason::RandomLoss,
+            DisciplineSpec::DropHead(_) | DisciplineSpec::FqCodel(_) => reason == DropReason::RandomLoss,
         };
         if at_arrival || reason == DropReason::RandomLoss {
             prop_assert_eq!(at, arrived, "drop of ({}, {}) not at its arrival", id, copy);
@@ -644,7 +644,7 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
         }
         if spec.rate.is_some() {
             check_limit_from_events(spec, arrivals, &outcomes)?;
-            if *discipline == DisciplineSpec::DropTail {
+            if matches!(discipline, DisciplineSpec::DropTail(_)) {
                 check_drop_tail_from_events(spec, arrivals, &outcomes)?;
             }
         }
@@ -828,7 +828,7 @@ fn check_multipath(spec: &MultipathSpec, arrivals: &[Arrival], ev: &[DirectionEv
                 // they hold (later): drop-head, CoDel, FQ-CoDel.
                 let arrived = by_id[&packet.id].at;
                 let later = match spec.legs[*leg].queue.discipline {
-                    DisciplineSpec::DropTail | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => false,
+                    DisciplineSpec::DropTail(_) | DisciplineSpec::Red(_) | DisciplineSpec::Pie(_) => false,
                     _ => *reason != DropReason::RandomLoss,
                 };
                 if later {

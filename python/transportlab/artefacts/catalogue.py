@@ -18,35 +18,15 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from transportlab.artefacts.metric_registry import FLOW_FIELDS
 from transportlab.artefacts.records import MetricsRecord, ScenarioRecord
 from transportlab.artefacts.rundir import RunDir
 
 FILE = "summary.parquet"
 AXIS = "axis:"  # column prefix: a sweep axis, valued by the point's step label
 RUN_COLUMNS = ["run_dir", "run_id", "scenario", "mode", "point", "repetition", "seed"]
-# Scalar flow metrics copied as they are, in display order.
-FLOW_SCALARS = [
-    "bytes_delivered",
-    "throughput_bps",
-    "goodput_bps",
-    "throughput_arrivals_bps",
-    "path_ipdv_ms",
-    "completion_s",
-    "loss_rate",
-    "marks",
-    "retransmissions",
-    "lost_packets",
-    "packets_sent_by_data_sender",
-    "bytes_sent_by_data_sender",
-    "complete",
-    "window_limited",
-    "bottleneck",
-    "records_sent",
-    "records_delivered",
-    "records_late_share",
-    "jitter_rfc3550_ms",
-    "pages_completed",
-]
+# Scalar flow metrics copied as they are, in display order (the metric registry's).
+FLOW_SCALARS = FLOW_FIELDS
 # Web pages: these statistics of page time and object time to first byte, as columns
 # `page_time_<k>_ms`, `object_ttfb_<k>_ms`.
 PAGE_STATS = ("p50", "p90")

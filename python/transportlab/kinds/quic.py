@@ -1,9 +1,13 @@
-"""QUIC (quinn) with the lab's congestion controllers (`quic-server` / `quic-client` in
-docs/agent.md): bulk, objects on parallel streams, constant-rate messages, or paced
-records (`size` bytes every `interval` with `delivery`: the same records as tcp's)."""
+"""QUIC: quinn (the default `implementation`) with the lab's congestion controllers
+(`quic-server` / `quic-client` in docs/agent.md): bulk, objects on parallel streams,
+constant-rate messages, or paced records (`size` bytes every `interval` with `delivery`:
+the same records as tcp's). Or a third-party stack (quic-go, aioquic, ngtcp2; docs/stacks.md)
+with its own controllers: an HTTP/3 download or upload of `bytes`, or a bulk download
+until `stop`."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from transportlab import contract
@@ -22,10 +26,15 @@ from transportlab.kinds.base import (
 from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
+from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
 
 DATAGRAM_RANGE = (1200, 1472)
 MESSAGE_RANGE = (16, 16 * 2**20)
 DELIVERIES = ("ordered", "unordered", "streams")
+# Fields only quinn's agent has.
+QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rcvbuf", "rate", "interval", "size", "delivery", "playout"})
+STACK_END = "transportlab.stacks"
+GIVE_UP_MARGIN_S = 2.5
 
 
 class Quic(FlowKind):
@@ -47,11 +56,23 @@ class Quic(FlowKind):
             "size",
             "delivery",
             "playout",
+            "implementation",
+            "application",
         }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        if _stack(spec) is not None:
+            self._check_stack(spec, given)
+            return
+        if spec.application is not None:
+            raise FieldIssue(
+                "quinn's ends speak the lab's own protocol (docs/agent.md); application is for the third-party "
+                f"stacks ({', '.join(STACKS)})",
+                ("application",),
+                spec.application,
+            )
         if "playout" in given and "delivery" not in given:
             raise FieldIssue("playout applies to records: give delivery too", ("playout",))
         check_playout(spec, given)
@@ -92,7 +113,44 @@ class Quic(FlowKind):
             raise FieldIssue('quic records are sent by the server: direction must be "download"', ("direction",))
         spec.direction = "download"
 
+    @staticmethod
+    def _check_stack(spec, given) -> None:
+        """A third-party stack's flow: an HTTP/3 download or upload of `bytes`, or a bulk
+        download until stop; nothing of quinn's agent applies."""
+        name = spec.implementation
+        # A field at its default says nothing (a sweep arm of quinn's may set rcvbuf =
+        # "default"); a value means something only quinn's agent does.
+        for k in sorted(k for k in given & QUINN_ONLY if getattr(spec, k) != type(spec).model_fields[k].default):
+            raise FieldIssue(f"{k} is a field of quinn's flows; {name} runs an HTTP/3 transfer of bytes", (k,))
+        if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
+            raise FieldIssue(
+                f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
+            )
+        if spec.application not in (None, "http3"):
+            raise FieldIssue(f'{name} carries HTTP/3: application is "http3"', ("application",), spec.application)
+        spec.application = "http3"
+        if not spec.qlog:
+            raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
+        if spec.bytes is None and spec.direction == "upload":
+            raise FieldIssue(
+                f'{name} runs a bulk transfer (no bytes) as a download: set direction = "download" or give bytes',
+                ("direction",),
+            )
+
     def check_cc(self, spec) -> str:
+        stack = _stack(spec)
+        if stack is not None:
+            cc = spec.cc or stack.default_cc
+            if cc not in stack.controllers:
+                raise FieldIssue(
+                    f"{stack.name} has no {cc}; it offers {', '.join(stack.controllers)} (the lab's own controllers "
+                    "run on quinn)",
+                    ("cc",),
+                    cc,
+                )
+            if spec.cc_params:
+                raise FieldIssue(f"{stack.name}'s controllers take no parameters from the lab", ("cc_params",))
+            return cc
         cc = spec.cc or self.default_cc
         known = contract.controllers("quic")
         if cc not in known:
@@ -108,6 +166,8 @@ class Quic(FlowKind):
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+        if flow.implementation in STACKS:
+            return _stack_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("quic-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "quic-client", "--connect", f"{server_addr}:{flow.port}"]
         client += summary_args(files.client_summary, files.client_series)
@@ -174,3 +234,43 @@ class Quic(FlowKind):
         if client.get("mode") == "records":
             out.update(records_flow_metrics(run, flow, client, sender, min_rtt_us=quic.get("min_rtt_us")))
         return out
+
+
+def _stack(spec) -> Stack | None:
+    """The flow's third-party stack; None for quinn. An unknown name is refused."""
+    name = spec.implementation
+    if name in (None, QUINN):
+        return None
+    if name not in STACKS:
+        raise FieldIssue(
+            f"not a QUIC implementation; expected one of {', '.join(IMPLEMENTATIONS)}", ("implementation",), name
+        )
+    return STACKS[name]
+
+
+def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+    """The stack end (`python -m transportlab.stacks`) at both ends: it runs the
+    stack's own process, reads its qlog into the series and writes the agent's summary."""
+    from transportlab.plan.schedule import CLIENT_GRACE_S, SERVER_GRACE_S  # schedule imports the kinds
+
+    end = [sys.executable, "-m", STACK_END]
+    common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
+    server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
+    server += ["--summary", str(files.server_summary), "--series", str(files.server_series)]
+    server += ["--qlog", str(files.server_qlog)]
+    client = end + ["quic-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction, *common]
+    if flow.bytes:
+        client += ["--bytes", str(flow.bytes)]
+    else:
+        client += ["--duration", f"{flow.end - flow.start:.9g}"]
+    if flow.mss:  # the datagram size, as quinn's
+        server += ["--datagram-size", str(flow.mss)]
+        client += ["--datagram-size", str(flow.mss)]
+    # A stack still running when the runner's grace is almost over has hung: its end
+    # gives up before (its own start-up and qlog reading take a second or two), so the
+    # run records the failure with the stack's stderr.
+    scenario_end = serve_for_s - SERVER_GRACE_S
+    client += ["--give-up", f"{max(1.0, scenario_end - flow.start + CLIENT_GRACE_S - GIVE_UP_MARGIN_S):.9g}"]
+    client += ["--summary", str(files.client_summary), "--series", str(files.client_series)]
+    client += ["--qlog", str(files.client_qlog)]
+    return Endpoints(server, client)

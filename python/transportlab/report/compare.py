@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from transportlab.artefacts.metric_registry import COMPARE
 from transportlab.artefacts.rundir import FAILURES, METRICS, RunDirError
 from transportlab.report.figures import Plot, safe, skip
 from transportlab.report.pantheon import plot_pantheon
@@ -21,19 +22,8 @@ from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
 from transportlab.report.table import aggregate, sweep_table
 
-# Catalogue columns of the comparison table: (column, label).
-COLUMNS = [
-    ("throughput_bps", "throughput"),
-    ("goodput_bps", "goodput"),
-    ("completion_s", "completion"),
-    ("queueing_delay_mean_ms", "queueing delay mean"),
-    ("queueing_delay_p99_ms", "queueing delay p99"),
-    ("path_delay_p95_ms", "path delay p95"),
-    ("rtt_mean_ms", "RTT mean"),
-    ("jitter_rfc3550_ms", "jitter (RFC 3550)"),
-    ("loss_rate", "loss"),
-    ("retransmissions", "retransmissions"),
-]
+# Catalogue columns of the comparison table: (column, label), from the metric registry.
+COLUMNS = [(m.name, m.label) for m in COMPARE]
 MAX_LINES = 24  # overlaid lines per plot; more and the plot says so instead
 
 

@@ -9,6 +9,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -16,9 +17,9 @@ from typing import Any
 import pandas as pd
 
 from transportlab.artefacts.catalogue import RUN_COLUMNS
+from transportlab.artefacts.metric_registry import BY_NAME, TABLE
 from transportlab.report.plots import Plot
 from transportlab.report.rundata import RunData, as_float
-from transportlab.report.table import FLOW_METRICS, SHOWN_WHEN_NONZERO
 
 CSS = """
 :root { --fg:#1f2328; --muted:#656d76; --line:#d0d7de; --bg:#ffffff; --alt:#f6f8fa; --accent:#0969da;
@@ -461,15 +462,43 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
 LATENESS_P99_TARGET_US = 50.0
 
 
-def validity_table(rd: RunData) -> str:
-    """Whether the run is valid, before any figure: unintended drops, the engine's
-    hand-over lateness against its target, and flows the hosts limited."""
+@dataclass(frozen=True)
+class Validity:
+    """Whether a run's numbers can be trusted: unintended drops (packets lost outside the
+    emulated network) and the engine's hand-over lateness p99 against its target (NaN when
+    not reported, e.g. a simulated run); flows the hosts limited."""
+
+    unintended_drops: float
+    lateness_p99_us: float
+    window_limited: list[str]
+
+    @property
+    def timing_ok(self) -> bool | None:
+        return None if math.isnan(self.lateness_p99_us) else self.lateness_p99_us <= LATENESS_P99_TARGET_US
+
+    @property
+    def trusted(self) -> bool:
+        """No unintended drops and the engine on time (unknown lateness counts as on time:
+        the simulator has no hand-over)."""
+        return self.unintended_drops == 0 and self.timing_ok is not False
+
+
+def run_validity(rd: RunData) -> Validity:
     m = rd.metrics
     engine = m.get("engine") or {}
     lat = engine.get("handover_lateness") if isinstance(engine.get("handover_lateness"), dict) else engine
-    p99 = as_float((lat or {}).get("p99_us"))
-    drops = as_float(m.get("unintended_drops"))
-    limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
+    return Validity(
+        as_float(m.get("unintended_drops")),
+        as_float((lat or {}).get("p99_us")),
+        [n for n, f in rd.flows.items() if f.get("window_limited")],
+    )
+
+
+def validity_table(rd: RunData) -> str:
+    """Whether the run is valid, before any figure: unintended drops, the engine's
+    hand-over lateness against its target, and flows the hosts limited."""
+    v = run_validity(rd)
+    p99, drops, limited = v.lateness_p99_us, v.unintended_drops, v.window_limited
 
     def verdict(ok: bool | None, text: str) -> str:
         mark = {True: "✓", False: "✗", None: "?"}[ok]
@@ -489,7 +518,7 @@ def validity_table(rd: RunData) -> str:
         ),
         ("window-limited flows", verdict(not limited, ", ".join(limited) or "none")),
     ]
-    items = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    items = "".join(f"<tr><th>{escape(k)}</th><td>{text}</td></tr>" for k, text in rows)
     return (
         f'<table class="kv validity"><caption class="small">Is this run valid?</caption><tbody>{items}</tbody></table>'
     )
@@ -575,18 +604,14 @@ def render_run_html(rd: RunData, plots: list[Plot]) -> str:
 
 # ---- sweep report --------------------------------------------------------------------
 
-_SWEEP_FMT = {
-    "throughput_bps": fmt_rate,
-    "goodput_bps": fmt_rate,
-    "completion_s": fmt_s,
-    "queueing_delay_mean_ms": fmt_ms,
-    "queueing_delay_p99_ms": fmt_ms,
-    "path_delay_p95_ms": fmt_ms,
-    "rtt_mean_ms": fmt_ms,
-    "loss_rate": fmt_pct,
-    "retransmissions": fmt_num,
-    "marks": fmt_num,
-}
+# How each metric registry format prints a value.
+FORMATS = {"rate": fmt_rate, "s": fmt_s, "ms": fmt_ms, "pct": fmt_pct, "num": fmt_num, "bytes": fmt_bytes}
+
+
+def metric_format(name: str):
+    """The printer of catalogue column `name` (a plain number if the registry lacks it)."""
+    m = BY_NAME.get(name)
+    return FORMATS[m.format] if m else fmt_num
 
 
 def _mean_std(row, m: str, f) -> str:
@@ -619,11 +644,11 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
     if agg.empty:
         return "<p>No flows.</p>"
     metrics = [
-        (c, l)
-        for c, l, _ in FLOW_METRICS
-        if f"{c}_mean" in agg
-        and not agg[f"{c}_mean"].isna().all()
-        and not (c in SHOWN_WHEN_NONZERO and (agg[f"{c}_max"].fillna(0) == 0).all())
+        (m.name, m.label)
+        for m in TABLE
+        if f"{m.name}_mean" in agg
+        and not agg[f"{m.name}_mean"].isna().all()
+        and not (m.shown_when_nonzero and (agg[f"{m.name}_max"].fillna(0) == 0).all())
     ]
     first = ["point", "flow", "protocol / cc", "runs"]
     rows, spread = [], []
@@ -635,9 +660,9 @@ def sweep_summary_table(agg: pd.DataFrame) -> str:
             cell(pc or "—", False),
             cell(fmt_num(row["n"])),
         ]
-        rows.append(tds + [_mean_std_stacked(row, m, _SWEEP_FMT.get(m, fmt_num)) for m, _ in metrics])
-        spread.append(tds[:2] + [_mmm(row, m, _SWEEP_FMT.get(m, fmt_num)) for m, _ in metrics])
-    absent = [l for c, l, _ in FLOW_METRICS if (c, l) not in metrics and c not in SHOWN_WHEN_NONZERO]
+        rows.append(tds + [_mean_std_stacked(row, m, metric_format(m)) for m, _ in metrics])
+        spread.append(tds[:2] + [_mmm(row, m, metric_format(m)) for m, _ in metrics])
+    absent = [m.label for m in TABLE if (m.name, m.label) not in metrics and not m.shown_when_nonzero]
     note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""
     return (
         table(first + [l for _, l in metrics], rows, "sweep")
@@ -751,8 +776,6 @@ def render_sweep_html(
 
 # ---- comparison report ----------------------------------------------------------------
 
-_COMPARE_FMT = {**_SWEEP_FMT, "path_delay_p95_ms": fmt_ms, "jitter_rfc3550_ms": fmt_ms}
-
 
 def compare_table_html(agg: pd.DataFrame) -> str:
     from transportlab.report.compare import COLUMNS
@@ -770,7 +793,7 @@ def compare_table_html(agg: pd.DataFrame) -> str:
                 cell(pc or "—", False),
                 cell(fmt_num(row["n"])),
             ]
-            + [_mean_std(row, c, _COMPARE_FMT.get(c, fmt_num)) for c, _ in shown]
+            + [_mean_std(row, c, metric_format(c)) for c, _ in shown]
         )
     absent = [l for c, l in COLUMNS if (c, l) not in shown]
     note = f'<p class="small">No run has a value for: {escape(", ".join(absent))}.</p>' if absent else ""

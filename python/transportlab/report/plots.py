@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from transportlab import metrics as M
+from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED
 from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
 from transportlab.report.figures import Plot, close, not_applicable, safe, skip, spans_decades, time_axis
 from transportlab.report.linkplots import plot_leg_throughput, plot_utilisation
@@ -300,26 +301,8 @@ def run_plots(rd: RunData, out: Path | None = None) -> list[Plot]:
 
 # ---- per sweep ----------------------------------------------------------------------
 
-# Sweep metrics drawn on a logarithmic axis when their values span decades.
-LOG_WHEN_SPREAD = {"rtt_mean_ms"}
-# Sweep metrics with one value per run (not per flow).
-RUN_WIDE = {"jain_index"}
-
-# (column, title, axis label, divisor or "rate")
-SWEEP_METRICS = [
-    ("throughput_bps", "Throughput", "throughput", "rate"),
-    ("goodput_bps", "Goodput", "goodput", "rate"),
-    ("completion_s", "Completion time", "completion time (s)", 1.0),
-    ("queueing_delay_mean_ms", "Mean queueing delay", "mean queueing delay (ms)", 1.0),
-    ("queueing_delay_p99_ms", "99th-percentile queueing delay", "p99 queueing delay (ms)", 1.0),
-    ("path_delay_p95_ms", "95th-percentile path delay", "p95 one-way delay across the path (ms)", 1.0),
-    ("jitter_rfc3550_ms", "Jitter (RFC 3550)", "RFC 3550 jitter (ms)", 1.0),
-    ("path_ipdv_ms", "Path delay variation (RFC 3393 ipdv)", "mean |ipdv| across the path (ms)", 1.0),
-    ("rtt_mean_ms", "Mean RTT", "mean RTT (ms)", 1.0),
-    ("loss_rate", "Loss rate", "loss rate (%)", 0.01),
-    ("retransmissions", "Retransmissions", "retransmitted segments", 1.0),
-    ("jain_index", "Jain's fairness index", "Jain's index (all flows)", 1.0),
-]
+# The sweep plots' metrics: the metric registry's plotted ones, in its order.
+SWEEP_METRICS = PLOTTED
 
 
 def x_axis(df: pd.DataFrame, swept: list[str]) -> tuple[str | None, dict, bool, list[str]]:
@@ -374,7 +357,7 @@ def plot_sweep_metric(
     caption = (
         f"{title} of each flow at each sweep point: marker = median over repetitions, bar = min … max over repetitions."
     )
-    if col == "jain_index":
+    if BY_NAME[col].source == "run":  # one value per run, repeated on each of its flows
         d = df.drop_duplicates("run_dir").assign(flow="all flows")
         caption = f"{title} over all flows of a run: median over repetitions, bar = min … max."
     else:
@@ -423,7 +406,7 @@ def plot_sweep_metric(
     ax.minorticks_off()
     ax.set_xlabel(path if path else "sweep point")
     ax.set_ylabel(ylabel)
-    if col in LOG_WHEN_SPREAD and spans_decades(d[col] / div):
+    if BY_NAME[col].log_when_spread and spans_decades(d[col] / div):
         ax.set_yscale("log")
     elif col != "jain_index":
         ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
@@ -439,7 +422,7 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
     caption = f"{title} across repetitions: one panel per flow, one box per sweep point (box = quartiles, whiskers = 1.5 IQR, dots = outliers)."
     if col not in df or df[col].isna().all():
         return not_applicable(key, title, caption, f"no run has a value for {col}")
-    if col in RUN_WIDE:  # one value per run, repeated on each of its flows
+    if BY_NAME[col].source == "run":  # one value per run, repeated on each of its flows
         df = df.drop_duplicates("run_dir").assign(flow="all flows")
     d = df[~df[col].isna()]
     reps = d.groupby(["point", "flow"], dropna=False)[col].size()
@@ -476,7 +459,7 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
         )
         ax.set_title(flow, fontsize=10)
         ax.set_ylabel(ylabel)
-        if col in LOG_WHEN_SPREAD and spans_decades(d[col] / div):
+        if BY_NAME[col].log_when_spread and spans_decades(d[col] / div):
             ax.set_yscale("log")
     for k in range(len(flows), nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
@@ -504,10 +487,14 @@ def sweep_plots(df: pd.DataFrame, swept: list[str], out: Path, probes: pd.DataFr
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     plots = []
-    for col, title, ylabel, scale in SWEEP_METRICS:
-        plots.append(safe(plot_sweep_metric, f"sweep_{col}", title, df, swept, col, title, ylabel, scale, out, probes))
-    for col, title, ylabel, scale in SWEEP_METRICS:
-        plots.append(safe(plot_sweep_boxes, f"box_{col}", title, df, col, title, ylabel, scale, out))
+    for m in SWEEP_METRICS:
+        title, axis = m.plot_title or m.label, m.axis or m.label
+        plots.append(
+            safe(plot_sweep_metric, f"sweep_{m.name}", title, df, swept, m.name, title, axis, m.scale, out, probes)
+        )
+    for m in SWEEP_METRICS:
+        title, axis = m.plot_title or m.label, m.axis or m.label
+        plots.append(safe(plot_sweep_boxes, f"box_{m.name}", title, df, m.name, title, axis, m.scale, out))
     plots.append(safe(plot_record_latency_cdf, "record_latency_cdf", "Record latency distribution", df, out))
     plots.append(safe(plot_page_time_boxes, "page_time_box", "Page time", df, out))
     if len(df):

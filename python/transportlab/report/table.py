@@ -9,33 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from transportlab.artefacts.catalogue import FLOW_SCALARS, PAGE_STATS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
+from transportlab.artefacts.catalogue import PAGE_STATS, PROBE_STATS, RUN_COLUMNS, flow_rows, probe_rows
+from transportlab.artefacts.metric_registry import METRICS, TABLE
 from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.report.rundata import RunData
 
-# Flow metric columns of `sweep_table`, in display order: (column, label, unit).
-FLOW_METRICS = [
-    ("throughput_bps", "throughput", "bit/s"),
-    ("goodput_bps", "goodput", "bit/s"),
-    ("completion_s", "completion", "s"),
-    ("queueing_delay_mean_ms", "queueing delay (mean)", "ms"),
-    ("queueing_delay_p99_ms", "queueing delay (p99)", "ms"),
-    ("path_delay_p95_ms", "path delay (p95)", "ms"),
-    ("rtt_mean_ms", "RTT (mean)", "ms"),
-    ("loss_rate", "loss", ""),
-    ("retransmissions", "retransmissions", "segments"),
-    ("marks", "ECN marks", "packets"),
-    ("lost_packets", "lost packets (QUIC)", "packets"),
-    ("packets_sent_by_data_sender", "packets sent (data sender)", "packets"),
-    ("bytes_sent_by_data_sender", "bytes sent (data sender)", "bytes"),
-]
-
-# Flow metrics a table leaves out when every run has 0 (no queue marks without ECN).
-SHOWN_WHEN_NONZERO = {"marks"}
-
 # Columns holding numbers (NaN where a run has none).
 NUMERIC = (
-    set(FLOW_SCALARS) - {"complete", "window_limited", "bottleneck"}
+    {m.name for m in METRICS if m.numeric}
     | {f"{m}_{k}_ms" for m in ("queueing_delay", "rtt", "record_latency", "path_delay") for k in PROBE_STATS}
     | {f"{m}_{k}_ms" for m in ("page_time", "object_ttfb") for k in PAGE_STATS}
     | {"jain_index", "unintended_drops", "sent", "received", "lost", "window_bytes"}
@@ -133,7 +114,7 @@ def probe_table(run_dirs: Iterable[Path | str | RunData]) -> pd.DataFrame:
     return _table(run_dirs, probe_rows, ["probe"]).rename(columns={"flow": "probe"})
 
 
-AGG_METRICS = [c for c, _, _ in FLOW_METRICS]
+AGG_METRICS = [m.name for m in TABLE]
 
 
 def aggregate(

@@ -17,7 +17,7 @@ from pathlib import Path
 from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
 from transportlab.kinds import kind
-from transportlab.network.live import Network
+from transportlab.network.live import Network, NetworkError
 from transportlab.plan.flows import Flow
 from transportlab.plan.runs import PlannedRun
 from transportlab.plan.schedule import CLIENT_GRACE_S, Job, flow_jobs, probe_jobs
@@ -68,7 +68,14 @@ def execute(
             jobs += probe_jobs(p, r.topology.address(p.to), raw, r.duration)
         servers: list[tuple[Job, subprocess.Popen]] = []
         for job in (j for j in jobs if j.server):
-            servers.append((job, net.start_server(job.host, job.argv, _stderr_path(raw, job))))
+            try:
+                servers.append((job, net.start_server(job.host, job.argv, _stderr_path(raw, job))))
+            except NetworkError:
+                # A server that cannot start (a third-party stack not installed, a port
+                # taken) fails the run with its own message; teardown as always.
+                (raw / "t0_ns").write_text(str(time.monotonic_ns()))
+                (raw / "t_end_ns").write_text(str(time.monotonic_ns()))
+                return [AgentFailure(job.name, job.host, "server", 1, _last_lines(_stderr_path(raw, job)))]
         t0 = time.monotonic_ns()
         net.set_t0(t0)
         clients: list[tuple[Job, subprocess.Popen]] = []

@@ -12,6 +12,7 @@ from typing import Any
 
 from transportlab.scenario.errors import Issue, ScenarioError
 from transportlab.scenario.fieldpath import PathError, set_path
+from transportlab.scenario.include import resolve_includes
 from transportlab.scenario.schema import Scenario
 from transportlab.scenario.validate import validate
 
@@ -70,8 +71,11 @@ def apply_overrides(raw: dict, overrides: Iterable[str], file: str = "<scenario>
 
 
 def load_raw(path: str | os.PathLike, overrides: Iterable[str] = ()) -> tuple[dict, dict[tuple, str]]:
-    raw = read_toml(path)
-    return apply_overrides(raw, overrides, str(path))
+    """The document with its `include`d base merged in and the overrides applied, and
+    notes marking values that came from a base file or an override."""
+    raw, notes = resolve_includes(read_toml(path), path, read_toml)
+    raw, override_notes = apply_overrides(raw, overrides, str(path))
+    return raw, {**override_notes, **notes}
 
 
 def load_scenario(path: str | os.PathLike, overrides: Iterable[str] = ()) -> Scenario:

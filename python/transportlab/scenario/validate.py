@@ -51,11 +51,11 @@ def issues_from(err: ValidationError, raw: Any, notes: dict[tuple, str] | None =
 
 
 def _issue(loc: tuple, problem: str, value: Any, raw: Any, notes: dict[tuple, str] | None) -> Issue:
-    if notes:
-        for path, note in notes.items():
-            if loc[: len(path)] == path:
-                problem = f"{problem} {note}"
-                break
+    # The most specific note: a --set inside a link that came from a base file names the --set.
+    notes = notes or {}
+    path = max((p for p in notes if loc[: len(p)] == p), key=len, default=None)
+    if path is not None:
+        problem = f"{problem} {notes[path]}"
     return Issue(format_path(loc, raw), problem, value)
 
 

@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent::wire::object::UploadReply;
-use agent::wire::request::{self as wire_request, Mode, Request, Transport};
-use agent::wire::{code, stamp};
+use agent_proto::wire::object::UploadReply;
+use agent_proto::wire::request::{self as wire_request, Mode, Request, Transport};
+use agent_proto::wire::{code, stamp};
 use anyhow::{bail, Context};
 use quinn::crypto::rustls::QuicClientConfig;
 use quinn::{Endpoint, EndpointConfig, TokioRuntime, VarInt};
@@ -250,7 +250,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     };
     let samples = sampler.finish();
     exchange.abort();
-    let quic = QuicStats::read(&conn, &probe);
+    let quic = super::quic_stats(&conn, &probe);
     let (outcome, error) = match result {
         Ok(o) => (o, None),
         Err(e) if t.bytes_sent.load(Relaxed) == 0 && t.bytes_received.load(Relaxed) == 0 => {

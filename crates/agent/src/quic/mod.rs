@@ -233,64 +233,10 @@ pub fn tokio_instant(deadline_ns: u64) -> tokio::time::Instant {
     tokio::time::Instant::now() + Duration::from_nanos(deadline_ns.saturating_sub(sys::now_ns()))
 }
 
+pub use agent_proto::summary::QuicStats;
+
 /// Connection counters for the summary (`quic`), from quinn's statistics and the
 /// controller probe.
-#[derive(Serialize)]
-pub struct QuicStats {
-    pub packets_sent: u64,
-    pub datagrams_sent: u64,
-    pub udp_bytes_sent: u64,
-    pub send_calls: u64,
-    pub datagrams_received: u64,
-    pub udp_bytes_received: u64,
-    pub receive_calls: u64,
-    pub lost_packets: u64,
-    pub lost_bytes: u64,
-    pub congestion_events: u64,
-    pub cwnd_bytes: u64,
-    pub ssthresh_bytes: Option<u64>,
-    pub bytes_in_flight: u64,
-    pub bytes_acked: u64,
-    pub srtt_us: u64,
-    pub min_rtt_us: u64,
-    pub mtu: u16,
-    pub black_holes_detected: u64,
-    pub ack_frames_sent: u64,
-    pub ack_frames_received: u64,
-    pub stream_frames_sent: u64,
-    pub stream_frames_received: u64,
-    /// This end's one-way delay exchange (`agent::one_way`).
-    pub one_way_delay: agent::one_way::Summary,
-}
-
-impl QuicStats {
-    pub fn read(conn: &quinn::Connection, probe: &cc::Probe) -> QuicStats {
-        use std::sync::atomic::Ordering::Relaxed;
-        let s = conn.stats();
-        QuicStats {
-            packets_sent: s.path.sent_packets,
-            datagrams_sent: s.udp_tx.datagrams,
-            udp_bytes_sent: s.udp_tx.bytes,
-            send_calls: s.udp_tx.ios,
-            datagrams_received: s.udp_rx.datagrams,
-            udp_bytes_received: s.udp_rx.bytes,
-            receive_calls: s.udp_rx.ios,
-            lost_packets: s.path.lost_packets,
-            lost_bytes: s.path.lost_bytes,
-            congestion_events: s.path.congestion_events,
-            cwnd_bytes: s.path.cwnd,
-            ssthresh_bytes: probe.ssthresh(),
-            bytes_in_flight: probe.bytes_in_flight.load(Relaxed),
-            bytes_acked: probe.bytes_acked.load(Relaxed),
-            srtt_us: s.path.rtt.as_micros() as u64,
-            min_rtt_us: s.path.min_rtt.as_micros() as u64,
-            mtu: s.path.current_mtu,
-            black_holes_detected: s.path.black_holes_detected,
-            ack_frames_sent: s.frame_tx.acks,
-            ack_frames_received: s.frame_rx.acks,
-            stream_frames_sent: s.frame_tx.stream,
-            stream_frames_received: s.frame_rx.stream,
-            one_way_delay: probe.one_way.lock().unwrap().summary(),
-        }
-    }
+pub fn quic_stats(conn: &quinn::Connection, probe: &cc::Probe) -> QuicStats {
+    QuicStats::new(&conn.stats(), probe.counters())
 }

@@ -1,4 +1,4 @@
-//! The agent's side of the one-way delay exchange (`agent::one_way`): one task per
+//! The agent's side of the one-way delay exchange (`agent_proto::one_way`): one task per
 //! connection that echoes every stamp the peer sends and, when this end stamps (it sends
 //! the payload and its controller steers by one-way delay), sends its stamps and hands
 //! each echo's sample to the controller through the probe. Every tick it also tells the
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent::cc::Probe;
-use agent::one_way::{Reaction, STAMP_INTERVAL};
+use agent_proto::one_way::{Reaction, STAMP_INTERVAL};
 
 use crate::sys;
 

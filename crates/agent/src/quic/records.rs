@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use agent::wire::records::RecordsRequest;
+use agent_proto::wire::records::RecordsRequest;
 use anyhow::Context;
 use quinn::{RecvStream, SendStream};
 use records::RecordHeader;
@@ -27,9 +27,9 @@ use serde::Serialize;
 use tokio::task::JoinSet;
 
 use super::transfer::{pacer, Transfer};
-use crate::stats::{self, Scaled};
 use crate::sys;
 use crate::tcp::records::{RecordReceiver, Via};
+use agent_proto::stats::{self, Scaled};
 
 /// How the client receives records over QUIC (`--delivery`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -61,7 +61,7 @@ impl QuicDelivery {
 }
 
 /// The record size and interval a QUIC records request carries in its message fields.
-pub fn records_request(req: &agent::wire::request::Request) -> RecordsRequest {
+pub fn records_request(req: &agent_proto::wire::request::Request) -> RecordsRequest {
     RecordsRequest {
         record_size: req.message_size,
         interval_ns: req.message_interval_ns,

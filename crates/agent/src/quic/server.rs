@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
-use agent::wire::code;
-use agent::wire::object::UploadReply;
-use agent::wire::request::{self, Mode, Request, Transport};
-use agent::wire::Error;
+use agent_proto::wire::code;
+use agent_proto::wire::object::UploadReply;
+use agent_proto::wire::request::{self, Mode, Request, Transport};
+use agent_proto::wire::Error;
 use anyhow::{anyhow, bail, Context};
 use quinn::crypto::rustls::QuicServerConfig;
 use quinn::{ConnectionError, Endpoint, EndpointConfig, ReadExactError, ServerConfig, TokioRuntime, VarInt};
@@ -329,7 +329,7 @@ async fn serve_connection(
     };
     let samples = sampler.finish();
     exchange.abort();
-    let quic = QuicStats::read(&conn, &probe);
+    let quic = super::quic_stats(&conn, &probe);
     if conn.close_reason().is_none() {
         conn.close(VarInt::from_u32(code::STOPPED), b"");
     }

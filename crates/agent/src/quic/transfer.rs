@@ -9,14 +9,14 @@ use std::sync::{Arc, Mutex};
 use anyhow::Context;
 use bytes::Bytes;
 use quinn::{ReadError, ReadExactError, RecvStream, SendStream, VarInt, WriteError};
-use serde::Serialize;
 use tokio::task::JoinSet;
 
-use crate::stats::{self, Scaled};
 use crate::sys;
-use agent::wire::code;
-use agent::wire::object::{self, ObjectRequest};
-use agent::wire::stamp::Stamp;
+pub use agent_proto::summary::MessagesSummary;
+use agent_proto::transfer::share;
+use agent_proto::wire::code;
+use agent_proto::wire::object::{self, ObjectRequest};
+use agent_proto::wire::stamp::Stamp;
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
 const CHUNK: usize = 128 * 1024;
@@ -111,27 +111,19 @@ impl Transfer {
     /// Summary fields of messages mode: the sender's lateness, the receiver's one-way
     /// delays (each end fills the half it saw).
     pub fn messages_summary(&self) -> MessagesSummary {
-        let lateness: Vec<f64> = self.lateness_ns.lock().unwrap().iter().map(|&v| v as f64).collect();
-        let msgs = self.messages.lock().unwrap();
-        let owd: Vec<f64> = msgs
+        let received: Vec<(u64, u64)> = self
+            .messages
+            .lock()
+            .unwrap()
             .iter()
-            .map(|m| m.recv_ns.saturating_sub(m.send_ns) as f64)
+            .map(|m| (m.send_ns, m.recv_ns))
             .collect();
-        MessagesSummary {
-            messages_sent: self.messages_sent.load(Relaxed),
-            messages_received: msgs.len(),
-            lateness: stats::scaled(&lateness, 1e3, "us"),
-            owd: stats::scaled(&owd, 1e6, "ms"),
-        }
+        MessagesSummary::new(
+            self.messages_sent.load(Relaxed),
+            &self.lateness_ns.lock().unwrap(),
+            &received,
+        )
     }
-}
-
-#[derive(Serialize)]
-pub struct MessagesSummary {
-    pub messages_sent: u64,
-    pub messages_received: usize,
-    pub lateness: Option<Scaled>,
-    pub owd: Option<Scaled>,
 }
 
 /// How a bulk send ended.
@@ -242,12 +234,6 @@ pub async fn recv_bulk(s: &mut RecvStream, t: &Transfer, stream: usize) -> anyho
             Err(e) => return Err(e.into()),
         }
     }
-}
-
-/// Stream `stream`'s share of `total` bytes split over `streams` streams: `total / streams`
-/// each, the remainder on the first (the control stream).
-pub fn share(total: u64, streams: u64, stream: u64) -> u64 {
-    total / streams + if stream == 0 { total % streams } else { 0 }
 }
 
 /// A bulk send on `streams` streams: the control stream `control` (bulk stream 0) and

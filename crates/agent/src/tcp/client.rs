@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use agent::wire::object::ObjectRequest;
-use agent::wire::page::{Framing, PageRequest};
-use agent::wire::records::RecordsRequest;
-use agent::wire::request::{Mode, Request, Transport};
+use agent_proto::wire::object::ObjectRequest;
+use agent_proto::wire::page::{Framing, PageRequest};
+use agent_proto::wire::records::RecordsRequest;
+use agent_proto::wire::request::{Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};

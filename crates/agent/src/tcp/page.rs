@@ -20,7 +20,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use agent::wire::page::{Framing, PageRequest, Step, STEP_LEN};
+use agent_proto::wire::page::{Framing, PageRequest, Step, STEP_LEN};
 use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, StringArray, UInt32Array, UInt64Array};
 use records::mstcp;
@@ -30,9 +30,9 @@ use super::records::{Sink, TapCounts, Via};
 use super::sampler::Progress;
 use super::transfer::{read_full, write_all, Filled};
 use crate::output;
-use crate::stats::{self, Scaled};
 use crate::sys;
 use crate::tcpstream::Stream;
+use agent_proto::stats::{self, Scaled};
 
 /// Most data bytes in one msTCP chunk: a chunk frame (header and COBS included) stays
 /// under a 1448-byte segment.
@@ -87,7 +87,7 @@ pub fn serve_pages(
     bytes_sent: &mut u64,
     bytes_received: &mut u64,
 ) -> anyhow::Result<(ServedPages, bool)> {
-    let mut fixed = [0u8; agent::wire::page::FIXED_LEN];
+    let mut fixed = [0u8; agent_proto::wire::page::FIXED_LEN];
     match read_full(s, &mut fixed)? {
         Filled::Full => {}
         Filled::Stopped => return Ok((ServedPages::default(), true)),

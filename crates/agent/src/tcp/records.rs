@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{self, JoinHandle};
 
-use agent::wire::records::RecordsRequest;
+use agent_proto::wire::records::RecordsRequest;
 use anyhow::Context;
 use arrow_array::{ArrayRef, Int64Array, StringArray, UInt32Array, UInt64Array};
 use records::{Assembler, RecordHeader};
@@ -28,9 +28,9 @@ use super::segment::{self, Direction, SeqMap, Skip};
 use super::tap::PacketTap;
 use super::transfer::write_all;
 use crate::output;
-use crate::stats::{self, Scaled};
 use crate::sys;
 use crate::tcpstream::Stream;
+use agent_proto::stats::{self, Scaled};
 
 /// How the receiver gets records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]

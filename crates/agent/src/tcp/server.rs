@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use agent::wire::object::{self, ObjectRequest};
-use agent::wire::records::{self as records_wire, RecordsRequest};
-use agent::wire::request::{self, Mode, Request, Transport};
+use agent_proto::wire::object::{self, ObjectRequest};
+use agent_proto::wire::records::{self as records_wire, RecordsRequest};
+use agent_proto::wire::request::{self, Mode, Request, Transport};
 use anyhow::{bail, Context};
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};

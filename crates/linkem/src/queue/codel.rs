@@ -23,6 +23,8 @@
 //! [`crate::DropReason::AqmDrop`].
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
+use crate::spec::queue::{require, Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8289 parameters.
@@ -49,6 +51,38 @@ impl Default for CodelParams {
 
 /// The default hard limit (Linux `codel`'s).
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
+
+impl Options for CodelParams {
+    const CLASS: Class = Class {
+        name: "codel",
+        description: "CoDel, Controlled Delay (RFC 8289)",
+        parameters: &["target_ns", "interval_ns", "mtu_bytes"],
+        aqm: true,
+        fifo: true,
+        l4s: false,
+        default_limit: DEFAULT_LIMIT,
+    };
+    fn read(f: &mut Fields) -> Result<Self, String> {
+        let d = CodelParams::default();
+        Ok(CodelParams {
+            target: f.get("target_ns", d.target)?,
+            interval: f.get("interval_ns", d.interval)?,
+            mtu_bytes: f.get("mtu_bytes", d.mtu_bytes)?,
+        })
+    }
+    fn write(&self, f: &mut Fields) {
+        f.put("target_ns", self.target);
+        f.put("interval_ns", self.interval);
+        f.put("mtu_bytes", self.mtu_bytes);
+    }
+    fn check(&self) -> Result<(), String> {
+        require(self.target > 0, "target_ns", "> 0", self.target)?;
+        require(self.interval > 0, "interval_ns", "> 0", self.interval)
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(Codel::new(*self, limit, ecn))
+    }
+}
 
 /// `t + interval/√count`, truncated to whole ns, saturating.
 pub fn control_law(t: Nanos, interval: Nanos, count: u32) -> Nanos {

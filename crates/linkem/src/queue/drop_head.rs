@@ -5,7 +5,35 @@
 //! Drops are [`DropReason::QueueFull`]; it never marks.
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
+use crate::spec::queue::{Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
+
+/// Drop-head takes no parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DropHeadParams;
+
+impl Options for DropHeadParams {
+    const CLASS: Class = Class {
+        name: "drop_head",
+        description: "a full queue drops its oldest waiting packet to admit the new one",
+        parameters: &[],
+        aqm: false,
+        fifo: true,
+        l4s: false,
+        default_limit: QueueLimit::Unlimited,
+    };
+    fn read(_: &mut Fields) -> Result<Self, String> {
+        Ok(DropHeadParams)
+    }
+    fn write(&self, _: &mut Fields) {}
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(DropHead::new(limit))
+    }
+}
 
 #[derive(Debug)]
 pub struct DropHead<P> {

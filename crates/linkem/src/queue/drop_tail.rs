@@ -2,7 +2,35 @@
 //! stays within the limit; serve in arrival order. Never drops what it holds, never marks.
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
+use crate::spec::queue::{Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
+
+/// Drop-tail takes no parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct DropTailParams;
+
+impl Options for DropTailParams {
+    const CLASS: Class = Class {
+        name: "drop_tail",
+        description: "a full queue refuses the arriving packet",
+        parameters: &[],
+        aqm: false,
+        fifo: true,
+        l4s: false,
+        default_limit: QueueLimit::Unlimited,
+    };
+    fn read(_: &mut Fields) -> Result<Self, String> {
+        Ok(DropTailParams)
+    }
+    fn write(&self, _: &mut Fields) {}
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(DropTail::new(limit))
+    }
+}
 
 #[derive(Debug)]
 pub struct DropTail<P> {

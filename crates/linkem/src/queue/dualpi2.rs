@@ -22,8 +22,11 @@
 //! Not included: the overload handling of RFC 9332 §4.2.3 (switching L4S traffic to
 //! drop when p_C would exceed p_Cmax = 1/k²); p_CL and p_C are clamped instead.
 
+use super::pie::check_pi;
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
 use crate::rng::unit;
+use crate::spec::queue::{require, Class, Fields, Options};
 use crate::{DropReason, Dropped, Ecn, Nanos, Packet};
 
 /// RFC 9332 parameters (Linux `dualpi2`'s defaults where the RFC gives a formula).
@@ -65,6 +68,57 @@ impl Default for DualPi2Params {
 
 /// The default limit (Linux `dualpi2`'s).
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(10_000);
+
+impl Options for DualPi2Params {
+    const CLASS: Class = Class {
+        name: "dualpi2",
+        description: "DualPI2, the dual-queue coupled AQM for L4S (RFC 9332)",
+        parameters: &[
+            "target_ns",
+            "t_update_ns",
+            "alpha",
+            "beta",
+            "k",
+            "l_threshold_ns",
+            "l_range_ns",
+            "tshift_ns",
+        ],
+        aqm: true,
+        fifo: false,
+        l4s: true,
+        default_limit: DEFAULT_LIMIT,
+    };
+    fn read(f: &mut Fields) -> Result<Self, String> {
+        let d = DualPi2Params::default();
+        Ok(DualPi2Params {
+            target: f.get("target_ns", d.target)?,
+            t_update: f.get("t_update_ns", d.t_update)?,
+            alpha: f.get("alpha", d.alpha)?,
+            beta: f.get("beta", d.beta)?,
+            k: f.get("k", d.k)?,
+            l_threshold: f.get("l_threshold_ns", d.l_threshold)?,
+            l_range: f.get("l_range_ns", d.l_range)?,
+            tshift: f.get("tshift_ns", d.tshift)?,
+        })
+    }
+    fn write(&self, f: &mut Fields) {
+        f.put("target_ns", self.target);
+        f.put("t_update_ns", self.t_update);
+        f.put("alpha", self.alpha);
+        f.put("beta", self.beta);
+        f.put("k", self.k);
+        f.put("l_threshold_ns", self.l_threshold);
+        f.put("l_range_ns", self.l_range);
+        f.put("tshift_ns", self.tshift);
+    }
+    fn check(&self) -> Result<(), String> {
+        check_pi(self.target, self.t_update, self.alpha, self.beta)?;
+        require(self.k.is_finite() && self.k > 0.0, "k", "a number > 0", self.k)
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(DualPi2::new(*self, limit, ecn))
+    }
+}
 
 const SECOND: f64 = 1e9;
 

@@ -27,6 +27,8 @@ use std::collections::VecDeque;
 
 use super::codel::{CodelParams, CodelState};
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
+use crate::spec::queue::{require, Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +55,40 @@ pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(10240);
 
 /// The most flow queues accepted.
 pub const MAX_FLOWS: u32 = 65536;
+
+impl Options for FqCodelParams {
+    const CLASS: Class = Class {
+        name: "fq_codel",
+        description: "FQ-CoDel, flow queueing with CoDel per flow (RFC 8290)",
+        parameters: &["flows", "quantum_bytes", "target_ns", "interval_ns", "mtu_bytes"],
+        aqm: true,
+        fifo: false,
+        l4s: false,
+        default_limit: DEFAULT_LIMIT,
+    };
+    fn read(f: &mut Fields) -> Result<Self, String> {
+        let d = FqCodelParams::default();
+        Ok(FqCodelParams {
+            flows: f.get("flows", d.flows)?,
+            quantum: f.get("quantum_bytes", d.quantum)?,
+            codel: CodelParams::read(f)?,
+        })
+    }
+    fn write(&self, f: &mut Fields) {
+        f.put("flows", self.flows);
+        f.put("quantum_bytes", self.quantum);
+        self.codel.write(f);
+    }
+    fn check(&self) -> Result<(), String> {
+        let flows_ok = (1..=MAX_FLOWS).contains(&self.flows);
+        require(flows_ok, "flows", &format!("in 1..={MAX_FLOWS}"), self.flows)?;
+        require(self.quantum > 0, "quantum_bytes", "> 0", self.quantum)?;
+        self.codel.check()
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(FqCodel::new(*self, limit, ecn))
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum List {

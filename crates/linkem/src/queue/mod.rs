@@ -23,9 +23,8 @@
 //! count what the RFC's queue holds: the packets waiting (RED: waiting plus on the wire,
 //! see [`red`]).
 //!
-//! Disciplines, one per module: [`drop_tail`], [`drop_head`], [`red`] (with gentle mode),
-//! [`codel`] (RFC 8289), [`pie`] (RFC 8033), [`fq_codel`] (RFC 8290), [`dualpi2`]
-//! (RFC 9332, L4S).
+//! Disciplines, one per module, each declaring its own options, parsing and description
+//! ([`crate::spec::queue::Options`]), registered once in [`crate::spec::queue::DISCIPLINES`].
 
 use std::collections::VecDeque;
 

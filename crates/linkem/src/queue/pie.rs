@@ -33,7 +33,9 @@
 //! extra +2 % step above 250 ms of delay.
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
 use crate::rng::unit;
+use crate::spec::queue::{require, Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8033 parameters.
@@ -75,6 +77,63 @@ pub const MIN_T_UPDATE: Nanos = 100_000;
 
 /// The default hard limit (Linux `pie`'s).
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
+
+/// Checks the PI controller's parameters, which PIE and DualPI2 share.
+pub fn check_pi(target: Nanos, t_update: Nanos, alpha: f64, beta: f64) -> Result<(), String> {
+    require(target > 0, "target_ns", "> 0", target)?;
+    require(t_update >= MIN_T_UPDATE, "t_update_ns", "≥ 100000 (100 µs)", t_update)?;
+    require(alpha.is_finite() && alpha >= 0.0, "alpha", "a number ≥ 0 (1/s)", alpha)?;
+    require(beta.is_finite() && beta >= 0.0, "beta", "a number ≥ 0 (1/s)", beta)
+}
+
+impl Options for PieParams {
+    const CLASS: Class = Class {
+        name: "pie",
+        description: "PIE, Proportional Integral controller Enhanced (RFC 8033)",
+        parameters: &[
+            "target_ns",
+            "t_update_ns",
+            "alpha",
+            "beta",
+            "max_burst_ns",
+            "mean_packet_bytes",
+            "mark_ecnth",
+        ],
+        aqm: true,
+        fifo: true,
+        l4s: false,
+        default_limit: DEFAULT_LIMIT,
+    };
+    fn read(f: &mut Fields) -> Result<Self, String> {
+        let d = PieParams::default();
+        Ok(PieParams {
+            target: f.get("target_ns", d.target)?,
+            t_update: f.get("t_update_ns", d.t_update)?,
+            alpha: f.get("alpha", d.alpha)?,
+            beta: f.get("beta", d.beta)?,
+            max_burst: f.get("max_burst_ns", d.max_burst)?,
+            mean_packet_bytes: f.get("mean_packet_bytes", d.mean_packet_bytes)?,
+            mark_ecnth: f.get("mark_ecnth", d.mark_ecnth)?,
+        })
+    }
+    fn write(&self, f: &mut Fields) {
+        f.put("target_ns", self.target);
+        f.put("t_update_ns", self.t_update);
+        f.put("alpha", self.alpha);
+        f.put("beta", self.beta);
+        f.put("max_burst_ns", self.max_burst);
+        f.put("mean_packet_bytes", self.mean_packet_bytes);
+        f.put("mark_ecnth", self.mark_ecnth);
+    }
+    fn check(&self) -> Result<(), String> {
+        check_pi(self.target, self.t_update, self.alpha, self.beta)?;
+        let ok = (0.0..=1.0).contains(&self.mark_ecnth);
+        require(ok, "mark_ecnth", "a probability in [0, 1]", self.mark_ecnth)
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(Pie::new(*self, limit, ecn))
+    }
+}
 
 #[derive(Debug)]
 pub struct Pie<P> {

@@ -25,7 +25,9 @@
 //! 3·min_th = 15, max_p 0.1, w_q 0.002, gentle on); `avpkt_bytes` 1000 (tc-red's usual).
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
+use crate::link::Link;
 use crate::rng::unit;
+use crate::spec::queue::{require, Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -58,6 +60,49 @@ impl Default for RedParams {
 
 /// The default hard limit.
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
+
+impl Options for RedParams {
+    const CLASS: Class = Class {
+        name: "red",
+        description: "Random Early Detection (Floyd & Jacobson 1993), with the gentle variant",
+        parameters: &["min_th", "max_th", "max_p", "w_q", "gentle", "avpkt_bytes"],
+        aqm: true,
+        fifo: true,
+        l4s: false,
+        default_limit: DEFAULT_LIMIT,
+    };
+    fn read(f: &mut Fields) -> Result<Self, String> {
+        let d = RedParams::default();
+        Ok(RedParams {
+            min_th: f.get("min_th", d.min_th)?,
+            max_th: f.get("max_th", d.max_th)?,
+            max_p: f.get("max_p", d.max_p)?,
+            w_q: f.get("w_q", d.w_q)?,
+            gentle: f.get("gentle", d.gentle)?,
+            avpkt_bytes: f.get("avpkt_bytes", d.avpkt_bytes)?,
+        })
+    }
+    fn write(&self, f: &mut Fields) {
+        f.put("min_th", self.min_th);
+        f.put("max_th", self.max_th);
+        f.put("max_p", self.max_p);
+        f.put("w_q", self.w_q);
+        f.put("gentle", self.gentle);
+        f.put("avpkt_bytes", self.avpkt_bytes);
+    }
+    fn check(&self) -> Result<(), String> {
+        let min_th_ok = self.min_th.is_finite() && self.min_th >= 0.0;
+        require(min_th_ok, "min_th", "a number ≥ 0 (packets)", self.min_th)?;
+        let max_th_ok = self.max_th.is_finite() && self.max_th > self.min_th;
+        require(max_th_ok, "max_th", "a number > min_th (packets)", self.max_th)?;
+        require(self.max_p > 0.0 && self.max_p <= 1.0, "max_p", "in (0, 1]", self.max_p)?;
+        require(self.w_q > 0.0 && self.w_q <= 1.0, "w_q", "in (0, 1]", self.w_q)?;
+        require(self.avpkt_bytes > 0, "avpkt_bytes", "> 0", self.avpkt_bytes)
+    }
+    fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, link: &Link) -> Box<dyn Discipline<P>> {
+        Box::new(Red::new(*self, limit, ecn, link.mean_tx_ns(self.avpkt_bytes)))
+    }
+}
 
 impl RedParams {
     /// p_b for an average queue of `avg` packets (see the module documentation).

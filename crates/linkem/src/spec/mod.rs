@@ -4,7 +4,7 @@
 //! loss → duplicate → queue+rate → delay (random loss and duplication act as a packet
 //! enters the link, as netem does; the queue sits ahead of the rate stage; propagation
 //! delay and jitter come after serialisation). The queue has a discipline ([`queue`]:
-//! drop-tail by default, or drop-head, RED, CoDel, PIE, FQ-CoDel).
+//! drop-tail by default, or one of [`queue::DISCIPLINES`]).
 //!
 //! A multipath direction ([`MultipathSpec`]) is a split onto legs, each leg a
 //! [`DirectionSpec`], and a merge; [`AnyDirectionSpec`] is either kind, and

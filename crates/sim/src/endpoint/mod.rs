@@ -15,6 +15,7 @@ use std::path::Path;
 use agent::series::SeriesWriter;
 use arrow_array::ArrayRef;
 
+use agent_proto::summary::Envelope;
 use linkem::Nanos;
 use serde::Serialize;
 
@@ -156,76 +157,7 @@ impl Delivered {
     }
 }
 
-/// What a simulated client asks for first: the direction, the byte count (`u64::MAX`:
-/// until the end), the bulk transfer's streams, and for constant-rate messages their size,
-/// interval and how long they last; or N objects of one size, `streams` in flight.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Request {
-    pub upload: bool,
-    pub limit: u64,
-    /// (bytes per message, ns between messages); `None`: a bulk transfer or objects.
-    pub messages: Option<(u32, Nanos)>,
-    /// Messages: how long the sender sends them from when it starts (ns).
-    pub duration_ns: Nanos,
-    /// Bulk: the payload's streams (the request's stream and `streams − 1` unidirectional
-    /// ones the sender opens); objects: the objects in flight at once.
-    pub streams: u32,
-    /// (count, bytes each): objects mode, each object on its own bidirectional stream.
-    pub objects: Option<(u64, u64)>,
-}
-
-impl Default for Request {
-    fn default() -> Request {
-        Request {
-            upload: true,
-            limit: u64::MAX,
-            messages: None,
-            duration_ns: 0,
-            streams: 1,
-            objects: None,
-        }
-    }
-}
-
-/// The request's length on the wire: direction (0 upload, 1 download), byte count, message
-/// size (0: bulk) and interval, messages' duration, streams, object count and size (count
-/// 0: not objects), big-endian.
-pub const REQUEST_LEN: usize = 49;
-
-impl Request {
-    pub fn encode(&self) -> [u8; REQUEST_LEN] {
-        let mut r = [0u8; REQUEST_LEN];
-        r[0] = u8::from(!self.upload);
-        r[1..9].copy_from_slice(&self.limit.to_be_bytes());
-        let (size, interval) = self.messages.unwrap_or((0, 0));
-        r[9..13].copy_from_slice(&size.to_be_bytes());
-        r[13..21].copy_from_slice(&interval.to_be_bytes());
-        r[21..29].copy_from_slice(&self.duration_ns.to_be_bytes());
-        r[29..33].copy_from_slice(&self.streams.to_be_bytes());
-        let (count, each) = self.objects.unwrap_or((0, 0));
-        r[33..41].copy_from_slice(&count.to_be_bytes());
-        r[41..49].copy_from_slice(&each.to_be_bytes());
-        r
-    }
-
-    /// A whole request (`REQUEST_LEN` bytes).
-    pub fn decode(r: &[u8]) -> Request {
-        let u32_at = |at: usize| u32::from_be_bytes(r[at..at + 4].try_into().expect("4 bytes"));
-        let u64_at = |at: usize| u64::from_be_bytes(r[at..at + 8].try_into().expect("8 bytes"));
-        let (size, count) = (u32_at(9), u64_at(33));
-        Request {
-            upload: r[0] == 0,
-            limit: u64_at(1),
-            messages: (size > 0).then_some((size, u64_at(13))),
-            duration_ns: u64_at(21),
-            streams: u32_at(29).max(1),
-            objects: (count > 0).then_some((count, u64_at(41))),
-        }
-    }
-}
-
-/// The agent's summary file: `{"subcommand", "agent_version", "simulated": true,
-/// "start_ns", "end_ns", "stopped_by", "results"}`.
+/// The agent's summary file (`agent_proto::summary::Envelope`, `simulated: true`).
 pub fn write_summary<R: Serialize>(
     path: &Path,
     subcommand: &str,
@@ -234,33 +166,6 @@ pub fn write_summary<R: Serialize>(
     stopped_by: &str,
     results: &R,
 ) -> std::io::Result<()> {
-    let doc = serde_json::json!({
-        "subcommand": subcommand,
-        "agent_version": env!("CARGO_PKG_VERSION"),
-        "simulated": true,
-        "start_ns": start_ns,
-        "end_ns": end_ns,
-        "stopped_by": stopped_by,
-        "results": results,
-    });
+    let doc = Envelope::simulated(subcommand, start_ns, end_ns, stopped_by, results);
     std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn request_round_trip() {
-        let r = Request {
-            upload: false,
-            limit: 123_456,
-            messages: Some((1200, 1_666_667)),
-            duration_ns: 60_000_000_000,
-            streams: 7,
-            objects: Some((40, 100_000)),
-        };
-        assert_eq!(Request::decode(&r.encode()), r);
-        assert_eq!(Request::decode(&Request::default().encode()), Request::default());
-    }
 }

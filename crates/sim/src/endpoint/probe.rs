@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
 use std::path::Path;
 
-use agent::stats;
-use agent::wire::stamp::{set_echo_ns, ProbeStamp, PROBE_LEN};
+use agent_proto::stats;
+use agent_proto::wire::stamp::{set_echo_ns, ProbeStamp, PROBE_LEN};
 use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent::cc::{CcChoice, Probe};
-use agent::one_way::Reaction;
+use agent_proto::one_way::Reaction;
 use bytes::{Bytes, BytesMut};
 use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
@@ -33,10 +33,15 @@ use quinn_proto::{
 };
 use serde::Serialize;
 
-use super::{
-    packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Request, Row, Series,
-    REQUEST_LEN,
-};
+use agent_proto::summary::{MessagesSummary, ObjectSummary, ObjectsSummary, QuicStats};
+use agent_proto::transfer::{bps, secs, share};
+use agent_proto::wire::object;
+use agent_proto::wire::request::{Mode, Request, Transport::Quic as QUIC};
+
+use super::{packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Row, Series};
+
+/// The agent's QUIC request, first on the control stream.
+const REQUEST_LEN: usize = QUIC.request_len();
 use crate::datagram::Datagram;
 
 static CHUNK: [u8; 65536] = [0; 65536];
@@ -137,7 +142,7 @@ struct Stack {
     next_sample: Option<Nanos>,
 }
 
-/// One connection's turn in the one-way delay exchange (`agent::one_way`), as the agent's
+/// One connection's turn in the one-way delay exchange (`agent_proto::one_way`), as the agent's
 /// task runs it: echo every stamp that arrived, hand every echo's sample to the
 /// controller (arrival time `at`), and send a stamp if one is due. Stamps are due only
 /// after acknowledgements, and the sender runs at every arrival, so the exchange needs
@@ -369,38 +374,9 @@ impl Row for Sample {
     }
 }
 
-#[derive(Serialize, Default, Clone)]
-pub struct QuicCounters {
-    packets_sent: u64,
-    lost_packets: u64,
-    lost_bytes: u64,
-    congestion_events: u64,
-    cwnd: u64,
-    srtt_ms: f64,
-    min_rtt_ms: f64,
-}
-
-fn counters(c: &Connection) -> QuicCounters {
-    let s = c.stats();
-    QuicCounters {
-        packets_sent: s.path.sent_packets,
-        lost_packets: s.path.lost_packets,
-        lost_bytes: s.path.lost_bytes,
-        congestion_events: s.path.congestion_events,
-        cwnd: s.path.cwnd,
-        srtt_ms: s.path.rtt.as_secs_f64() * 1e3,
-        min_rtt_ms: s.path.min_rtt.as_secs_f64() * 1e3,
-    }
-}
-
-/// Stream `stream`'s share of `total` bytes split over `streams` streams (as the agent's
-/// `transfer::share`): `total / streams` each, the remainder on the first; `u64::MAX`
-/// (until the end) on each.
-fn share(total: u64, streams: u64, stream: u64) -> u64 {
-    if total == u64::MAX {
-        return u64::MAX;
-    }
-    total / streams + if stream == 0 { total % streams } else { 0 }
+/// The connection's counters for the summary (`quic`), as the agent's.
+fn counters(c: &Connection, probe: &Probe) -> QuicStats {
+    QuicStats::new(&c.stats(), probe.counters())
 }
 
 /// An object the client asked for: on its own bidirectional stream.
@@ -448,7 +424,8 @@ struct Transfer {
     /// acknowledged; or every object arrived whole.
     complete: bool,
     done_ns: Option<Nanos>,
-    quic: QuicCounters,
+    /// The connection's counters, taken at its close (client) or last poll (server).
+    quic: Option<QuicStats>,
     /// Bulk on several streams: bulk stream k's id, payload moved on it, and (sender)
     /// finished / (receiver) its end read; the writer's turn.
     payload: Vec<StreamId>,
@@ -487,26 +464,49 @@ impl Transfer {
         u64::from(self.streams.max(1))
     }
 
-    /// The request this end sends (client) or took (server).
+    /// The request this end sends (client), as the agent's QUIC client sends it for the
+    /// same flow: bulk with `bytes` or else until the flow's end, messages for
+    /// `messages_duration`, objects `streams` at a time.
     fn as_request(&self) -> Request {
+        let mode = match (self.objects, self.messages, self.upload) {
+            (Some(_), _, _) => Mode::Objects,
+            (None, Some(_), _) => Mode::Messages,
+            (None, None, true) => Mode::Upload,
+            (None, None, false) => Mode::Download,
+        };
+        let (message_size, message_interval_ns) = self.messages.map_or((0, 0), |(s, i)| (u64::from(s), i));
+        let (object_count, object_size) = self.objects.unwrap_or((0, 0));
+        let bulk_bytes = (self.limit != u64::MAX).then_some(self.limit);
         Request {
-            upload: self.upload,
-            limit: self.limit,
-            messages: self.messages,
-            duration_ns: self.messages_duration,
-            streams: self.streams.max(1),
-            objects: self.objects,
+            mode,
+            // The agent's --direction defaults to upload, objects included.
+            client_sends_messages: self.upload || self.objects.is_some(),
+            bytes: if mode == Mode::Objects {
+                0
+            } else {
+                bulk_bytes.unwrap_or(0)
+            },
+            duration_ns: match mode {
+                Mode::Messages => self.messages_duration,
+                Mode::Upload | Mode::Download if bulk_bytes.is_none() => self.messages_duration,
+                _ => 0,
+            },
+            object_size,
+            object_count,
+            message_size,
+            message_interval_ns,
+            streams: self.streams(),
         }
     }
 
     /// The server takes the client's request.
     fn take_request(&mut self, r: Request) {
-        self.upload = r.upload;
-        self.limit = r.limit;
-        self.messages = r.messages;
+        self.upload = r.client_sends();
+        self.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
+        self.messages = (r.mode == Mode::Messages).then_some((r.message_size as u32, r.message_interval_ns));
         self.messages_duration = r.duration_ns;
-        self.streams = r.streams;
-        self.objects = r.objects;
+        self.streams = r.streams.max(1) as u32;
+        self.objects = (r.mode == Mode::Objects).then_some((r.object_count, r.object_size));
     }
 
     /// Messages mode, the sender: makes the messages due by `now` (before the end), each
@@ -519,7 +519,7 @@ impl Transfer {
         let end = self.messages_end;
         while self.next_message <= now && self.next_message < end {
             let mut m = vec![0u8; size as usize];
-            let stamp = agent::wire::stamp::Stamp {
+            let stamp = agent_proto::wire::stamp::Stamp {
                 seq: self.messages_sent,
                 send_ns: self.next_message,
             };
@@ -552,7 +552,7 @@ impl Transfer {
             self.partial.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.partial.len() == size {
-                if let Ok(s) = agent::wire::stamp::Stamp::decode(&self.partial) {
+                if let Ok(s) = agent_proto::wire::stamp::Stamp::decode(&self.partial) {
                     self.received.push((s.send_ns, now));
                 }
                 self.partial.clear();
@@ -630,7 +630,10 @@ impl Transfer {
                         self.request.extend_from_slice(&data[..take]);
                         data = data.slice(take..);
                         if self.request.len() == REQUEST_LEN {
-                            self.take_request(Request::decode(&self.request));
+                            match Request::decode(QUIC, &self.request).and_then(|r| r.validate().map(|()| r)) {
+                                Ok(r) => self.take_request(r),
+                                Err(e) => self.error = Some(format!("bad request: {e}")),
+                            }
                         }
                     }
                     got += data.len() as u64;
@@ -709,7 +712,7 @@ impl Transfer {
         }
         while (self.fetches.len() as u64) < self.streams() && self.next_object < count {
             let Some(id) = conn.streams().open(Dir::Bi) else { break };
-            let word = agent::wire::object::ObjectRequest { size }.encode();
+            let word = object::ObjectRequest { size }.encode();
             let _ = conn.send_stream(id).write(&word);
             let _ = conn.send_stream(id).finish();
             self.fetches.push(Fetch {
@@ -738,17 +741,15 @@ impl Transfer {
         for s in self.serving.iter_mut().filter(|s| s.size.is_none()) {
             let mut recv = conn.recv_stream(s.id);
             let Ok(mut chunks) = recv.read(true) else { continue };
-            while let Ok(Some(c)) = chunks.next(agent::wire::object::LEN - s.request.len()) {
+            while let Ok(Some(c)) = chunks.next(object::LEN - s.request.len()) {
                 s.request.extend_from_slice(&c.bytes);
-                if s.request.len() == agent::wire::object::LEN {
+                if s.request.len() == object::LEN {
                     break;
                 }
             }
             let _ = chunks.finalize();
-            if s.request.len() == agent::wire::object::LEN {
-                s.size = agent::wire::object::ObjectRequest::decode(&s.request)
-                    .ok()
-                    .map(|r| r.size);
+            if s.request.len() == object::LEN {
+                s.size = object::ObjectRequest::decode(&s.request).ok().map(|r| r.size);
             }
         }
         let n = self.serving.len();
@@ -879,6 +880,7 @@ impl QuicClient {
         let connected = &mut self.connected_ns;
         let error = &mut self.error;
         let delivered = &*self.delivered;
+        let probe = self.stack.probe.clone();
         self.stack.drive(now, |now, at, conn| {
             while let Some(ev) = conn.poll() {
                 match ev {
@@ -902,7 +904,11 @@ impl QuicClient {
             if connected.is_some() && t.stream.is_none() {
                 if let Some(id) = conn.streams().open(Dir::Bi) {
                     t.messages_duration = end.saturating_sub(now);
-                    let _ = conn.send_stream(id).write(&t.as_request().encode());
+                    let request = t
+                        .as_request()
+                        .encode(QUIC)
+                        .expect("a QUIC request of the simulator's modes");
+                    let _ = conn.send_stream(id).write(&request);
                     (t.next_message, t.messages_end) = (now, end);
                     if !t.upload {
                         let _ = conn.send_stream(id).finish();
@@ -924,7 +930,7 @@ impl QuicClient {
                 t.done_ns = Some(now);
             }
             if !*closed && (now >= close_at || t.complete) {
-                t.quic = counters(conn);
+                t.quic = Some(counters(conn, &probe));
                 conn.close(at, VarInt::from_u32(0), Bytes::from_static(b"done"));
                 *closed = true;
             }
@@ -942,82 +948,53 @@ fn mode_name(t: &Transfer) -> &'static str {
     }
 }
 
+/// The agent's quic-client `results`, the fields the simulator has.
 #[derive(Serialize)]
 struct ClientResults {
     mode: &'static str,
     sender: &'static str,
     cc: String,
+    complete: bool,
+    error: Option<String>,
     /// Payload the receiving application read (the server's, in an upload).
     bytes: u64,
-    /// Payload the sending application wrote into the stream.
-    bytes_written: u64,
-    complete: bool,
+    /// Application bytes this end wrote (payload, object requests) and read.
+    bytes_sent: u64,
+    bytes_received: u64,
+    /// Bulk: payload per stream, the request's stream first.
+    stream_bytes: Option<Vec<u64>>,
     completion_s: Option<f64>,
     goodput_bps: Option<f64>,
-    error: Option<String>,
-    quic: QuicCounters,
-    /// This end's one-way delay exchange (`agent::one_way`).
-    one_way_delay: agent::one_way::Summary,
-    /// Messages mode: messages the sender made (each written in full or still queued).
-    messages_sent: Option<u64>,
-    /// Messages downloaded: those received whole, and their one-way delay, as the agent's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    messages_received: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    owd: Option<agent::stats::Scaled>,
-    /// Bulk: payload per stream, the request's stream first (as the agent's).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_bytes: Option<Vec<u64>>,
-    /// Objects mode: each object, and the distributions of time to first byte and to the
-    /// whole object (the agent's objects fields).
+    quic: Option<QuicStats>,
     #[serde(flatten)]
-    objects: Option<ObjectsResults>,
+    objects: Option<ObjectsSummary>,
+    #[serde(flatten)]
+    messages: Option<MessagesSummary>,
 }
 
-#[derive(Serialize)]
-struct ObjectResult {
-    index: u64,
-    size: u64,
-    request_ns: Nanos,
-    first_byte_ns: Nanos,
-    complete_ns: Nanos,
-    ttfb_s: f64,
-    completion_s: f64,
+impl Transfer {
+    /// Messages mode: what this end sent and received (no lateness: the simulated sender
+    /// writes each message at its deadline).
+    fn messages_summary(&self) -> Option<MessagesSummary> {
+        self.messages
+            .map(|_| MessagesSummary::new(self.messages_sent, &[], &self.received))
+    }
+
+    /// This end's counters, with its one-way delay exchange as it stands at the summary.
+    fn quic_summary(&mut self, probe: &Probe) -> Option<QuicStats> {
+        let mut q = self.quic.take()?;
+        q.one_way_delay = probe.one_way.lock().unwrap().summary();
+        Some(q)
+    }
 }
 
-#[derive(Serialize)]
-struct ObjectsResults {
-    objects: Vec<ObjectResult>,
-    objects_completed: usize,
-    ttfb: Option<agent::stats::Scaled>,
-    object_completion: Option<agent::stats::Scaled>,
-}
-
-fn objects_results(done: &[ObjectDone]) -> ObjectsResults {
-    let mut objects: Vec<ObjectResult> = done
+fn objects_summary(done: &[ObjectDone]) -> ObjectsSummary {
+    let mut objects: Vec<ObjectSummary> = done
         .iter()
-        .map(|o| ObjectResult {
-            index: o.index,
-            size: o.size,
-            request_ns: o.request_ns,
-            first_byte_ns: o.first_byte_ns,
-            complete_ns: o.complete_ns,
-            ttfb_s: (o.first_byte_ns - o.request_ns) as f64 / 1e9,
-            completion_s: (o.complete_ns - o.request_ns) as f64 / 1e9,
-        })
+        .map(|o| ObjectSummary::new(o.index, o.size, o.request_ns, o.first_byte_ns, o.complete_ns))
         .collect();
     objects.sort_by_key(|o| o.index);
-    let ttfb: Vec<f64> = objects
-        .iter()
-        .map(|o| (o.first_byte_ns - o.request_ns) as f64)
-        .collect();
-    let whole: Vec<f64> = objects.iter().map(|o| (o.complete_ns - o.request_ns) as f64).collect();
-    ObjectsResults {
-        objects_completed: objects.len(),
-        ttfb: agent::stats::scaled(&ttfb, 1e6, "ms"),
-        object_completion: agent::stats::scaled(&whole, 1e6, "ms"),
-        objects,
-    }
+    ObjectsSummary::new(objects)
 }
 
 impl Endpoint for QuicClient {
@@ -1074,40 +1051,37 @@ impl Endpoint for QuicClient {
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let quic = self.transfer.quic_summary(&self.stack.probe);
         let t = &self.transfer;
         let d = self.delivered.get();
         // Goodput: what arrived over the time from the connection to its last byte.
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
-        let download_messages = t.messages.is_some() && !t.upload;
-        let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
         let bulk = t.messages.is_none() && t.objects.is_none();
-        let one_way = self.stack.probe.one_way.lock().unwrap();
+        let requests = if t.objects.is_some() {
+            t.next_object * object::LEN as u64
+        } else {
+            0
+        };
         let results = ClientResults {
             mode: mode_name(t),
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
-            bytes: d.bytes,
-            bytes_written: if t.upload { t.bytes } else { 0 },
             complete: t.complete,
-            completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
-            goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
             // A one-way controller that got no samples had no delay signal: not a valid run.
             error: self
                 .error
                 .clone()
                 .or_else(|| t.error.clone())
-                .or_else(|| one_way.failure()),
-            quic: t.quic.clone(),
-            one_way_delay: one_way.summary(),
-            messages_sent: (t.messages.is_some() && t.upload).then_some(t.messages_sent),
-            messages_received: download_messages.then_some(t.received.len()),
-            owd: if download_messages {
-                agent::stats::scaled(&owd, 1e6, "ms")
-            } else {
-                None
-            },
+                .or_else(|| self.stack.probe.one_way.lock().unwrap().failure()),
+            bytes: d.bytes,
+            bytes_sent: if t.upload { t.bytes } else { requests },
+            bytes_received: if t.upload { 0 } else { t.bytes },
             stream_bytes: bulk.then(|| t.stream_bytes.clone()),
-            objects: t.objects.map(|_| objects_results(&t.objects_done)),
+            completion_s: t.done_ns.map(|d| secs(d - self.start)),
+            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
+            quic,
+            objects: t.objects.map(|_| objects_summary(&t.objects_done)),
+            messages: t.messages_summary(),
         };
         let stopped_by = match (t.objects.is_some(), t.complete) {
             (true, _) => "objects",
@@ -1162,28 +1136,22 @@ impl QuicServer {
     }
 }
 
+/// A connection in the agent's quic-server `results.connections`, the fields the
+/// simulator has.
 #[derive(Serialize)]
 struct ServerConnection {
     mode: &'static str,
-    bytes: u64,
+    sender: &'static str,
     complete: bool,
-    quic: QuicCounters,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    stream_bytes: Option<Vec<u64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    objects_served: Option<u64>,
-    /// Download messages: messages the server made.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    messages_sent: Option<u64>,
-    one_way_delay: agent::one_way::Summary,
-    #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
-    /// Messages mode: messages received whole, and their one-way delay (last byte read −
-    /// the deadline stamped in it), as the agent's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    messages_received: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    owd: Option<agent::stats::Scaled>,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    stream_bytes: Option<Vec<u64>>,
+    objects_served: u64,
+    quic: Option<QuicStats>,
+    #[serde(flatten)]
+    messages: Option<MessagesSummary>,
 }
 
 #[derive(Serialize)]
@@ -1248,7 +1216,7 @@ impl Endpoint for QuicServer {
                 }
             }
             if !conn.is_closed() {
-                t.quic = counters(conn);
+                t.quic = Some(counters(conn, &probe));
             }
         });
         packets(self.stack.out.drain(..), out);
@@ -1280,27 +1248,30 @@ impl Endpoint for QuicServer {
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let quic = self.transfer.quic_summary(&self.stack.probe);
         let t = &self.transfer;
-        let one_way = self.stack.probe.one_way.lock().unwrap();
         let connections = if self.connected_ns.is_some() {
-            let owd: Vec<f64> = t.received.iter().map(|&(s, r)| r.saturating_sub(s) as f64).collect();
-            let upload_messages = t.messages.is_some() && t.upload;
+            // Objects: the requests read, the objects sent.
+            let (sent, received) = match t.objects {
+                Some((_, size)) => (t.objects_served * size, t.objects_served * object::LEN as u64),
+                None if t.upload => (0, t.bytes),
+                None => (t.bytes, 0),
+            };
             vec![ServerConnection {
                 mode: mode_name(t),
-                bytes: t.bytes,
+                sender: if t.upload { "client" } else { "server" },
                 complete: t.complete,
-                quic: t.quic.clone(),
+                error: t
+                    .error
+                    .clone()
+                    .or_else(|| self.stack.probe.one_way.lock().unwrap().failure()),
+                bytes: t.bytes,
+                bytes_sent: sent,
+                bytes_received: received,
                 stream_bytes: (t.messages.is_none() && t.objects.is_none()).then(|| t.stream_bytes.clone()),
-                objects_served: t.objects.map(|_| t.objects_served),
-                messages_sent: (t.messages.is_some() && !t.upload).then_some(t.messages_sent),
-                messages_received: upload_messages.then_some(t.received.len()),
-                owd: if upload_messages {
-                    agent::stats::scaled(&owd, 1e6, "ms")
-                } else {
-                    None
-                },
-                one_way_delay: one_way.summary(),
-                error: one_way.failure(),
+                objects_served: t.objects_served,
+                quic,
+                messages: t.messages_summary(),
             }]
         } else {
             vec![]

@@ -2,8 +2,8 @@
 //! CUBIC as smoltcp implements them (its window bounds data in flight), no SACK-based
 //! recovery, its own delayed ACKs (10 ms). Each end is a smoltcp interface on an IP
 //! "device" whose packets the simulator carries; smoltcp's clock is the simulator's, in
-//! microseconds. The application is the simulator's QUIC bulk transfer, with the same
-//! [`super::Request`].
+//! microseconds. The application is the agent's bulk transfer, with its request
+//! (`agent_proto::wire::request`).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -19,9 +19,13 @@ use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 
-use super::{
-    series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Request, Row, Series, REQUEST_LEN,
-};
+use agent_proto::transfer::{bps, secs};
+use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
+
+use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Row, Series};
+
+/// The agent's TCP request, the connection's first bytes.
+const REQUEST_LEN: usize = TCP.request_len();
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -367,6 +371,8 @@ struct Transfer {
     /// of it (offsets) that may hold bytes other than zeros.
     tx_base: usize,
     tx_dirty: Option<(usize, usize)>,
+    /// The server could not serve the request.
+    error: Option<String>,
 }
 
 impl Transfer {
@@ -524,13 +530,19 @@ impl TcpClient {
     }
 }
 
+/// The agent's tcp-client `results`, the fields the simulator has, and the stack that
+/// stood in for the kernel's.
 #[derive(Serialize)]
 struct ClientResults {
+    mode: &'static str,
     sender: &'static str,
     cc: String,
     stack: &'static str,
     /// Payload the receiving application read (the server's, in an upload).
     bytes: u64,
+    /// Payload this end wrote and read.
+    bytes_sent: u64,
+    bytes_received: u64,
     complete: bool,
     completion_s: Option<f64>,
     goodput_bps: Option<f64>,
@@ -569,17 +581,15 @@ impl Endpoint for TcpClient {
                 *connected = Some(now);
             }
             if connected.is_some() && !*requested && s.can_send() {
-                *requested = t
-                    .send_bytes(
-                        s,
-                        &Request {
-                            upload: t.upload,
-                            limit: t.limit,
-                            ..Request::default()
-                        }
-                        .encode(),
-                    )
-                    .is_ok();
+                // As the agent's client asks: the bytes, or else the time left.
+                let bytes = (t.limit != u64::MAX).then_some(t.limit);
+                let request = Request {
+                    bytes: bytes.unwrap_or(0),
+                    duration_ns: if bytes.is_none() { end.saturating_sub(now) } else { 0 },
+                    ..Request::new(if t.upload { Mode::Upload } else { Mode::Download })
+                };
+                let request = request.encode(TCP).expect("a TCP bulk request");
+                *requested = t.send_bytes(s, &request).is_ok();
             }
             if *requested {
                 if t.upload {
@@ -626,13 +636,16 @@ impl Endpoint for TcpClient {
         let d = self.delivered.get();
         let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
         let results = ClientResults {
+            mode: if t.upload { "upload" } else { "download" },
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
             stack: "smoltcp",
             bytes: d.bytes,
+            bytes_sent: t.sent,
+            bytes_received: t.received,
             complete: t.complete,
-            completion_s: t.done_ns.map(|d| (d - self.start) as f64 / 1e9),
-            goodput_bps: span.filter(|&s| s > 0).map(|s| d.bytes as f64 * 8.0 / (s as f64 / 1e9)),
+            completion_s: t.done_ns.map(|d| secs(d - self.start)),
+            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
             retransmits: Some(self.stack.meter.retransmits),
         };
         let stopped_by = if t.complete { "bytes" } else { "duration" };
@@ -685,10 +698,17 @@ impl TcpServer {
     }
 }
 
+/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
+/// has.
 #[derive(Serialize)]
 struct ServerConnection {
+    mode: &'static str,
+    sender: &'static str,
     bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
     complete: bool,
+    error: Option<String>,
     retransmits: Option<u64>,
 }
 
@@ -720,8 +740,14 @@ impl Endpoint for TcpServer {
             if !known || t.upload {
                 t.read(s, true, &delivered, now);
                 if t.request.len() == REQUEST_LEN && !known {
-                    let r = Request::decode(&t.request);
-                    (t.upload, t.limit) = (r.upload, r.limit);
+                    match Request::decode(TCP, &t.request).and_then(|r| r.validate().map(|()| r)) {
+                        Ok(r) if matches!(r.mode, Mode::Upload | Mode::Download) => {
+                            t.upload = r.client_sends();
+                            t.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
+                        }
+                        Ok(r) => t.error = Some(format!("{} mode is not simulated", r.mode.name())),
+                        Err(e) => t.error = Some(format!("bad request: {e}")),
+                    }
                 }
             }
             if t.request.len() == REQUEST_LEN && !t.upload {
@@ -752,8 +778,13 @@ impl Endpoint for TcpServer {
         let t = &self.transfer;
         let connections = if self.accepted {
             vec![ServerConnection {
+                mode: if t.upload { "upload" } else { "download" },
+                sender: if t.upload { "client" } else { "server" },
                 bytes: if t.upload { t.received } else { t.sent },
+                bytes_sent: t.sent,
+                bytes_received: t.received,
                 complete: t.complete,
+                error: t.error.clone(),
                 retransmits: Some(self.stack.meter.retransmits),
             }]
         } else {

@@ -5,8 +5,8 @@
 use std::net::SocketAddrV4;
 use std::path::Path;
 
-use agent::stats;
-use agent::wire::stamp::{Stamp, LEN};
+use agent_proto::stats;
+use agent_proto::wire::stamp::{Stamp, LEN};
 use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;

@@ -2,10 +2,10 @@
 //! decoder answers any input without panicking, and what it accepts re-encodes to the
 //! same bytes.
 
-use agent::wire::object::{self, ObjectRequest, UploadReply};
-use agent::wire::request::{self, Mode, Request, Transport};
-use agent::wire::stamp::{self, ProbeStamp, Stamp};
-use agent::wire::Error;
+use agent_proto::wire::object::{self, ObjectRequest, UploadReply};
+use agent_proto::wire::request::{self, Mode, Request, Transport};
+use agent_proto::wire::stamp::{self, ProbeStamp, Stamp};
+use agent_proto::wire::Error;
 
 /// xorshift64*: deterministic inputs without a dependency.
 struct Rng(u64);

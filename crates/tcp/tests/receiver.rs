@@ -1,0 +1,118 @@
+//! The receiving end's ACKs under virtual time (Linux's delayed-ACK rules, HZ = 250).
+
+use tcp::{flags, Config, Connection, Nanos, Segment};
+
+const MS: Nanos = 1_000_000;
+const CLIENT_ISN: u32 = 100;
+
+fn data(n: u32, tsval: u32) -> Segment {
+    Segment {
+        src_port: 40000,
+        dst_port: 5201,
+        seq: CLIENT_ISN + 1 + (n - 1) * 1448,
+        ack: 0, // filled in
+        flags: flags::ACK,
+        window: 1000,
+        timestamps: Some((tsval, 0)),
+        payload: vec![0; 1448],
+        ..Segment::default()
+    }
+}
+
+/// A server that accepted a connection at 0–20 ms (RTT 20 ms); returns it and its ISN.
+fn accepted() -> (Connection, u32) {
+    let mut server = Connection::listen(Config::new("cubic", 5201, 40000)).unwrap();
+    let syn = Segment {
+        src_port: 40000,
+        dst_port: 5201,
+        seq: CLIENT_ISN,
+        flags: flags::SYN,
+        window: 64240,
+        mss: Some(1460),
+        window_scale: Some(7),
+        sack_permitted: true,
+        timestamps: Some((1, 0)),
+        ..Segment::default()
+    };
+    server.receive(0, &syn);
+    let mut out = Vec::new();
+    server.poll(0, &mut out);
+    let synack = out.pop().unwrap();
+    assert!(synack.has(flags::SYN) && synack.has(flags::ACK));
+    let ack = Segment {
+        seq: CLIENT_ISN + 1,
+        ack: synack.seq.wrapping_add(1),
+        flags: flags::ACK,
+        timestamps: Some((21, synack.timestamps.unwrap().0)),
+        ..syn
+    };
+    server.receive(20 * MS, &ack);
+    assert!(server.is_established());
+    (server, synack.seq.wrapping_add(1))
+}
+
+/// Delivers segment `n` at `at`; returns the ACK numbers (as segment counts) sent then.
+fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
+    let mut s = data(n, (at / MS) as u32);
+    s.ack = una;
+    server.receive(at, &s);
+    let mut out = Vec::new();
+    server.poll(at, &mut out);
+    out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448).collect()
+}
+
+/// Linux's receiver: the first 16 segments are each ACKed at once (quick ACKs: the
+/// initial window of 64240 bytes / (2 · 1448) = 22, capped at 16); then a segment alone
+/// waits, the next (two full segments unacknowledged) is ACKed at once; a lone segment
+/// is ACKed when the delayed-ACK timer fires: `ato` = 40 ms (HZ/25), armed at its tick.
+#[test]
+fn quick_acks_then_every_second_segment_then_the_40_ms_timer() {
+    let (mut server, una) = accepted();
+    let mut t = 100 * MS;
+    for n in 1..=16 {
+        assert_eq!(deliver(&mut server, una, n, t), vec![n], "segment {n}");
+        t += MS;
+    }
+    assert_eq!(deliver(&mut server, una, 17, t), Vec::<u32>::new());
+    assert_eq!(server.next_timeout(), Some((t / 4_000_000 + 10) * 4_000_000));
+    t += MS;
+    assert_eq!(deliver(&mut server, una, 18, t), vec![18]);
+    assert_eq!(server.next_timeout(), None);
+    // A lone segment at 200 ms (a tick boundary): ACKed 40 ms later, not before.
+    assert_eq!(deliver(&mut server, una, 19, 200 * MS), Vec::<u32>::new());
+    assert_eq!(server.next_timeout(), Some(240 * MS));
+    let mut out = Vec::new();
+    server.poll(239 * MS, &mut out);
+    assert!(out.is_empty());
+    server.poll(240 * MS, &mut out);
+    assert_eq!(
+        out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448).collect::<Vec<_>>(),
+        vec![19]
+    );
+}
+
+/// A segment beyond a hole is ACKed at once (with its SACK block), for the first three;
+/// the segment that fills the hole is ACKed at once too.
+#[test]
+fn out_of_order_segments_are_acked_at_once_with_sack() {
+    let (mut server, una) = accepted();
+    let mut t = 100 * MS;
+    for n in 1..=16 {
+        deliver(&mut server, una, n, t);
+        t += MS;
+    }
+    // 17 lost; 18 and 19 arrive.
+    for n in [18, 19] {
+        let mut s = data(n, 0);
+        s.ack = una;
+        server.receive(t, &s);
+        let mut out = Vec::new();
+        server.poll(t, &mut out);
+        assert_eq!(out.len(), 1);
+        let first = CLIENT_ISN + 1 + 17 * 1448;
+        assert_eq!(out[0].sack, vec![(first, first + (n - 17) * 1448)]);
+        assert_eq!((out[0].ack - CLIENT_ISN - 1) / 1448, 16);
+        t += MS;
+    }
+    assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
+}

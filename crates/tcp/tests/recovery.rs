@@ -1,0 +1,148 @@
+//! Loss recovery under virtual time with outcomes computed by hand (see each test):
+//! a receiver that ACKs every segment at once, 100 ms round trips, no rate limit.
+
+mod common;
+
+use common::{Path, Tx, MS};
+use tcp::cc::CaState;
+
+fn numbers(txs: &[Tx]) -> Vec<u64> {
+    txs.iter().map(|t| t.n).collect()
+}
+
+/// Reno, 30 segments, the first transmission of segment 2 lost.
+///
+/// t = 100 ms: segments 1–10 (IW10). t = 200 ms, the ACKs of 1, 3–10 in order:
+/// - ACK 1: slow start 10 → 11, in flight 9: sends 11, 12;
+/// - SACK 3, SACK 3–4: one and two SACKed, RACK waits min RTT/4 (Disorder): the
+///   delivered segment frees one slot each: sends 13, then 14;
+/// - SACK 3–5: three SACKed → RACK's window is 0, segment 2 is lost → Recovery,
+///   ssthresh = 11/2 = 5, PRR: in flight 9 > 5, sndcnt = ⌈5·1/11⌉ − 0 = 1 → cwnd 10:
+///   the fast retransmission of 2;
+/// - then PRR's ⌈5·d/11⌉ − prr_out for d = 2..6: 0, 1, 0, 1, 0 → sends 15 and 16.
+///
+/// t = 300 ms: SACK 3–11: ⌈35/11⌉ − 3 = 1 → 17; SACK 3–12: 0; SACK 3–13: in flight 5
+/// = ssthresh, no more; SACK 3–14: in flight 4 < 5 → 18; the ACK of the retransmission
+/// covers up to 14 = high_seq: recovery ends, cwnd = ssthresh = 5, → 19; the ACKs of
+/// 15 and 16 (congestion avoidance, +1/5 each) each free a slot → 20, 21.
+#[test]
+fn a_single_loss_is_repaired_by_fast_retransmit_with_prr() {
+    let mut p = Path::new("reno", 50 * MS, 30, false);
+    p.drop = Box::new(|n, count| n == 2 && count == 0);
+    p.run(300 * MS);
+    let at200: Vec<Vec<u64>> = p
+        .answers
+        .iter()
+        .filter(|(t, _)| *t == 200 * MS)
+        .map(|(_, txs)| numbers(txs))
+        .collect();
+    assert_eq!(
+        at200,
+        vec![
+            vec![11, 12],
+            vec![13],
+            vec![14],
+            vec![2],
+            vec![],
+            vec![15],
+            vec![],
+            vec![16],
+            vec![]
+        ]
+    );
+    let at300: Vec<Vec<u64>> = p
+        .answers
+        .iter()
+        .filter(|(t, _)| *t == 300 * MS)
+        .map(|(_, txs)| numbers(txs))
+        .collect();
+    assert_eq!(
+        at300,
+        vec![vec![17], vec![], vec![], vec![18], vec![19], vec![20], vec![21]]
+    );
+    assert_eq!(
+        p.retransmissions(),
+        vec![Tx {
+            at: 200 * MS,
+            n: 2,
+            retransmission: true
+        }]
+    );
+    assert_eq!((p.sender.cwnd(), p.sender.ssthresh()), (5, Some(5)));
+    assert_eq!(p.sender.ca_state(), CaState::Open);
+    let s = p.sender.stats();
+    assert_eq!((s.total_retrans, s.timeouts, s.recoveries, s.loss_probes), (1, 0, 1, 0));
+}
+
+/// Reno, 60 segments; the first window (1–10) is delivered, so at t = 200 ms the window
+/// is 20 and segments 11–30 leave; 12, 14 and 16 are lost. At t = 300 ms the ACK of 11
+/// grows the window to 21; SACKs of 13 and 15 leave RACK waiting; the SACK of 17 makes
+/// three SACKed: 12, 14 and 16 are all lost at once (each sent before 17, one RTT ago)
+/// → Recovery with ssthresh 21/2 = 10, and PRR lets the three retransmissions go within
+/// that same ACK train. Their ACKs come back at t = 400 ms and end the recovery: cwnd =
+/// ssthresh = 10, no timeout.
+#[test]
+fn a_burst_of_losses_is_repaired_by_sack_within_one_round_trip() {
+    let mut p = Path::new("reno", 50 * MS, 60, false);
+    p.drop = Box::new(|n, count| matches!(n, 12 | 14 | 16) && count == 0);
+    p.run(400 * MS);
+    let rtx = p.retransmissions();
+    assert_eq!(numbers(&rtx), vec![12, 14, 16]);
+    assert!(rtx.iter().all(|t| t.at == 300 * MS), "{rtx:?}");
+    assert_eq!(p.sender.ssthresh(), Some(10));
+    assert_eq!(p.sender.ca_state(), CaState::Open);
+    assert_eq!(p.sender.cwnd(), 10, "recovery ended at 400 ms with cwnd = ssthresh");
+    let s = p.sender.stats();
+    assert_eq!((s.total_retrans, s.timeouts, s.recoveries), (3, 0, 1));
+}
+
+/// Reno, 10 segments then nothing; 9 and 10 are lost. t = 200 ms: the ACKs of 1–8 leave
+/// two segments out, so the probe timeout is 2·srtt + 2 ms = 202 ms = 51 jiffies
+/// (HZ = 250, rounded up) from tick 50: t = 404 ms, before the RTO (300 ms from the
+/// ACK). The probe resends the last segment, 10; its SACK at 504 ms shows 9 lost (RACK:
+/// sent before 10, more than RTT + min RTT/4 ago) → Recovery (ssthresh 18/2 = 9), 9 is
+/// retransmitted at once, its ACK at 604 ms completes the transfer. No timeout.
+#[test]
+fn a_tail_loss_is_repaired_by_the_loss_probe() {
+    let mut p = Path::new("reno", 50 * MS, 10, false);
+    p.drop = Box::new(|n, count| n >= 9 && count == 0);
+    p.run(2000 * MS);
+    assert_eq!(
+        p.retransmissions(),
+        vec![
+            Tx {
+                at: 404 * MS,
+                n: 10,
+                retransmission: true
+            },
+            Tx {
+                at: 504 * MS,
+                n: 9,
+                retransmission: true
+            },
+        ]
+    );
+    assert!(p.sender.all_acked());
+    assert_eq!(p.answers.last().map(|a| a.0), Some(604 * MS));
+    let s = p.sender.stats();
+    assert_eq!((s.loss_probes, s.timeouts, s.total_retrans), (1, 0, 2));
+    assert_eq!((p.sender.cwnd(), p.sender.ssthresh()), (9, Some(9)));
+}
+
+/// One segment on a 10 ms path, every transmission lost. srtt 10 ms, mdev 20 ms → the
+/// RTO is srtt + max(4·mdev/4… , 200 ms) = 210 ms = 53 jiffies (212 ms). Sent at 10 ms
+/// (tick 2): with one segment out the probe timeout is min(2·srtt + 200 ms, RTO) → the
+/// probe at tick 55 = 220 ms, then the RTO from there: 220 + 212 = 432 ms, then backoff
+/// doubles it: +424 → 856 ms, +848 → 1704 ms.
+#[test]
+fn the_rto_is_200_ms_above_the_rtt_and_backs_off_exponentially() {
+    let mut p = Path::new("reno", 5 * MS, 1, false);
+    p.drop = Box::new(|_, _| true);
+    p.run(1800 * MS);
+    let times: Vec<u64> = p.sent.iter().map(|t| t.at / MS).collect();
+    assert_eq!(times, vec![10, 220, 432, 856, 1704]);
+    let s = p.sender.stats();
+    assert_eq!((s.loss_probes, s.timeouts), (1, 3));
+    assert_eq!(p.sender.rto_us(), 8 * 212_000);
+    assert_eq!(p.sender.ca_state(), CaState::Loss);
+}

@@ -1,0 +1,1 @@
+"""Third-party QUIC stacks as quic flows' `implementation` (docs/stacks.md)."""

@@ -1,0 +1,338 @@
+"""One end of a QUIC flow run by a third-party stack (`python -m transportlab.stacks
+quic-server|quic-client` (docs/stacks.md). It starts the stack's own
+process, waits for it, reads its qlog into the agent's series and writes the agent's
+summary, so the runner and the metrics treat the flow as quinn's."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from transportlab.artefacts import qlog as Q
+from transportlab.stacks.process import (
+    BULK_BYTES,
+    STALL_S,
+    Stopper,
+    stop,
+    tail,
+    wait_client,
+    wait_listening,
+    write_summary,
+)
+from transportlab.stacks.quic import Stack, _Ngtcp2, version
+
+
+class FileClock:
+    """When each qlog file first appears in a folder (CLOCK_MONOTONIC ns): ngtcp2's qlog has
+    no reference time, and it opens the file when it creates the connection."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.seen: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                for name in os.listdir(self.folder):
+                    self.seen.setdefault(name, time.monotonic_ns())
+            except OSError:
+                pass
+            time.sleep(0.001)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _ngtcp2_datagram(size: int | None) -> list[str]:
+    return [f"--max-udp-payload-size={size}", "--no-pmtud"] if size else []
+
+
+def _datagram(size: int | None) -> list[str]:
+    return ["--datagram-size", str(size)] if size else []
+
+
+def server_argv(args, stack: Stack, host: str, port: int, cert: Path, key: Path, qdir: Path) -> list[str]:
+    own = stack.controllers[args.cc]
+    if isinstance(stack, _Ngtcp2):
+        addr = "*" if host == "0.0.0.0" else host
+        return [
+            _Ngtcp2.program("server", stack.install),
+            "-q",
+            f"--qlog-dir={qdir}",
+            f"--cc={own}",
+            "--max-dyn-length=100G",
+            "--max-window=64M",
+            "--max-stream-window=64M",
+            *_ngtcp2_datagram(args.datagram_size),
+            addr,
+            str(port),
+            str(key),
+            str(cert),
+        ]
+    argv = stack.executable() + ["server", "--bind", f"{host}:{port}", "--cert", str(cert), "--key", str(key)]
+    argv += _datagram(args.datagram_size)
+    if stack.name == "aioquic":
+        argv += ["--cc", own, "--qlog-dir", str(qdir)]
+    return argv
+
+
+def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[str]:
+    own = stack.controllers[args.cc]
+    if isinstance(stack, _Ngtcp2):
+        host, port = args.connect.rsplit(":", 1)
+        argv = [
+            _Ngtcp2.program("client", stack.install),
+            "-q",
+            "--exit-on-all-streams-close",
+            f"--download={work / 'download'}",
+            f"--qlog-file={qdir / 'client.sqlog'}",
+            f"--cc={own}",
+            "--max-window=64M",
+            "--max-stream-window=64M",
+            *_ngtcp2_datagram(args.datagram_size),
+        ]
+        if args.direction == "upload":
+            body = work / "upload.bin"
+            with open(body, "wb") as f:
+                f.truncate(args.bytes)
+            argv.append(f"--data={body}")
+        return argv + [host, port, url]
+    argv = stack.executable() + ["client", "--url", url] + _datagram(args.datagram_size)
+    if args.direction == "upload":
+        argv += ["--upload", str(args.bytes)]
+    if args.duration:
+        argv += ["--duration", f"{args.duration}s" if stack.name == "quic-go" else str(args.duration)]
+    if stack.name == "aioquic":
+        argv += ["--cc", own, "--qlog-dir", str(qdir)]
+    return argv
+
+
+def stack_env(stack: Stack, qdir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    if stack.name == "quic-go":
+        env["QLOGDIR"] = str(qdir)  # quic-go's own tracer (qlog.DefaultConnectionTracer)
+    return env
+
+
+def read_series(
+    stack: Stack, qdir: Path, file_clock: FileClock | None, offset_ns: int
+) -> list[tuple[Path, pd.DataFrame]]:
+    """Each qlog in `qdir` (oldest first) with its series."""
+    out = []
+    files = sorted(qdir.iterdir(), key=lambda p: (file_clock.seen.get(p.name, 0) if file_clock else 0, p.name))
+    for path in files:
+        for trace in Q.read_traces(path):
+            if stack.qlog_clock == "file":
+                seen = file_clock.seen.get(path.name) if file_clock else None
+                if seen is None:
+                    raise Q.QlogError(f"{path.name}: its first appearance was not seen")
+                clock = Q.QlogClock(monotonic_ns=seen)
+            else:
+                clock = Q.QlogClock(
+                    epoch_minus_monotonic_ns=offset_ns, absolute_epoch_times=stack.qlog_clock == "absolute"
+                )
+            out.append((path, Q.series(trace, clock, stack.silent)))
+    return out
+
+
+def quic_counters(frame: pd.DataFrame) -> dict:
+    """The connection's final values, as the agent's `quic` object names them (null where
+    the qlog said nothing)."""
+    last = frame.iloc[-1] if len(frame) else {}
+    return {col: None if len(frame) == 0 or pd.isna(last[col]) else int(last[col]) for col in Q.COLUMNS}
+
+
+def write_series(path: Path, frames: list[pd.DataFrame]) -> None:
+    import pyarrow as pa
+
+    frames = [f.assign(conn=pd.Series([n] * len(f), dtype="uint32")) for n, f in enumerate(frames)]
+    whole = pd.concat(frames, ignore_index=True) if frames else Q.empty_series()
+    table = pa.Table.from_pandas(whole, preserve_index=False)
+    tmp = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    os.replace(tmp, path)
+
+
+def keep_qlogs(found: list[tuple[Path, pd.DataFrame]], dest: Path | None) -> None:
+    """The first connection's qlog at `dest`, connection n > 0 beside it with `-n` before
+    its extension (as the agent names them)."""
+    if dest is None:
+        return
+    for n, (path, _) in enumerate(found):
+        target = dest if n == 0 else dest.with_name(f"{dest.stem}-{n}{dest.suffix}")
+        shutil.move(str(path), target)
+
+
+def serve(args, stack: Stack, work: Path) -> int:
+    stopper = Stopper()
+    host, port = args.bind.rsplit(":", 1)
+    from transportlab.stacks.tls import self_signed
+
+    cert, key = self_signed(work)
+    qdir = work / "qlog"
+    qdir.mkdir()
+    err_path = work / "stderr"
+    argv = server_argv(args, stack, host, int(port), cert, key, qdir)
+    clock = FileClock(qdir) if stack.qlog_clock == "file" else None
+    offset = time.time_ns() - time.monotonic_ns()
+    start_ns = time.monotonic_ns()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env=stack_env(stack, qdir))
+    if not wait_listening(proc, int(port), "udp", stopper):
+        stop(proc)
+        print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
+        return 1
+    print(f"READY {port}", flush=True)
+    until = time.monotonic() + args.duration if args.duration else float("inf")
+    while proc.poll() is None and not stopper.requested and time.monotonic() < until:
+        time.sleep(0.05)
+    crashed = proc.poll() is not None
+    stop(proc)
+    if clock:
+        clock.stop()
+    error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
+    found = read_series(stack, qdir, clock, offset)
+    connections = [
+        {"conn": n, "sender": None, "quic": quic_counters(frame), "samples": len(frame)}
+        for n, (_, frame) in enumerate(found)
+    ]
+    summary = {
+        "subcommand": "quic-stack-server",
+        "implementation": stack.name,
+        "implementation_version": version(stack.name),
+        "params": {"bind": args.bind, "cc": args.cc, "stack_cc": stack.controllers[args.cc], "argv": argv},
+        "start_ns": start_ns,
+        "end_ns": time.monotonic_ns(),
+        "stopped_by": "signal" if stopper.requested else ("error" if crashed else "duration"),
+        "results": {
+            "port": int(port),
+            "cc": args.cc,
+            "implementation": stack.name,
+            "error": error,
+            "connections": connections,
+            "samples": sum(len(f) for _, f in found),
+        },
+    }
+    if args.series:
+        write_series(args.series, [f for _, f in found])
+    keep_qlogs(found, args.qlog)
+    write_summary(args.summary, summary)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def fetch(args, stack: Stack, work: Path) -> int:
+    stopper = Stopper()
+    qdir = work / "qlog"
+    qdir.mkdir()
+    (work / "download").mkdir()
+    err_path = work / "stderr"
+    # Bulk: a GET of more than the link can carry in the time, stopped by the client.
+    n = args.bytes if args.bytes is not None else BULK_BYTES
+    url = f"https://{args.connect}/{n if args.direction == 'download' else 0}"
+    argv = client_argv(stack, args, url, qdir, work)
+    clock = FileClock(qdir) if stack.qlog_clock == "file" else None
+    offset = time.time_ns() - time.monotonic_ns()
+    spawn_ns = time.monotonic_ns()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=work, env=stack_env(stack, qdir))
+    # ngtcp2's client has no duration: the bulk transfer ends when this end stops it.
+    own_timer = isinstance(stack, _Ngtcp2) and args.duration
+    ended_by = wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
+    exit_ns = time.monotonic_ns()
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    if clock:
+        clock.stop()
+    reported: dict = {}
+    for line in out.splitlines():
+        if line.startswith("{"):
+            with contextlib.suppress(ValueError):  # a line cut short: the stack failed
+                reported = json.loads(line)
+    error = None
+    if ended_by == "stalled":
+        error = (
+            f"{stack.name} client hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+        )
+    elif ended_by is None and proc.returncode != 0:
+        error = f"{stack.name} client exited {proc.returncode}: {tail(err_path)}"
+    if isinstance(stack, _Ngtcp2):
+        got = work / "download" / str(n)
+        moved = (
+            (args.bytes if proc.returncode == 0 else 0)
+            if args.direction == "upload"
+            else (got.stat().st_size if got.exists() else 0)
+        )
+        reported = {"connect_start_ns": spawn_ns, "end_ns": exit_ns, "bytes": moved, "status": None}
+    moved = int(reported.get("bytes") or 0)
+    bulk = args.bytes is None
+    if error is None and not bulk and ended_by is None and moved != args.bytes:
+        error = f"{stack.name} client moved {moved} of {args.bytes} bytes (HTTP status {reported.get('status')})"
+    try:
+        found = read_series(stack, qdir, clock, offset)
+    except Q.QlogError as e:
+        found = []
+        error = error or f"{stack.name} client's qlog: {e}"
+    start = reported.get("connect_start_ns") or spawn_ns
+    end = reported.get("end_ns") or exit_ns
+    span_s = (end - start) / 1e9
+    complete = error is None and ended_by is None and not bulk
+    sender = "server" if args.direction == "download" else "client"
+    results = {
+        "mode": args.direction,
+        "workload": "bulk" if bulk else args.direction,
+        "application": "http3",
+        "implementation": stack.name,
+        "implementation_version": version(stack.name),
+        "sender": sender,
+        "remote": args.connect,
+        "cc": args.cc,
+        "complete": complete,
+        "error": error,
+        "bytes": moved,
+        "bytes_sent": moved if sender == "client" else 0,
+        "bytes_received": moved if sender == "server" else 0,
+        "http_status": reported.get("status"),
+        "ended_by": ended_by or reported.get("ended_by") or "bytes",
+        "connect_start_ns": start,
+        "first_byte_ns": reported.get("first_byte_ns"),
+        "end_ns": end,
+        "duration_s": span_s,
+        "completion_s": span_s if complete else None,
+        "goodput_bps": moved * 8 / span_s if span_s > 0 and error is None else None,
+        "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
+        "quic": quic_counters(found[0][1]) if found else None,
+        "samples": len(found[0][1]) if found else 0,
+    }
+    summary = {
+        "subcommand": "quic-stack-client",
+        "implementation": stack.name,
+        "params": {"connect": args.connect, "cc": args.cc, "stack_cc": stack.controllers[args.cc], "argv": argv},
+        "start_ns": spawn_ns,
+        "end_ns": time.monotonic_ns(),
+        "stopped_by": ended_by or "bytes",
+        "results": results,
+    }
+    if args.series:
+        write_series(args.series, [f for _, f in found[:1]])
+    keep_qlogs(found[:1], args.qlog)
+    write_summary(args.summary, summary)
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,215 @@
+"""Third-party QUIC stacks as quic flows' `implementation` (docs/stacks.md): what a
+scenario may ask of each, the command lines of their ends, and the one qlog reader on
+hand-made qlogs whose series were worked out by hand."""
+
+import json
+import re
+
+import pytest
+
+from one_flow import load_one_flow
+from transportlab.artefacts import qlog as Q
+from transportlab.kinds import Files, kind
+from transportlab.plan.resolve import resolve
+from transportlab.scenario import ScenarioError
+
+LINK = 'rate = "10Mbit", delay = "10ms"'
+
+
+def load(tmp_path, flow: str):
+    return load_one_flow(tmp_path / "s.toml", flow, name="dl", protocol="quic", forward=LINK, reverse=LINK)
+
+
+def refused(tmp_path, flow: str) -> str:
+    with pytest.raises(ScenarioError) as info:
+        load(tmp_path, flow)
+    return str(info.value)
+
+
+@pytest.mark.parametrize(
+    "implementation, cc, expected",
+    [
+        ("quic-go", None, "newreno"),
+        ("aioquic", None, "newreno"),
+        ("aioquic", "cubic", "cubic"),
+        ("ngtcp2", None, "cubic"),
+        ("ngtcp2", "bbr2", "bbr2"),
+    ],
+)
+def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expected):
+    flow = f'implementation = "{implementation}"\nbytes = "1MB"\ndirection = "download"'
+    s = load(tmp_path, flow + (f'\ncc = "{cc}"' if cc else ""))
+    f = s.flows[0]
+    assert (f.implementation, f.cc, f.application) == (implementation, expected, "http3")
+
+
+@pytest.mark.parametrize(
+    "flow, expected",
+    [
+        ('implementation = "quic-go"\ncc = "cubic"', r"flows\.dl\.cc: quic-go has no cubic; it offers newreno"),
+        ('implementation = "aioquic"\ncc = "bbr"', r"flows\.dl\.cc: aioquic has no bbr; it offers newreno, cubic"),
+        (
+            'implementation = "ngtcp2"\ncc = "vegas"',
+            r"flows\.dl\.cc: ngtcp2 has no vegas; it offers newreno, cubic, bbr, bbr2",
+        ),
+        ('implementation = "quinn"\ncc = "bbr2"', r"flows\.dl\.cc: unknown QUIC congestion control"),
+        (
+            'implementation = "msquic"',
+            r"flows\.dl\.implementation: not a QUIC implementation; expected one of quinn, quic-go, aioquic, ngtcp2",
+        ),
+        ('implementation = "aioquic"\nstreams = 4', r"flows\.dl\.streams: streams is a field of quinn's flows"),
+        ('implementation = "ngtcp2"\nrcvbuf = "32MiB"', r"flows\.dl\.rcvbuf: rcvbuf is a field of quinn's flows"),
+        ('implementation = "ngtcp2"\nmss = 1000', r"flows\.dl\.mss: a quic mss \(datagram size\) is 1200 to 1472"),
+        (
+            'implementation = "quic-go"\ncc_params = { beta = 0.5 }',
+            r"flows\.dl\.cc_params: quic-go's controllers take no parameters",
+        ),
+        (
+            'implementation = "aioquic"\napplication = "http2"',
+            r'flows\.dl\.application: aioquic carries HTTP/3: application is "http3"',
+        ),
+        ('application = "http3"', r"flows\.dl\.application: quinn's ends speak the lab's own protocol"),
+        ('implementation = "quic-go"\nqlog = false', r"flows\.dl\.qlog: quic-go's series come from its qlog"),
+        (
+            'implementation = "quic-go"\ndirection = "upload"',
+            r"flows\.dl\.direction: quic-go runs a bulk transfer \(no bytes\) as a download",
+        ),
+    ],
+)
+def test_what_a_stack_cannot_do_is_refused_naming_flow_and_field(tmp_path, flow, expected):
+    assert re.search(expected, refused(tmp_path, flow))
+
+
+def test_stack_ends_are_the_stack_end_module_with_a_give_up_before_the_runners_grace(tmp_path):
+    s = load(
+        tmp_path,
+        'implementation = "ngtcp2"\ncc = "bbr"\nbytes = "2MB"\ndirection = "upload"\nstart = "1s"\nmss = 1280\nrcvbuf = "default"',
+    )
+    (f,) = resolve(s).flows
+    ends = kind("quic").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 10.0 + 7.0)
+    assert ends.server[1:3] == ["-m", "transportlab.stacks"] and "quic-server" in ends.server
+    assert ends.client[ends.client.index("--implementation") + 1] == "ngtcp2"
+    assert ends.client[ends.client.index("--cc") + 1] == "bbr"
+    assert ends.client[ends.client.index("--bytes") + 1] == "2000000"
+    assert ends.client[ends.client.index("--direction") + 1] == "upload"
+    # mss is the datagram size at both ends, as quinn's.
+    assert ends.client[ends.client.index("--datagram-size") + 1] == "1280"
+    assert ends.server[ends.server.index("--datagram-size") + 1] == "1280"
+    # The scenario ends at 10 s, the client starts at 1 s, the runner's grace is 5 s:
+    # the stack end gives up 11.5 s after its start, 2.5 s before the runner would stop it.
+    assert float(ends.client[ends.client.index("--give-up") + 1]) == pytest.approx(11.5)
+    assert ends.server[ends.server.index("--qlog") + 1] == str(tmp_path / "dl-server.sqlog")
+
+
+def test_a_bulk_stack_flow_is_a_download_for_its_duration(tmp_path):
+    s = load(tmp_path, 'implementation = "quic-go"\ndirection = "download"\nstop = "4s"')
+    (f,) = resolve(s).flows
+    ends = kind("quic").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 17.0)
+    assert ends.client[ends.client.index("--duration") + 1] == "4" and "--bytes" not in ends.client
+
+
+# --- the qlog reader --------------------------------------------------------------------
+
+RS = "\x1e"
+
+
+def seq(header: dict, events: list[dict]) -> str:
+    return "".join(RS + json.dumps(r) + "\n" for r in [header, *events])
+
+
+def test_json_seq_qlog_to_series_by_hand(tmp_path):
+    """quic-go's shape: a wall-clock reference in the header, ms event times."""
+    header = {
+        "qlog_format": "JSON-SEQ",
+        "trace": {
+            "vantage_point": {"type": "server"},
+            "common_fields": {
+                "reference_time": {"clock_type": "monotonic", "wall_clock_time": "2026-01-01T00:00:00.000000500Z"}
+            },
+        },
+    }
+    events = [
+        {"time": 0.0, "name": "recovery:congestion_state_updated", "data": {"new": "slow_start"}},
+        {"time": 1.0, "name": "transport:packet_sent", "data": {}},
+        {
+            "time": 2.5,
+            "name": "recovery:metrics_updated",
+            "data": {"congestion_window": 12000, "bytes_in_flight": 1200},
+        },
+        {
+            "time": 12.0,
+            "name": "recovery:metrics_updated",
+            "data": {"smoothed_rtt": 20.5, "min_rtt": 20.0, "bytes_in_flight": 2400},
+        },
+        {"time": 15.0, "name": "recovery:packet_lost", "data": {}},
+        {"time": 15.0, "name": "recovery:congestion_state_updated", "data": {"new": "recovery"}},
+        {"time": 15.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 6000}},
+        {"time": 25.0, "name": "recovery:congestion_state_updated", "data": {"new": "congestion_avoidance"}},
+    ]
+    path = tmp_path / "q.sqlog"
+    path.write_text(seq(header, events))
+    (trace,) = Q.read_traces(path)
+    epoch = 1767225600 * 10**9 + 500
+    assert trace.reference_epoch_ns == epoch and trace.vantage_point == "server"
+    # CLOCK_REALTIME − CLOCK_MONOTONIC = epoch − 1e9: qlog time 0 is monotonic 1 s.
+    s = Q.series(trace, Q.QlogClock(epoch_minus_monotonic_ns=epoch - 10**9))
+    # Events changing a column from 1 ms to 15 ms: rows at 1, 11, (21 ≥ last) and the last (15 ms).
+    assert list(s["t_ns"]) == [10**9 + 1_000_000, 10**9 + 11_000_000, 10**9 + 15_000_000]
+    assert list(s["cwnd_bytes"].astype("Int64").fillna(-1)) == [-1, 12000, 6000]
+    assert list(s["bytes_in_flight"].astype("Int64").fillna(-1)) == [-1, 1200, 2400]
+    assert list(s["srtt_us"].astype("Int64").fillna(-1)) == [-1, -1, 20500]
+    assert list(s["min_rtt_us"].astype("Int64").fillna(-1)) == [-1, -1, 20000]
+    assert list(s["lost_packets"]) == [0, 0, 1]
+    assert list(s["congestion_events"]) == [0, 0, 1]
+    assert list(s["packets_sent"]) == [1, 1, 1]
+
+
+def test_aioquic_json_qlog_and_what_a_stack_cannot_say(tmp_path):
+    """aioquic's shape: one JSON document, absolute epoch-ms times, draft-01 `cwnd`; it
+    logs no congestion states, so that column is empty, not zero."""
+    doc = {
+        "qlog_format": "JSON",
+        "traces": [
+            {
+                "vantage_point": {"type": "client"},
+                "events": [
+                    {"time": 5000.0, "name": "recovery:metrics_updated", "data": {"cwnd": 13500, "bytes_in_flight": 0}},
+                    {
+                        "time": 5004.0,
+                        "name": "recovery:metrics_updated",
+                        "data": {"latest_rtt": 4.0, "smoothed_rtt": 4.0, "min_rtt": 4.0},
+                    },
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "a.qlog"
+    path.write_text(json.dumps(doc))
+    (trace,) = Q.read_traces(path)
+    # Epoch ms 5000 is monotonic 5000 ms − 1000 ms = 4 s.
+    s = Q.series(
+        trace, Q.QlogClock(epoch_minus_monotonic_ns=10**9, absolute_epoch_times=True), silent=("congestion_events",)
+    )
+    assert list(s["t_ns"]) == [4 * 10**9, 4 * 10**9 + 4_000_000]
+    assert list(s["cwnd_bytes"]) == [13500, 13500]
+    assert list(s["srtt_us"].astype("Int64").fillna(-1)) == [-1, 4000]
+    assert s["congestion_events"].isna().all()
+    assert list(s["lost_packets"]) == [0, 0]
+
+
+def test_a_qlog_without_reference_needs_one_and_a_cut_record_is_skipped(tmp_path):
+    """ngtcp2's shape: relative times, no reference; its last record may be cut short."""
+    path = tmp_path / "n.sqlog"
+    text = seq(
+        {"qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "client"}}},
+        [{"time": 3, "name": "recovery:metrics_updated", "data": {"congestion_window": 14520, "smoothed_rtt": 21}}],
+    )
+    path.write_text(text + RS + '{"time": 4, "name": "recov')
+    (trace,) = Q.read_traces(path)
+    with pytest.raises(Q.QlogError, match="no reference time"):
+        Q.series(trace, Q.QlogClock(epoch_minus_monotonic_ns=0))
+    s = Q.series(trace, Q.QlogClock(monotonic_ns=7_000_000))
+    assert list(s["t_ns"]) == [10_000_000] and list(s["srtt_us"]) == [21000]
+    path.write_text("")
+    with pytest.raises(Q.QlogError, match="no qlog records"):
+        Q.read_traces(path)
