@@ -48,7 +48,17 @@ SCENARIO = textwrap.dedent(
 
 def run(tmp_path: Path, out: str, *extra: str) -> Path:
     res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(tmp_path / "s.toml"), "--out", str(tmp_path / out), "--quiet", *extra],
+        [
+            sys.executable,
+            "-m",
+            "transportlab",
+            "run",
+            str(tmp_path / "s.toml"),
+            "--out",
+            str(tmp_path / out),
+            "--quiet",
+            *extra,
+        ],
         capture_output=True,
         text=True,
         timeout=120,

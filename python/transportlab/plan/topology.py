@@ -65,7 +65,9 @@ class Direction:
             return self.multipath.engine_spec()
         rate: dict | None
         if self.trace_ms is not None:
-            rate = {"trace": {"opportunities_ms": list(self.trace_ms), "offset_ns": int(round(self.trace_offset * 1e9))}}
+            rate = {
+                "trace": {"opportunities_ms": list(self.trace_ms), "offset_ns": int(round(self.trace_offset * 1e9))}
+            }
         elif self.rate is not None:
             rate = {"constant": {"bits_per_sec": int(round(self.rate))}}
         else:
