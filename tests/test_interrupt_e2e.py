@@ -58,7 +58,7 @@ def test_a_signal_mid_sweep_tears_down_and_keeps_finished_runs(tmp_path, signum)
     )
     try:
         # The second run is live: its record names what it built.
-        wait_for(lambda: len(list(out.glob("**/DONE"))) == 1, 60, "the first run to finish")
+        wait_for(lambda: len(list(out.glob("**/DONE"))) == 1, 180, "the first run to finish")
         (first,) = [p.parent for p in out.glob("**/DONE")]
         before = {p: p.stat().st_mtime_ns for p in first.rglob("*")}
         live = wait_for(
