@@ -24,7 +24,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
+from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
 from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
