@@ -204,6 +204,16 @@ impl<H: Hosts> Forwarder<H> {
     }
 
     /// Captures the packets leaving the directions `capture` lists (pcapng).
+    /// The scenario's time 0 is `t0`: every trace-driven link starts its trace there (at
+    /// its offset). What was due before `t0` is processed first, on the old timeline.
+    pub fn set_origin(&mut self, t0: Nanos) {
+        self.run_due(t0);
+        for i in 0..self.models.len() {
+            self.models[i].set_origin(t0);
+            self.refresh(i);
+        }
+    }
+
     pub fn set_capture(&mut self, capture: Capture) {
         self.capture = Some(capture);
     }

@@ -218,6 +218,7 @@ class PathSpec(_Table):
     loss: Loss | None = None
     duplicate: Probability = 0.0
     queue: QueueSpec | None = None
+    trace_offset: Duration = 0.0
 
     _trace_ms: tuple[int, ...] | None = PrivateAttr(default=None)
 
@@ -229,6 +230,8 @@ class PathSpec(_Table):
             raise FieldIssue(
                 "a queue needs a rate or a trace in the same direction (nothing waits otherwise)", ("queue",)
             )
+        if self.trace_offset and self.trace is None:
+            raise FieldIssue("trace_offset needs a trace in the same direction", ("trace_offset",))
         if self.queue is not None and self.queue.bdp is not None and self.rate is None:
             raise FieldIssue("a queue in bdp needs a constant rate; with a trace give packets or bytes", ("queue",))
         if self.trace is not None:
