@@ -58,3 +58,7 @@ def test_the_summary_counts_and_names_what_is_outside():
     assert lines[1] == "  OUTSIDE  n=10 tcp: retransmissions emulated 10, simulated 14 (1.4×)"
     assert lines[2] == "  OUTSIDE  n=20 tcp: throughput emulated 1e+08, simulated 9.4e+07 (0.94×)"
     assert len(lines) == 3
+
+
+def test_a_loss_rate_band_reads_in_points():
+    assert BANDS["loss_rate"].describe("") == "± 25 % or ± 0.1 point"

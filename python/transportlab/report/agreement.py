@@ -21,13 +21,17 @@ class Band:
 
     relative: float
     absolute: float = 0.0
+    # How the absolute tolerance reads, when the metric's unit does not say it.
+    absolute_text: str | None = None
 
     def holds(self, emulated: float, simulated: float) -> bool:
         return abs(simulated - emulated) <= max(self.relative * abs(emulated), self.absolute)
 
     def describe(self, unit: str) -> str:
         text = f"± {self.relative * 100:g} %"
-        return text + (f" or ± {self.absolute:g} {unit}" if self.absolute else "")
+        if not self.absolute:
+            return text
+        return f"{text} or {self.absolute_text or f'± {self.absolute:g} {unit}'}"
 
 
 # The agreement bands, by catalogue metric: rates and times ± 5 %, delays ± 10 % or
@@ -42,7 +46,7 @@ BANDS: dict[str, Band] = {
     "path_delay_p95_ms": Band(0.10, 1.0),
     "rtt_mean_ms": Band(0.10, 1.0),
     "jitter_rfc3550_ms": Band(0.25, 0.5),
-    "loss_rate": Band(0.25, 0.001),
+    "loss_rate": Band(0.25, 0.001, "± 0.1 point"),
     "retransmissions": Band(0.25, 2.0),
 }
 METRICS = [m for m in COMPARE if m.name in BANDS]
