@@ -68,11 +68,15 @@ def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expec
             'implementation = "aioquic"\napplication = "http2"',
             r'flows\.dl\.application: aioquic carries HTTP/3: application is "http3"',
         ),
-        ('application = "http3"', r"flows\.dl\.application: quinn's ends speak the lab's own protocol"),
+        (
+            'application = "http3"',
+            r'flows\.dl\.application: quinn\'s ends are the lab\'s agents: application is "agent"',
+        ),
+        ('implementation = "aioquic"\napplication = "agent"', r"flows\.dl\.application: aioquic carries HTTP/3"),
         ('implementation = "quic-go"\nqlog = false', r"flows\.dl\.qlog: quic-go's series come from its qlog"),
         (
-            'implementation = "quic-go"\ndirection = "upload"',
-            r"flows\.dl\.direction: quic-go runs a bulk transfer \(no bytes\) as a download",
+            'implementation = "ngtcp2"\ndirection = "upload"',
+            r"flows\.dl\.direction: ngtcp2's client uploads a file: give bytes",
         ),
     ],
 )

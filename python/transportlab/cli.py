@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from transportlab.locations import PROJECT_ROOT
@@ -404,10 +405,63 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Exit status after Ctrl-C or SIGTERM (the shell's 128 + SIGINT).
+INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    restore = _interrupt_on_sigterm()
+    try:
+        # Libraries' warnings (matplotlib's tight-layout warning, NumPy's runtime
+        # warnings) do not reach the user's console; `-W` or PYTHONWARNINGS shows them.
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                warnings.simplefilter("ignore")
+            return args.func(args)
+    except KeyboardInterrupt as e:
+        from transportlab.pipeline import Interrupted
+
+        # Everything a run built is torn down by then (`Network` tears down on any exit);
+        # what follows must not be interrupted again.
+        _ignore_interrupts()
+        message = str(e) if isinstance(e, Interrupted) else "interrupted"
+        print(f"tlab {args.command}: {message}", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        restore()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _interrupt_on_sigterm():
+    """SIGTERM and Ctrl-C alike raise KeyboardInterrupt in the main thread, once: a second
+    one while the first is being handled (teardown) is ignored, so teardown finishes.
+    Returns a function restoring the previous handlers."""
+    import os
+    import signal
+
+    pid = os.getpid()
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum, frame):
+        # Forked helpers (pyroute2 forks inside namespaces) inherit this handler: they
+        # just exit, they must not unwind a copy of the parent's stack.
+        if os.getpid() != pid:
+            os._exit(128 + signum)
+        _ignore_interrupts()
+        raise KeyboardInterrupt
+
+    for s in old:
+        signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)

@@ -23,7 +23,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
+from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
 from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
@@ -34,6 +34,8 @@ DELIVERIES = ("ordered", "unordered", "streams")
 # Fields only quinn's agent has.
 QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rcvbuf", "rate", "interval", "size", "delivery", "playout"})
 STACK_END = "transportlab.stacks"
+AGENT = "agent"  # the lab's agents at both ends, speaking their own protocol
+HTTP3 = "http3"
 GIVE_UP_MARGIN_S = 2.5
 
 
@@ -66,10 +68,10 @@ class Quic(FlowKind):
         if _stack(spec) is not None:
             self._check_stack(spec, given)
             return
-        if spec.application is not None:
+        if spec.application != AGENT:
             raise FieldIssue(
-                "quinn's ends speak the lab's own protocol (docs/agent.md); application is for the third-party "
-                f"stacks ({', '.join(STACKS)})",
+                f"quinn's ends are the lab's agents: application is \"{AGENT}\" (HTTP/3 is the third-party "
+                f"stacks': {', '.join(STACKS)})",
                 ("application",),
                 spec.application,
             )
@@ -126,14 +128,14 @@ class Quic(FlowKind):
             raise FieldIssue(
                 f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
             )
-        if spec.application not in (None, "http3"):
-            raise FieldIssue(f'{name} carries HTTP/3: application is "http3"', ("application",), spec.application)
-        spec.application = "http3"
+        if "application" in given and spec.application != HTTP3:
+            raise FieldIssue(f'{name} carries HTTP/3: application is "{HTTP3}"', ("application",), spec.application)
+        spec.application = HTTP3
         if not spec.qlog:
             raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
-        if spec.bytes is None and spec.direction == "upload":
+        if spec.bytes is None and spec.direction == "upload" and not STACKS[name].bulk_upload:
             raise FieldIssue(
-                f'{name} runs a bulk transfer (no bytes) as a download: set direction = "download" or give bytes',
+                f"{name}'s client uploads a file: give bytes, or make the bulk transfer a download",
                 ("direction",),
             )
 

@@ -454,7 +454,7 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
     if v > 0:
         return (
             f'<div class="banner bad">⚠ {int(v):,} unintended drop{"s" if v != 1 else ""} in {escape(what)} '
-            "(no route, TUN write failed or not IPv4): packets were lost outside the emulated network, "
+            "(engine-level: docs/packet-log.md): packets were lost outside the emulated network, "
             "so the measurements are not trustworthy.</div>"
         )
     return f'<div class="banner ok">0 unintended drops in {escape(what)}.</div>'

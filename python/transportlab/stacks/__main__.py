@@ -31,6 +31,8 @@ def parser() -> argparse.ArgumentParser:
         else:
             p.add_argument("--application", choices=web.APPLICATIONS, required=True)
             p.add_argument("--http-server", choices=web.SERVERS, default=web.DEFAULT_SERVER)
+            p.add_argument("--mss", type=int, help="TCP_MAXSEG of the server's listening socket")
+            p.add_argument("--objects", type=int, default=1, help="client: fetch this many objects of --bytes")
         p.add_argument("--cc", required=True, help="the lab's controller name")
         p.add_argument("--summary", type=Path, required=True)
         p.add_argument("--duration", type=float, help="seconds: server: serve at most; client: bulk")
@@ -57,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cc not in stack.controllers:
             print(f"{prog}: error: {stack.name} offers {', '.join(stack.controllers)} (not {args.cc})", file=sys.stderr)
             return 2
-        if client and args.bytes is None and args.direction == "upload":
-            print(f"{prog}: error: a bulk transfer is a download", file=sys.stderr)
+        if client and args.bytes is None and args.direction == "upload" and not stack.bulk_upload:
+            print(f"{prog}: error: {stack.name} uploads a file: give --bytes", file=sys.stderr)
             return 2
         name = stack.name
     else:

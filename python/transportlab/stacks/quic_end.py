@@ -112,7 +112,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
         return argv + [host, port, url]
     argv = stack.executable() + ["client", "--url", url] + _datagram(args.datagram_size)
     if args.direction == "upload":
-        argv += ["--upload", str(args.bytes)]
+        argv += ["--upload", str(args.bytes if args.bytes is not None else BULK_BYTES)]
     if args.duration:
         argv += ["--duration", f"{args.duration}s" if stack.name == "quic-go" else str(args.duration)]
     if stack.name == "aioquic":
