@@ -12,6 +12,7 @@ from typing import Any
 
 from transportlab import contract
 from transportlab import metrics as M
+from transportlab.artefacts.qlog import ensure_series, last_values
 from transportlab.kinds.base import (
     Endpoints,
     Files,
@@ -223,6 +224,11 @@ class Quic(FlowKind):
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
         sender, side = sender_results(client, server)
         quic = sender.get("quic") or {}
+        if flow.get("implementation") in STACKS:
+            # A stack's series (and so its counters) come from its qlogs, made now.
+            for end in ("client", "server"):
+                ensure_series(run.raw, f"{flow['name']}-{end}")
+            quic = last_values(run.series(f"{flow['name']}-{side}"))
         # QUIC never retransmits a packet (lost data goes out in new packets): its
         # counterpart of TCP's retransmissions is the packets declared lost, and of TCP's
         # retransmission rate those ÷ the packets sent (docs/metrics.md).
@@ -258,7 +264,7 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
     end = [sys.executable, "-m", STACK_END]
     common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
     server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
-    server += ["--summary", str(files.server_summary), "--series", str(files.server_series)]
+    server += ["--summary", str(files.server_summary)]
     server += ["--qlog", str(files.server_qlog)]
     client = end + ["quic-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction, *common]
     if flow.bytes:
@@ -273,6 +279,6 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
     # run records the failure with the stack's stderr.
     scenario_end = serve_for_s - SERVER_GRACE_S
     client += ["--give-up", f"{max(1.0, scenario_end - flow.start + CLIENT_GRACE_S - GIVE_UP_MARGIN_S):.9g}"]
-    client += ["--summary", str(files.client_summary), "--series", str(files.client_series)]
+    client += ["--summary", str(files.client_summary)]
     client += ["--qlog", str(files.client_qlog)]
     return Endpoints(server, client)

@@ -25,7 +25,6 @@ def parser() -> argparse.ArgumentParser:
         p = sub.add_parser(end)
         if end.startswith("quic"):
             p.add_argument("--implementation", choices=list(STACKS), required=True)
-            p.add_argument("--series", type=Path)
             p.add_argument("--qlog", type=Path, help="where the connection's qlog goes")
             p.add_argument("--datagram-size", type=int, help="UDP payload size (the flow's mss)")
         else:
