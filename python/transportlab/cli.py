@@ -76,7 +76,11 @@ def _cmd_run(args) -> int:
 
         emulated, simulated_ = (o.sweep_dir for o in outcomes)
         out = emulated.parent / f"{emulated.name}-both"
-        print(f"emulated vs simulated: {render_compare([emulated, simulated_], out)}")
+        report = render_compare([emulated, simulated_], out)
+        agreement = out / "agreement.txt"
+        if agreement.exists():
+            print(agreement.read_text(), end="")
+        print(f"emulated vs simulated: {report}")
     return 1 if any(o.failed for o in outcomes) else 0
 
 
@@ -181,10 +185,14 @@ def _cmd_compare(args) -> int:
     from transportlab.report.compare import CompareError, render_compare
 
     try:
-        print(render_compare(args.dirs, args.out))
+        report = render_compare(args.dirs, args.out)
     except CompareError as e:
         print(f"tlab compare: {e}", file=sys.stderr)
         return 2
+    agreement = Path(args.out) / "agreement.txt"
+    if agreement.exists():
+        print(agreement.read_text(), end="")
+    print(report)
     return 0
 
 
@@ -195,6 +203,27 @@ def _cmd_query(args) -> int:
 
     with pd.option_context("display.max_rows", 200, "display.max_columns", None, "display.width", 250):
         print(query(Path(args.dir), args.sql))
+    return 0
+
+
+@_scenario_errors
+def _cmd_table(args) -> int:
+    """Prints one of the results tables (`transportlab.report.tables`) in Markdown."""
+    from transportlab.report.tables import TableError, bpf, hol, phases, records, web, workloads
+
+    make = {
+        "records": lambda: records.table(Path(args.dir)),
+        "hol": lambda: hol.table(Path(args.dir)),
+        "web": lambda: web.table(Path(args.dir)),
+        "workloads": lambda: workloads.KINDS[args.kind](Path(args.dir)),
+        "bpf": lambda: bpf.table(Path(args.dir)),
+        "phases": lambda: phases.table(Path(args.dir), args.phases),
+    }[args.table]
+    try:
+        print(make())
+    except (TableError, ValueError) as e:
+        print(f"tlab table {args.table}: {e}", file=sys.stderr)
+        return 2
     return 0
 
 
@@ -377,6 +406,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this part (repeatable; default: all)",
     )
     val.set_defaults(func=_cmd_validate)
+    tab = sub.add_parser("table", help="print a results table of finished runs (Markdown, as docs/results-*.md quote)")
+    tables = tab.add_subparsers(dest="table", required=True)
+    for name, what in (
+        ("records", "records sweep (s2 hol): per run records, latency, share late by ≥ 1 RTT"),
+        ("hol", "s2 hol TCP arms: where the lateness came from (packet log)"),
+        ("web", "s2 web: page time, object time to first byte and completion per run"),
+        ("bpf", "bpf/RESULTS.md: S2 kernel TCP and S3 from the catalogues"),
+    ):
+        tables.add_parser(name, help=what).add_argument("dir", metavar="FOLDER")
+    wl = tables.add_parser("workloads", help="s2 voip, streaming, cpu or hol-bulk workloads per run")
+    wl.add_argument("kind", choices=["voip", "streaming", "cpu", "hol-bulk"])
+    wl.add_argument("dir", metavar="FOLDER")
+    ph = tables.add_parser("phases", help="a run's flows' throughput and probes' RTT per phase (S0 E5)")
+    ph.add_argument("dir", metavar="RUN_DIR")
+    ph.add_argument("phases", nargs="+", metavar="NAME=START:END", help="times from the run's time 0, e.g. b1=8s:13s")
+    tab.set_defaults(func=_cmd_table)
     pc = sub.add_parser("pcap", help="list a run's pcapng capture, or extract one link direction's packets")
     pc.add_argument("run", help="a run directory (holding raw/capture.pcapng)")
     pc.add_argument("--direction", help="extract this direction (e.g. bottleneck.forward)")

@@ -20,7 +20,7 @@ from transportlab.plan.runs import PlannedRun, PointSelection, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
 from transportlab.run.record import scenario_record
-from transportlab.run.simulate import STACKS, refusals, simulate
+from transportlab.run.simulate import SMOLTCP, refusals, simulate, stacks
 from transportlab.scenario.errors import Issue, ScenarioError
 
 
@@ -80,9 +80,7 @@ def is_done(run_dir: Path) -> bool:
 def run_one(run: PlannedRun, on_progress=None, simulated: bool = False) -> FailedRun | None:
     run_id = secrets.token_hex(3)
     if simulated:
-        used = {f.protocol for f in run.resolved.flows}
-        stacks = {p: s for p, s in STACKS.items() if p in used}
-        failures = simulate(run, scenario_record(run, run_id, stacks))
+        failures = simulate(run, scenario_record(run, run_id, stacks(run.resolved)))
     else:
         failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
     return finish(run, failures)
@@ -133,6 +131,19 @@ def run_scenario(
         problems = sorted({p for r in runs for p in refusals(r.resolved)})
         if problems:
             raise ScenarioError(str(path), [Issue(where, f"not in the simulator: {why}") for where, why in problems])
+    else:
+        only_simulated = sorted(
+            {
+                f"flows.{f.name}.implementation"
+                for r in runs
+                for f in r.resolved.flows
+                if f.protocol == "tcp" and f.implementation == SMOLTCP
+            }
+        )
+        if only_simulated:
+            raise ScenarioError(
+                str(path), [Issue(where, "smoltcp runs only in the simulator (--simulate)") for where in only_simulated]
+            )
     sweep_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in runs if not is_done(r.run_dir)]
     failed: list[FailedRun] = []

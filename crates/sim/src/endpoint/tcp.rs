@@ -464,6 +464,11 @@ pub struct TcpSetup {
     pub seed: u64,
     /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
     pub mss: Option<u16>,
+    /// The hosts' socket-buffer limits (`tcp_rmem`/`tcp_wmem` maxima) of the receiving
+    /// and the sending end: the simulator's own TCP takes its windows from them; smoltcp
+    /// has fixed rings.
+    pub rcvbuf: Option<u64>,
+    pub sndbuf: Option<u64>,
     pub delivered: Rc<Cell<Delivered>>,
     /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
     /// `<name>-server.arrow` there.
@@ -873,6 +878,8 @@ mod tests {
             cc: "cubic".into(),
             seed,
             mss: None,
+            rcvbuf: None,
+            sndbuf: None,
             delivered: delivered.clone(),
             raw: raw.clone(),
         };
