@@ -495,7 +495,10 @@ def test_probe_hops_split_each_one_way_trip(tmp_path):
         back = echo_read + 25_000
         back_due = back + 10 * MS
         back_handed = back_due + (3 + k) * 1000
-        rows += [rec(back, 2 * k + 1, ARRIVAL, 1, echo, back), rec(back_due, 2 * k + 1, DEPARTURE, 1, echo, back_handed)]
+        rows += [
+            rec(back, 2 * k + 1, ARRIVAL, 1, echo, back),
+            rec(back_due, 2 * k + 1, DEPARTURE, 1, echo, back_handed),
+        ]
     path = tmp_path / "p.tlog"
     write_records(path, np.array(rows, dtype=RECORD))
     recs = read_records(path)

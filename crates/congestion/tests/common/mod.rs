@@ -71,9 +71,9 @@ pub fn ack_round(controller: &mut dyn Controller, start: Nanos, rtt: Nanos) -> N
     let n = packets(controller);
     for i in 1..=n {
         let now = start + i * rtt / n;
-        let sent = now
-            .checked_sub(rtt)
-            .unwrap_or_else(|| panic!("ack_round: a packet acked at {now} ns was sent one rtt ({rtt} ns) earlier, before time 0"));
+        let sent = now.checked_sub(rtt).unwrap_or_else(|| {
+            panic!("ack_round: a packet acked at {now} ns was sent one rtt ({rtt} ns) earlier, before time 0")
+        });
         controller.on_ack(&ack(now, sent, steady_rtt(rtt)));
         controller.on_ack_end(now, 0);
     }
