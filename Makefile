@@ -18,7 +18,8 @@ lint: setup
 	mypy
 
 test: lint
-	cargo test --release --quiet
+	# Rust tests with overflow checks and debug assertions (profile `checked`).
+	cargo test --profile checked --quiet
 	python3 -m pytest -q -rA tests --ignore tests/test_scenarios_smoke.py
 	# Every shipped study and scenario, two at a time (they check exit status, metrics and
 	# unintended drops, not timing, so sharing the cores does not weaken them).

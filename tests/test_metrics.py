@@ -466,3 +466,59 @@ def test_ten_million_records(tmp_path):
     assert len(s) == n_pkt and (s["delay_ns"] == 1_000_000).all()
     assert M.link_loss(big).loc[0, "arrivals"] == n_pkt
     assert M.unintended_drops(big) == 0
+
+
+# --- a probe's hops ------------------------------------------------------------------
+
+
+def test_probe_hops_split_each_one_way_trip(tmp_path):
+    """Two probes through a one-direction-each-way network: the sender's stack to the
+    engine's arrival stamp, the hand-over lateness, and the hand-over to the agent's read,
+    medians computed by hand."""
+    probe = Flow.of("10.0.0.1", "10.0.0.2", 40000, 7000, "udp")
+    echo = probe.reverse()
+
+    def rec(t, pid, event, direction, flow, actual):
+        row = list(r(t, pid, event, direction, 64, flow))
+        return tuple(row) + (actual,) + (0,) * (len(RECORD.names) - len(row) - 1)
+
+    rows = []
+    # probe k: sent at S, stamped at S+20+k µs, due 10 ms later, handed over 3+k µs late,
+    # read by the echo 40+2k µs after the hand-over; back the same with 30+k µs to the read.
+    sends = [1_000 * MS, 1_100 * MS]
+    for k, s in enumerate(sends):
+        arr = s + (20 + k) * 1000
+        due = arr + 10 * MS
+        handed = due + (3 + k) * 1000
+        rows += [rec(arr, 2 * k, ARRIVAL, 0, probe, arr), rec(due, 2 * k, DEPARTURE, 0, probe, handed)]
+        echo_read = handed + (40 + 2 * k) * 1000
+        back = echo_read + 25_000
+        back_due = back + 10 * MS
+        back_handed = back_due + (3 + k) * 1000
+        rows += [
+            rec(back, 2 * k + 1, ARRIVAL, 1, echo, back),
+            rec(back_due, 2 * k + 1, DEPARTURE, 1, echo, back_handed),
+        ]
+    path = tmp_path / "p.tlog"
+    write_records(path, np.array(rows, dtype=RECORD))
+    recs = read_records(path)
+    handed_back = [rows[3][-1], rows[7][-1]]
+    series = pd.DataFrame(
+        {
+            "send_ns": sends,
+            "echo_ns": [rows[1][-1] + 40_000, rows[5][-1] + 42_000],
+            "recv_ns": [handed_back[0] + 30_000, handed_back[1] + 31_000],
+        }
+    )
+    hops = M.probe_hops(recs, series, 7000)
+    assert hops == {
+        "probes": 2,
+        "stack_to_engine_us": 20.5,
+        "handover_lateness_us": 3.5,
+        "handover_to_read_us": 41.0,
+        "handover_to_read_reverse_us": 30.5,
+    }
+    # A lost probe: packets and probes no longer pair up in order.
+    lost = series.copy()
+    lost.loc[1, ["recv_ns", "echo_ns"]] = np.nan
+    assert M.probe_hops(recs, lost, 7000) is None

@@ -21,7 +21,8 @@ fn check(c: &dyn Controller, when: &str) {
 
 fn drive(mut c: Box<dyn Controller>) {
     check(c.as_ref(), "at start");
-    let mut now = 0;
+    // Late enough that the first round's packets were sent after time 0 (`ack_round`).
+    let mut now = SECOND;
     for round in 0..40 {
         // The queue grows by 2 ms a round, so delay-based controllers see queueing.
         let rtt = 40 * MS + round * 2 * MS;

@@ -204,6 +204,9 @@ class ProbeMetrics(_Record):
     lost: int | None = None
     owd_forward_ms: dict[str, Any] | None = None
     owd_reverse_ms: dict[str, Any] | None = None
+    # Medians per hop in µs (metrics.probe_hops): the engine's hand-over to the receiving
+    # agent's read among them; None without a packet log or when probes were lost.
+    hops_us: dict[str, float] | None = None
 
 
 class LinkMetrics(_Record):

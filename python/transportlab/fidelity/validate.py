@@ -7,6 +7,7 @@ Each part is one function: it runs its scenario file (quick mode shrinks it with
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +18,9 @@ from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
 from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.fidelity.floor import added_one_way_std_us, added_one_way_us, floor_probes
+from transportlab.fidelity.machine import cpuidle_driver, timer_lateness
 from transportlab.locations import PROJECT_ROOT
+from transportlab.network.live import DEFAULT_CPU_LATENCY_US
 from transportlab.pipeline import RunsFailed, run_scenario
 
 S0 = PROJECT_ROOT / "scenarios" / "s0"
@@ -103,13 +106,15 @@ def delay(out: Path, quick: bool) -> Part:
         "fwd OWD err µs",
         "added one-way µs",
         "added std µs",
+        "stack→engine µs",
+        "hand-over→read µs",
         "verdict",
     )
     ok_all = True
     for r in runs:
         d = r.link("bottleneck")["forward"]["delay"]
         p = r.metrics["probes"]["ping"]
-        rtt, fwd = p["rtt_ms"], p["owd_forward_ms"]
+        rtt, fwd, hops = p["rtt_ms"], p["owd_forward_ms"], p.get("hops_us")
         err_rtt_us = (rtt["mean_ms"] - 2e3 * d) * 1e3
         added = added_one_way_us(rtt["mean_ms"], floor["mean_ms"], d)
         ok = abs(added) <= ADDED_ONE_WAY_TARGET_US and p["lost"] == 0
@@ -126,6 +131,8 @@ def delay(out: Path, quick: bool) -> Part:
             f"{(fwd['mean_ms'] - 1e3 * d) * 1e3:.1f}" if fwd else "-",
             f"{added:.1f}",
             f"{added_one_way_std_us(rtt['std_ms'], floor['std_ms']):.1f}",
+            f"{hops['stack_to_engine_us']:.1f}" if hops else "-",
+            f"{hops['handover_to_read_us']:.1f} / {hops['handover_to_read_reverse_us']:.1f}" if hops else "-",
             _verdict(ok),
         )
     notes = [
@@ -133,7 +140,9 @@ def delay(out: Path, quick: bool) -> Part:
         "probes over a plain veth pair without it, measured just after) / 2 − delay. 'one-way err' is the "
         "absolute figure (mean RTT − 2·delay)/2, which counts both hosts' stacks too; 'fwd OWD err' is the "
         "probe→echo one-way delay (echo's receive stamp) minus the delay; 'added std' is the one-way spread "
-        "beyond the floor's."
+        "beyond the floor's. Medians of a probe's hops: 'stack→engine' from the probe's send to the engine's "
+        "arrival stamp, 'hand-over→read' from the engine's hand-over to the receiving agent's read (forward / "
+        "back): the receiving host's wake-up, outside the link model."
     ]
     return Part("delay", t, ok_all, notes)
 
@@ -408,6 +417,22 @@ def bandwidth(out: Path, quick: bool) -> Part:
     return Part("bandwidth", t, ok_all, notes)
 
 
+def machine_table() -> Table:
+    """What this machine does, measured now: a row fails on another machine for these."""
+    t = _table(
+        f"this machine: timer wake-up lateness (clock_nanosleep to a deadline, 1 ns slack, CPU latency "
+        f"request {'off' if DEFAULT_CPU_LATENCY_US is None else f'{DEFAULT_CPU_LATENCY_US} µs'} as in a run); "
+        f"cpuidle driver {cpuidle_driver()}; {os.cpu_count()} CPUs",
+        "sleep",
+        "wake-ups",
+        "mean late µs",
+        "max late µs",
+    )
+    for w in timer_lateness():
+        t.add_row(f"{w.sleep_s * 1e3:g} ms", str(w.samples), f"{w.mean_us:.1f}", f"{w.max_us:.1f}")
+    return t
+
+
 PARTS = {"delay": delay, "jitter": jitter, "loss": loss, "queue": queue, "bandwidth": bandwidth}
 
 
@@ -418,6 +443,7 @@ def validate(out: Path, quick: bool = False, parts: list[str] | None = None, con
     if console is None:
         console = Console()
         console.width = max(console.width, 170)  # the tables are wide; never squeeze them to 80
+    console.print(machine_table())
     ok = True
     for name in parts or list(PARTS):
         with console.status(f"validate: {name}…"):

@@ -10,6 +10,7 @@ from transportlab.metrics.convergence import crossing_time, delta_fair_convergen
 from transportlab.metrics.delay import one_way_delay, queueing_delay, sojourn
 from transportlab.metrics.delivery import bytes_delivered, goodput
 from transportlab.metrics.fairness import byte_difference, jain_index, pairwise_byte_difference
+from transportlab.metrics.handover import probe_hops
 from transportlab.metrics.jitter import (
     interarrival,
     ipdv_rfc3393,
@@ -62,6 +63,7 @@ __all__ = [
     "goodput",
     "sojourn",
     "one_way_delay",
+    "probe_hops",
     "queueing_delay",
     "jitter_rfc3550",
     "jitter_rfc3550_series",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -172,7 +173,7 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
     ]
 
     flows = {f["name"]: flow_metrics(run, records, f, scen, directions, t0_ns) for f in scen["flows"]}
-    probes = {}
+    probes: dict[str, dict[str, Any]] = {}
     for p in scen["probes"]:
         summ = run.summary(p["name"])
         if summ is None:
@@ -186,6 +187,7 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             "lost": res.get("lost"),
             "owd_forward_ms": res.get("owd_forward"),
             "owd_reverse_ms": res.get("owd_reverse"),
+            "hops_us": M.probe_hops(records, run.series(p["name"]), p["port"]) if "port" in p else None,
         }
 
     # A run that stopped when its flows were done ended before its duration.

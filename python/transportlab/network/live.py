@@ -35,6 +35,17 @@ DEFAULT_ATTACH = os.environ.get("TLAB_ATTACH", "veth")
 # handing a packet to a host does not run that host's stack in the engine's thread
 # (TLAB_RPS=off: neither; bench/engine measures both).
 DEFAULT_RPS = os.environ.get("TLAB_RPS", "on") != "off"
+
+# While a network is live, the machine's CPUs are kept out of idle states slower to leave
+# than this many µs (a PM QoS CPU latency request through /dev/cpu_dma_latency, held by
+# the runner for the network's life and dropped by the kernel when the descriptor closes,
+# however the runner ends). At 0 an idle CPU polls instead of halting, so a host woken by
+# a packet the engine hands over after a quiet second is not woken from a halted vCPU
+# (bench/engine measures both; docs/architecture.md, "What this machine kind does").
+# TLAB_CPU_LATENCY=off: no request.
+CPU_LATENCY_DEVICE = Path("/dev/cpu_dma_latency")
+_cpu_latency = os.environ.get("TLAB_CPU_LATENCY", "0")
+DEFAULT_CPU_LATENCY_US: int | None = None if _cpu_latency == "off" else int(_cpu_latency)
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
@@ -86,8 +97,12 @@ class Network:
         attach: str | None = None,
         capture: tuple[int, tuple[str, ...]] | None = None,
         rps: bool | None = None,
+        cpu_latency_us: int | None | str = "default",
     ):
         self.topology = topology
+        # µs (None: no request); see DEFAULT_CPU_LATENCY_US.
+        self.cpu_latency_us = DEFAULT_CPU_LATENCY_US if cpu_latency_us == "default" else cpu_latency_us
+        self._cpu_latency_fd: int | None = None
         # (snaplen, direction names): the engine writes `capture_path` (pcapng).
         self.capture = capture
         self.workdir = Path(workdir)
@@ -181,6 +196,7 @@ class Network:
         engine_bin = binary("tlab-engine")
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.record.save()
+        self._hold_cpu_latency()
         if self._steer:
             self._pin_engine()
         if self.attach == "veth":
@@ -232,6 +248,20 @@ class Network:
         stderr.close()
         self.record.add_process(self._engine.pid, str(engine_bin))
         self._wait_ready(self._engine, "engine", ENGINE_READY_TIMEOUT_S, self.workdir / "engine.stderr")
+
+    def _hold_cpu_latency(self) -> None:
+        """Opens the CPU latency request for the network's life (closed in `stop`)."""
+        if self.cpu_latency_us is None:
+            return
+        try:
+            fd = os.open(CPU_LATENCY_DEVICE, os.O_WRONLY | os.O_CLOEXEC)
+        except OSError as e:
+            raise NetworkError(
+                f"cannot hold a CPU latency of {self.cpu_latency_us} µs ({CPU_LATENCY_DEVICE}: {e.strerror}); "
+                "TLAB_CPU_LATENCY=off runs without (sparse traffic then wakes halted CPUs: docs/architecture.md)"
+            ) from None
+        os.write(fd, int(self.cpu_latency_us).to_bytes(4, "little", signed=True))
+        self._cpu_latency_fd = fd
 
     def _create_host(self, host: str) -> None:
         ns = self.namespace(host)
@@ -414,6 +444,7 @@ class Network:
                 self.engine_stats["unintended_drops"]["tun_queue_overflow"] = tun_drops
                 self.engine_stats["unintended_drops_total"] += sum(v for v in tun_drops.values() if v > 0)
                 self.engine_stats["cpu"] = self.engine_cpu
+                self.engine_stats["cpu_latency_us"] = self.cpu_latency_us
                 self.stats_path.write_text(json.dumps(self.engine_stats, indent=1))
         for fd in self._tun_fds.values():
             os.close(fd)
@@ -426,6 +457,9 @@ class Network:
         if self._cpu_claim is not None:
             self._cpu_claim.release()
             self._cpu_claim = None
+        if self._cpu_latency_fd is not None:
+            os.close(self._cpu_latency_fd)
+            self._cpu_latency_fd = None
         self._unload_kernel_ccs()
         if self.record.kernel_ccs:
             self.record.save()  # what could not be unloaded stays for `tlab clean`

@@ -20,8 +20,9 @@ def _agent() -> str:
     return str(binary("agent"))
 
 
-def echo(bind: str, port: int) -> list[str]:
-    return [_agent(), "echo", "--bind", f"{bind}:{port}"]
+def echo(bind: str, port: int, stamp: bool = False) -> list[str]:
+    """With `stamp`, the echo writes its receive time into each probe (one-way delays)."""
+    return [_agent(), "echo", "--bind", f"{bind}:{port}"] + (["--stamp"] if stamp else [])
 
 
 def probe(
@@ -108,10 +109,13 @@ def run_probes(
     port: int = 7000,
     tag: str = "probe",
     size: int = 64,
+    stamp: bool = False,
 ) -> dict:
-    """Probes from `src` to an echo server on `dst`; returns the probe summary's results."""
+    """Probes from `src` to an echo server on `dst`; returns the probe summary's results
+    (the series, one row per probe, is `workdir/<tag>.arrow`; `stamp`: the echo stamps
+    its receive time)."""
     workdir.mkdir(parents=True, exist_ok=True)
-    server = net.start_server(dst, echo("0.0.0.0", port), workdir / f"{tag}-echo.stderr")
+    server = net.start_server(dst, echo("0.0.0.0", port, stamp), workdir / f"{tag}-echo.stderr")
     summary = workdir / f"{tag}.json"
     res = net.run(
         src,

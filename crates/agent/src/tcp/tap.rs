@@ -235,7 +235,8 @@ fn filter_program(dir: &Direction) -> Vec<libc::sock_filter> {
         ins(RET_K, 0),
     ];
     let drop_at = p.len() - 1;
-    for (i, x) in p.iter_mut().enumerate() {
+    // Every instruction before the drop itself (a jump lands after itself).
+    for (i, x) in p[..drop_at].iter_mut().enumerate() {
         let to_drop = (drop_at - i - 1) as u8;
         match x.code {
             JEQ_K => x.jf = to_drop,

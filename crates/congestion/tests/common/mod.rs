@@ -65,12 +65,16 @@ pub fn packets(controller: &dyn Controller) -> u64 {
 
 /// One round trip of a window-limited sender: the window at `start` in MSS-sized
 /// packets, acked evenly over `rtt` (packet i of n at start + i·rtt/n, each sent exactly
-/// one `rtt` before its ack, one ACK frame per packet). Returns start + rtt.
+/// one `rtt` before its ack, one ACK frame per packet). Returns start + rtt. The first
+/// packet was sent at start + rtt/n − rtt, so a drive starts at least one `rtt` after 0.
 pub fn ack_round(controller: &mut dyn Controller, start: Nanos, rtt: Nanos) -> Nanos {
     let n = packets(controller);
     for i in 1..=n {
         let now = start + i * rtt / n;
-        controller.on_ack(&ack(now, now - rtt, steady_rtt(rtt)));
+        let sent = now.checked_sub(rtt).unwrap_or_else(|| {
+            panic!("ack_round: a packet acked at {now} ns was sent one rtt ({rtt} ns) earlier, before time 0")
+        });
+        controller.on_ack(&ack(now, sent, steady_rtt(rtt)));
         controller.on_ack_end(now, 0);
     }
     start + rtt
