@@ -6,8 +6,8 @@
 //! header whose checksum verifies.
 #![no_main]
 
-use engine::wire::ipv4::{protocol, Ecn, Ipv4Packet, MIN_HEADER_LEN};
-use engine::wire::{flow_key, Error, FlowKey, TcpPacket, UdpPacket};
+use wire::ipv4::{protocol, Ecn, Ipv4Packet, MIN_HEADER_LEN};
+use wire::{flow_key, Error, FlowKey, TcpPacket, UdpPacket};
 use libfuzzer_sys::fuzz_target;
 
 /// The parser before the typed views (literal offsets), as the reference.

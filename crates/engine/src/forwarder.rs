@@ -8,8 +8,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 
-use crate::wire::ipv4::{Ecn, Ipv4Packet};
-use crate::wire::{flow_key, FlowKey};
+use wire::ipv4::{Ecn, Ipv4Packet};
+use wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
 
 use crate::capture::Capture;

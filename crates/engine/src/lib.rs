@@ -11,4 +11,3 @@ pub mod forwarder;
 pub mod log;
 pub mod spin;
 pub mod stats;
-pub mod wire;

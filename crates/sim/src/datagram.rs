@@ -4,8 +4,8 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use engine::wire::ipv4::{protocol, Ecn, Ipv4Packet};
-use engine::wire::udp::UdpPacket;
+use wire::ipv4::{protocol, Ecn, Ipv4Packet};
+use wire::udp::UdpPacket;
 
 pub const HEADERS: usize = 28;
 
@@ -79,7 +79,7 @@ mod tests {
         let p = d.to_packet(9);
         assert_eq!(p.len(), 128);
         assert!(Ipv4Packet::new_checked(&p[..]).unwrap().verify_checksum());
-        let key = engine::wire::flow_key(&p).unwrap();
+        let key = wire::flow_key(&p).unwrap();
         assert_eq!((key.sport, key.dport, key.proto), (40000, 5201, 17));
         let back = Datagram::from_packet(&p).unwrap();
         assert_eq!(

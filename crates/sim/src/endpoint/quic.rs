@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use agent::cc::{CcChoice, Probe};
 use agent_proto::one_way::Reaction;
 use bytes::{Bytes, BytesMut};
-use engine::wire::ipv4::Ecn;
+use wire::ipv4::Ecn;
 use linkem::Nanos;
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{

@@ -552,7 +552,7 @@ struct ClientResults {
 
 impl Endpoint for TcpClient {
     fn address(&self) -> (u8, SocketAddrV4) {
-        (engine::wire::ipv4::protocol::TCP, self.stack.addr)
+        (wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
@@ -721,7 +721,7 @@ struct ServerResults {
 
 impl Endpoint for TcpServer {
     fn address(&self) -> (u8, SocketAddrV4) {
-        (engine::wire::ipv4::protocol::TCP, self.stack.addr)
+        (wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use agent_proto::stats;
 use agent_proto::wire::stamp::{Stamp, LEN};
-use engine::wire::ipv4::Ecn;
+use wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
 
