@@ -19,9 +19,9 @@ lint: setup
 
 test: lint
 	cargo test --release --quiet
-	python3 -m pytest -q -rA tests --deselect tests/test_scenarios_smoke.py::test_shipped_scenario_runs
-	# Every shipped scenario, two at a time (they check exit status, metrics and unintended
-	# drops, not timing, so sharing the cores does not weaken them).
+	python3 -m pytest -q -rA tests --ignore tests/test_scenarios_smoke.py
+	# Every shipped study and scenario, two at a time (they check exit status, metrics and
+	# unintended drops, not timing, so sharing the cores does not weaken them).
 	python3 -m pytest -q -rA -n 2 tests/test_scenarios_smoke.py
 	./scripts/fuzz.sh $(FUZZ_SECONDS)
 

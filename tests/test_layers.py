@@ -17,10 +17,11 @@ BESIDE = {
     "locations": None,
     "contract": None,
     "utp_agent": None,  # runs inside a namespace; imports no stage
-    "quic_stacks": "artefacts",  # runs inside a namespace; reads its stack's qlog with the one reader
+    "stacks": "artefacts",  # runs inside a namespace; reads its stack's qlog with the one reader
     "kinds": "metrics",
     "cluster": "run",  # runs on Dask workers; the pipeline analyses what comes back
     "pipeline": "report",
+    "study": "fidelity",  # runs a study's experiments through the pipeline, draws its report
     "cli": "cli",  # above every stage
     "__main__": "__main__",  # above `cli`
     "__init__": None,

@@ -58,7 +58,8 @@ def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expec
             r"flows\.dl\.implementation: not a QUIC implementation; expected one of quinn, quic-go, aioquic, ngtcp2",
         ),
         ('implementation = "aioquic"\nstreams = 4', r"flows\.dl\.streams: streams is a field of quinn's flows"),
-        ('implementation = "ngtcp2"\nmss = 1300', r"flows\.dl\.mss: mss is a field of quinn's flows"),
+        ('implementation = "ngtcp2"\nrcvbuf = "32MiB"', r"flows\.dl\.rcvbuf: rcvbuf is a field of quinn's flows"),
+        ('implementation = "ngtcp2"\nmss = 1000', r"flows\.dl\.mss: a quic mss \(datagram size\) is 1200 to 1472"),
         (
             'implementation = "quic-go"\ncc_params = { beta = 0.5 }',
             r"flows\.dl\.cc_params: quic-go's controllers take no parameters",
@@ -80,14 +81,20 @@ def test_what_a_stack_cannot_do_is_refused_naming_flow_and_field(tmp_path, flow,
 
 
 def test_stack_ends_are_the_stack_end_module_with_a_give_up_before_the_runners_grace(tmp_path):
-    s = load(tmp_path, 'implementation = "ngtcp2"\ncc = "bbr"\nbytes = "2MB"\ndirection = "upload"\nstart = "1s"')
+    s = load(
+        tmp_path,
+        'implementation = "ngtcp2"\ncc = "bbr"\nbytes = "2MB"\ndirection = "upload"\nstart = "1s"\nmss = 1280\nrcvbuf = "default"',
+    )
     (f,) = resolve(s).flows
     ends = kind("quic").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 10.0 + 7.0)
-    assert ends.server[1:3] == ["-m", "transportlab.quic_stacks"] and "server" in ends.server
+    assert ends.server[1:3] == ["-m", "transportlab.stacks"] and "quic-server" in ends.server
     assert ends.client[ends.client.index("--implementation") + 1] == "ngtcp2"
     assert ends.client[ends.client.index("--cc") + 1] == "bbr"
     assert ends.client[ends.client.index("--bytes") + 1] == "2000000"
     assert ends.client[ends.client.index("--direction") + 1] == "upload"
+    # mss is the datagram size at both ends, as quinn's.
+    assert ends.client[ends.client.index("--datagram-size") + 1] == "1280"
+    assert ends.server[ends.server.index("--datagram-size") + 1] == "1280"
     # The scenario ends at 10 s, the client starts at 1 s, the runner's grace is 5 s:
     # the stack end gives up 11.5 s after its start, 2.5 s before the runner would stop it.
     assert float(ends.client[ends.client.index("--give-up") + 1]) == pytest.approx(11.5)

@@ -99,3 +99,98 @@ def test_overflow_is_reported(tmp_path):
     assert any("console error: boom" in p for p in problems)
     assert any("broken image: missing" in p for p in problems)
     assert sum("horizontal overflow" in p for p in problems) == 2
+
+
+STUDY = """
+name = "browser-study"
+title = "Browser check study"
+description = "Two experiments and one figure of every kind."
+default_design = "quick"
+
+[designs.quick]
+repetitions = 1
+
+[[experiments]]
+name = "sweep"
+file = "sweep.toml"
+title = "a two-point sweep"
+
+[[experiments]]
+name = "single"
+file = "single.toml"
+title = "one run"
+
+[[figures]]
+id = "lines"
+title = "Throughput against rate"
+kind = "lines"
+experiments = ["sweep"]
+metrics = ["throughput_bps"]
+x = "rate"
+by = ["flow"]
+scale = 1e-6
+unit = "Mbit/s"
+measured = "throughput per flow"
+
+[[figures]]
+id = "box"
+title = "Throughput per flow"
+kind = "box"
+experiments = ["sweep", "single"]
+metrics = ["throughput_bps"]
+by = ["experiment", "flow"]
+measured = "throughput per flow"
+
+[[figures]]
+id = "table"
+title = "All numbers"
+kind = "table"
+experiments = ["sweep", "single"]
+metrics = ["throughput_bps", "jain_index", "rtt_mean_ms"]
+by = ["experiment", "flow"]
+measured = "throughput, Jain's index, RTT"
+
+[[figures]]
+id = "series"
+title = "Throughput over time"
+kind = "timeseries"
+experiments = ["sweep"]
+plot = "throughput"
+measured = "throughput over time"
+
+[[figures]]
+id = "query"
+title = "Runs per experiment"
+kind = "query"
+experiments = ["sweep", "single"]
+sql = "SELECT experiment, count(DISTINCT run_dir) AS runs FROM runs GROUP BY experiment ORDER BY experiment"
+measured = "runs per experiment"
+"""
+
+
+def test_study_report_in_chromium(tmp_path):
+    folder = tmp_path / "study"
+    folder.mkdir()
+    (folder / "single.toml").write_text(SCENARIO)
+    (folder / "sweep.toml").write_text(
+        SCENARIO.replace('name = "browser-check"', 'name = "browser-sweep"')
+        + '\n[sweep]\n"links.bottleneck.forward.rate" = ["10Mbit", "20Mbit"]\n'
+    )
+    (folder / "study.toml").write_text(STUDY)
+    out = tmp_path / "out"
+    res = subprocess.run(
+        [sys.executable, "-m", "transportlab", "study", str(folder), "--smoke", "--out", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr
+    report = out / "browser-study-smoke" / "report.html"
+    check = _check(report)
+    assert check.title.startswith("transportlab study")
+    html = report.read_text()
+    # Every figure drawn, in the file's order, each with its caption and its runs.
+    positions = [html.index(f'id="{k}"') for k in ("lines", "box", "table", "series", "query")]
+    assert positions == sorted(positions)
+    assert html.count('class="caption"') == 5 and "not drawn" not in html and "Not yet run" not in html
+    assert html.count("runs behind it") == 5 and "rep-0/report.html" in html

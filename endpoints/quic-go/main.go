@@ -2,7 +2,7 @@
 // own example server and client fetch only (no upload, no bulk for a duration, no
 // timings), so this small program does what the lab's flows need and nothing else:
 //
-//	tlab-quic-go server --bind ADDR:PORT --cert FILE --key FILE
+//	tlab-quic-go server --bind ADDR:PORT --cert FILE --key FILE [--datagram-size N]
 //	tlab-quic-go client --url https://ADDR:PORT/N            (download N bytes)
 //	tlab-quic-go client --url https://ADDR:PORT/upload --upload N
 //	tlab-quic-go client --url https://ADDR:PORT/N --duration D  (bulk: stop after D)
@@ -83,10 +83,10 @@ func handler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(w, &zeros{n})
 }
 
-func quicConfig() *quic.Config {
+func quicConfig(datagramSize int) *quic.Config {
 	// Flow-control windows as large as quinn's (64 MiB), so that the receive window is not
 	// what limits a transfer on the lab's links.
-	return &quic.Config{
+	c := &quic.Config{
 		Tracer:                         qlog.DefaultConnectionTracer,
 		MaxStreamReceiveWindow:         64 << 20,
 		MaxConnectionReceiveWindow:     64 << 20,
@@ -94,6 +94,12 @@ func quicConfig() *quic.Config {
 		InitialConnectionReceiveWindow: 64 << 20,
 		MaxIdleTimeout:                 30 * time.Second,
 	}
+	if datagramSize > 0 {
+		// A fixed datagram size, as the flow's mss (quinn's --datagram-size).
+		c.InitialPacketSize = uint16(datagramSize)
+		c.DisablePathMTUDiscovery = true
+	}
+	return c
 }
 
 func server(args []string) {
@@ -101,11 +107,12 @@ func server(args []string) {
 	bind := fs.String("bind", "", "ADDR:PORT")
 	cert := fs.String("cert", "", "certificate (PEM)")
 	key := fs.String("key", "", "private key (PEM)")
+	datagramSize := fs.Int("datagram-size", 0, "UDP payload size (0: quic-go's own, with path MTU discovery)")
 	_ = fs.Parse(args)
 	if *bind == "" || *cert == "" || *key == "" {
 		fail("server needs --bind, --cert and --key")
 	}
-	srv := &http3.Server{Addr: *bind, Handler: http.HandlerFunc(handler), QUICConfig: quicConfig()}
+	srv := &http3.Server{Addr: *bind, Handler: http.HandlerFunc(handler), QUICConfig: quicConfig(*datagramSize)}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	done := make(chan error, 1)
@@ -134,6 +141,7 @@ func client(args []string) {
 	url := fs.String("url", "", "https://ADDR:PORT/N or /upload")
 	upload := fs.Int64("upload", -1, "POST this many bytes")
 	duration := fs.Duration("duration", 0, "bulk: stop after this long")
+	datagramSize := fs.Int("datagram-size", 0, "UDP payload size (0: quic-go's own, with path MTU discovery)")
 	_ = fs.Parse(args)
 	if *url == "" {
 		fail("client needs --url")
@@ -142,7 +150,7 @@ func client(args []string) {
 		// The lab's servers use a self-signed certificate made for the run: the handshake's
 		// cryptography is real, its authentication is outside the measurement.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
-		QUICConfig:      quicConfig(),
+		QUICConfig:      quicConfig(*datagramSize),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	stop := make(chan os.Signal, 1)

@@ -101,6 +101,60 @@ def _print_outcome(outcome) -> None:
         )
 
 
+@_scenario_errors
+def _cmd_study(args) -> int:
+    """Every run of a study not yet done, under one design, then the study report."""
+    from transportlab.cluster import ClusterError
+    from transportlab.study import load_study
+    from transportlab.study.run import run_study
+
+    cluster, workers = args.cluster, args.workers
+    if workers is not None and cluster is None:
+        cluster = "local"
+    if workers is not None and workers < 1:
+        print(f"tlab study: --workers must be at least 1, got {workers}", file=sys.stderr)
+        return 2
+    if cluster is not None and args.simulate:
+        print("tlab study: --cluster runs emulated runs; --simulate runs here (drop one of them)", file=sys.stderr)
+        return 2
+    study = load_study(args.folder)
+    design = args.design or study.default_design
+
+    def announce(p) -> None:
+        if not args.quiet:
+            d = p.design
+            print(f"{study.name} · {p.experiment.name} ({p.experiment.file}): {len(p.done)}/{len(p.runs)} runs done"
+                  f" (design {design}: repetitions {d.repetitions or 'as the file'}, thin {d.thin})")  # fmt: skip
+
+    try:
+        outcome = run_study(
+            study,
+            Path(args.out),
+            design,
+            only=args.experiment or (),
+            smoke=args.smoke,
+            simulated=args.simulate,
+            cluster=cluster,
+            workers=workers,
+            progress=not args.quiet,
+            report_only=args.report_only,
+            on_experiment=announce,
+        )
+    except ClusterError as e:
+        print(f"tlab study: {e}", file=sys.stderr)
+        return 2
+    for p in outcome.plans:
+        if p.not_run:
+            print(f"{p.experiment.name}: {p.not_run}", file=sys.stderr)
+    for f in outcome.failed:
+        print(f.line(), file=sys.stderr)
+    print(f"study report: {outcome.report.resolve()}")
+    if outcome.failed:
+        print(f"tlab study: {len(outcome.failed)} run(s) failed; run again to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_demo(args) -> int:
     args.scenario, args.set = str(DEMO_SCENARIO), []
     return _cmd_run(args)
@@ -280,6 +334,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_run)
     demo.set_defaults(func=_cmd_demo)
+    st = sub.add_parser("study", help="run a study folder (its study.toml): every run not yet done, then its report")
+    st.add_argument("folder", help="a study folder, e.g. scenarios/s3 (holding study.toml)")
+    st.add_argument("--design", help="the design to run at (study.toml's [designs]; default: its default_design)")
+    st.add_argument(
+        "--experiment",
+        action="append",
+        metavar="NAME",
+        help="run only this experiment (repeatable); the report shows all",
+    )
+    st.add_argument(
+        "--out", default=str(DEFAULT_OUT), help="results folder (default: results/); the study in OUT/<name>/"
+    )
+    st.add_argument("--quiet", action="store_true", help="no progress bars")
+    st.add_argument("--smoke", action="store_true", help="every experiment once, its first point, shortened to 3 s")
+    st.add_argument("--simulate", action="store_true", help="in the simulator; experiments it cannot run are listed")
+    st.add_argument("--cluster", metavar="ADDRESS", help="as `tlab run --cluster`")
+    st.add_argument("--workers", type=int, metavar="N", help="with --cluster local (implied): N local worker processes")
+    st.add_argument("--report-only", action="store_true", help="run nothing: (re)write the study report from done runs")
+    st.set_defaults(func=_cmd_study)
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
     rep.add_argument("dir")
     rep.set_defaults(func=_cmd_report)

@@ -16,11 +16,11 @@ from pathlib import Path
 from transportlab.artefacts import catalogue
 from transportlab.artefacts.rundir import DONE, FAILURES, write_json
 from transportlab.metrics.collect import write_metrics
-from transportlab.plan.runs import PlannedRun, plan
+from transportlab.plan.runs import PlannedRun, PointSelection, plan
 from transportlab.report import render_run, render_sweep
 from transportlab.run.execute import AgentFailure, execute
 from transportlab.run.record import scenario_record
-from transportlab.run.simulate import STACKS, refusals, simulate
+from transportlab.run.simulate import SMOLTCP, refusals, simulate, stacks
 from transportlab.scenario.errors import Issue, ScenarioError
 
 
@@ -67,9 +67,7 @@ def is_done(run_dir: Path) -> bool:
 def run_one(run: PlannedRun, on_progress=None, simulated: bool = False) -> FailedRun | None:
     run_id = secrets.token_hex(3)
     if simulated:
-        used = {f.protocol for f in run.resolved.flows}
-        stacks = {p: s for p, s in STACKS.items() if p in used}
-        failures = simulate(run, scenario_record(run, run_id, stacks))
+        failures = simulate(run, scenario_record(run, run_id, stacks(run.resolved)))
     else:
         failures = execute(run, run_id, scenario_record(run, run_id), on_progress)
     return finish(run, failures)
@@ -103,20 +101,36 @@ def run_scenario(
     simulated: bool = False,
     cluster: str | None = None,
     workers: int | None = None,
+    select: PointSelection | None = None,
 ) -> Outcome:
     """Every run of a scenario file (skipping those already done); renders the sweep
     report when there is more than one run. `smoke_s`: see `plan`. `simulated`: in the
     simulator, into `out/simulated/` (refused before anything runs if a flow cannot be).
     `cluster` (a Dask scheduler address, or "local" for `workers` local worker
     processes): the emulated runs go to the cluster's workers (`transportlab.cluster`)
-    and come back into `out`."""
+    and come back into `out`. `select`: which sweep points run (see `plan`)."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    sweep_dir, runs = plan(Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s)
+    sweep_dir, runs = plan(
+        Path(path), Path(out) / "simulated" if simulated else Path(out), list(overrides), smoke_s, select
+    )
     if simulated:
         problems = sorted({p for r in runs for p in refusals(r.resolved)})
         if problems:
             raise ScenarioError(str(path), [Issue(where, f"not in the simulator: {why}") for where, why in problems])
+    else:
+        only_simulated = sorted(
+            {
+                f"flows.{f.name}.implementation"
+                for r in runs
+                for f in r.resolved.flows
+                if f.protocol == "tcp" and f.implementation == SMOLTCP
+            }
+        )
+        if only_simulated:
+            raise ScenarioError(
+                str(path), [Issue(where, "smoltcp runs only in the simulator (--simulate)") for where in only_simulated]
+            )
     sweep_dir.mkdir(parents=True, exist_ok=True)
     todo = [r for r in runs if not is_done(r.run_dir)]
     failed: list[FailedRun] = []

@@ -63,6 +63,15 @@ pub struct FlowConfig {
     /// QUIC: constant-rate messages of this many bytes every `interval_ns` (upload).
     #[serde(default)]
     pub message_size: Option<u32>,
+    /// TCP: which stack plays it, "transportlab-tcp" (the default) or "smoltcp".
+    #[serde(default)]
+    pub stack: Option<String>,
+    /// TCP: the hosts' socket-buffer limits (bytes) — `tcp_rmem[2]` of the receiving
+    /// end, `tcp_wmem[2]` of the sending end — as the emulated hosts set them.
+    #[serde(default)]
+    pub rcvbuf: Option<u64>,
+    #[serde(default)]
+    pub sndbuf: Option<u64>,
     /// QUIC: the bulk transfer's streams, or the objects in flight at once.
     #[serde(default = "one")]
     pub streams: u32,
@@ -79,6 +88,9 @@ pub struct FlowConfig {
     #[serde(default)]
     pub count: Option<u64>,
 }
+
+/// The stacks a TCP flow may run on, the default first.
+pub const TCP_STACKS: [&str; 2] = [tcp::STACK_NAME, "smoltcp"];
 
 fn one() -> u32 {
     1
@@ -127,6 +139,15 @@ impl SimConfig {
             }
             if f.objects.is_some() != f.object_size.is_some() {
                 return Err(format!("flows[{i}] ({}): objects and object_size go together", f.name));
+            }
+            if let Some(stack) = &f.stack {
+                if f.protocol != "tcp" || !TCP_STACKS.contains(&stack.as_str()) {
+                    return Err(format!(
+                        "flows[{i}] ({}): stack {stack:?}: tcp flows are {}",
+                        f.name,
+                        TCP_STACKS.join(" or ")
+                    ));
+                }
             }
             if f.streams == 0 {
                 return Err(format!("flows[{i}] ({}): streams 0: at least 1", f.name));

@@ -27,6 +27,7 @@ use endpoint::pacer::Schedule;
 use endpoint::probe::{Echo, Probe};
 use endpoint::quic::{Clock, Plan, QuicClient, QuicServer, QuicSetup};
 use endpoint::tcp::{TcpClient, TcpServer, TcpSetup};
+use endpoint::transportlab_tcp::{TcpClient as LabTcpClient, TcpServer as LabTcpServer};
 use endpoint::udp::{UdpReceiver, UdpSender};
 use endpoint::Delivered;
 use world::{SimHosts, World};
@@ -107,20 +108,33 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
             }
             "tcp" => {
                 let delivered = Rc::new(Cell::new(Delivered::default()));
+                let upload = f.direction == "upload";
+                // The receiving host's receive-buffer limit and the sending host's send-buffer
+                // limit (each end gets both; only the receiver's and the sender's matter).
+                let (rcvbuf, sndbuf) = (f.rcvbuf, f.sndbuf);
                 let setup = || TcpSetup {
                     name: f.name.clone(),
                     cc: f.cc.clone().unwrap_or_else(|| "cubic".into()),
                     seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
                     mss: f.size.map(|s| s as u16),
+                    rcvbuf,
+                    sndbuf,
                     delivered: delivered.clone(),
                     raw: cfg.raw_dir.clone(),
                 };
-                world
-                    .add(Box::new(TcpServer::new(setup(), server, start).map_err(name)?), false)
-                    .map_err(name)?;
-                let upload = f.direction == "upload";
-                let client_end = TcpClient::new(setup(), client, server, start, end, upload, f.bytes).map_err(name)?;
-                world.add(Box::new(client_end), true).map_err(name)?;
+                if f.stack.as_deref() == Some("smoltcp") {
+                    let server_end = TcpServer::new(setup(), server, start).map_err(name)?;
+                    world.add(Box::new(server_end), false).map_err(name)?;
+                    let client_end =
+                        TcpClient::new(setup(), client, server, start, end, upload, f.bytes).map_err(name)?;
+                    world.add(Box::new(client_end), true).map_err(name)?;
+                } else {
+                    let server_end = LabTcpServer::new(setup(), server, client, start).map_err(name)?;
+                    world.add(Box::new(server_end), false).map_err(name)?;
+                    let client_end =
+                        LabTcpClient::new(setup(), client, server, start, end, upload, f.bytes).map_err(name)?;
+                    world.add(Box::new(client_end), true).map_err(name)?;
+                }
             }
             "udp" => {
                 let size = f

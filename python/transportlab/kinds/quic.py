@@ -25,17 +25,15 @@ from transportlab.kinds.base import (
 )
 from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
-from transportlab.quic_stacks.stacks import IMPLEMENTATIONS, QUINN, STACKS, Stack
 from transportlab.scenario.errors import FieldIssue
+from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
 
 DATAGRAM_RANGE = (1200, 1472)
 MESSAGE_RANGE = (16, 16 * 2**20)
 DELIVERIES = ("ordered", "unordered", "streams")
 # Fields only quinn's agent has.
-QUINN_ONLY = frozenset(
-    {"cc_params", "objects", "streams", "mss", "rcvbuf", "rate", "interval", "size", "delivery", "playout"}
-)
-STACK_END = "transportlab.quic_stacks"
+QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rcvbuf", "rate", "interval", "size", "delivery", "playout"})
+STACK_END = "transportlab.stacks"
 GIVE_UP_MARGIN_S = 2.5
 
 
@@ -120,8 +118,14 @@ class Quic(FlowKind):
         """A third-party stack's flow: an HTTP/3 download or upload of `bytes`, or a bulk
         download until stop; nothing of quinn's agent applies."""
         name = spec.implementation
-        for k in sorted(given & QUINN_ONLY):
+        # A field at its default says nothing (a sweep arm of quinn's may set rcvbuf =
+        # "default"); a value means something only quinn's agent does.
+        for k in sorted(k for k in given & QUINN_ONLY if getattr(spec, k) != type(spec).model_fields[k].default):
             raise FieldIssue(f"{k} is a field of quinn's flows; {name} runs an HTTP/3 transfer of bytes", (k,))
+        if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
+            raise FieldIssue(
+                f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
+            )
         if spec.application not in (None, "http3"):
             raise FieldIssue(f'{name} carries HTTP/3: application is "http3"', ("application",), spec.application)
         spec.application = "http3"
@@ -245,20 +249,23 @@ def _stack(spec) -> Stack | None:
 
 
 def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-    """The stack end (`python -m transportlab.quic_stacks`) at both ends: it runs the
+    """The stack end (`python -m transportlab.stacks`) at both ends: it runs the
     stack's own process, reads its qlog into the series and writes the agent's summary."""
     from transportlab.plan.schedule import CLIENT_GRACE_S, SERVER_GRACE_S  # schedule imports the kinds
 
     end = [sys.executable, "-m", STACK_END]
     common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
-    server = end + ["server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
+    server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += ["--summary", str(files.server_summary), "--series", str(files.server_series)]
     server += ["--qlog", str(files.server_qlog)]
-    client = end + ["client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction, *common]
+    client = end + ["quic-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction, *common]
     if flow.bytes:
         client += ["--bytes", str(flow.bytes)]
     else:
         client += ["--duration", f"{flow.end - flow.start:.9g}"]
+    if flow.mss:  # the datagram size, as quinn's
+        server += ["--datagram-size", str(flow.mss)]
+        client += ["--datagram-size", str(flow.mss)]
     # A stack still running when the runner's grace is almost over has hung: its end
     # gives up before (its own start-up and qlog reading take a second or two), so the
     # run records the failure with the stack's stderr.

@@ -1,7 +1,8 @@
 """Kernel TCP: bulk (upload/download for a duration or N bytes), objects, and paced
 records (`size` bytes every `interval`, received `ordered` or `unordered`), optional
 TLS 1.3, the kernel's congestion controls and the lab's own as BPF programs (`tcp-server`
-/ `tcp-client` in docs/agent.md, docs/bpf.md)."""
+/ `tcp-client` in docs/agent.md, docs/bpf.md). Or HTTP (`application`): a download
+served by nginx or Hypercorn to curl (docs/stacks.md)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from transportlab.kinds.base import (
 )
 from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
 from transportlab.scenario.errors import FieldIssue
+from transportlab.stacks.web import APPLICATIONS, DEFAULT_SERVER, SERVERS
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
 OTHER_LINUX_TCP_CC = frozenset(
@@ -45,6 +47,9 @@ MSS_RANGE = (88, 65495)
 # A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
 RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
+SMOLTCP = "smoltcp"
+# Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
+HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "application", "http_server"})
 DELIVERIES = ("ordered", "unordered")
 
 
@@ -67,16 +72,24 @@ class Tcp(FlowKind):
             "delivery",
             "page",
             "implementation",
+            "application",
+            "http_server",
         }
     )
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
+        if spec.application is not None or spec.http_server is not None:
+            _check_http(spec, given)
+            return
         check_playout(spec, given)
-        # One implementation, the kernel's; naming it lets a sweep axis step from a uTP
-        # implementation to TCP (S0 E4).
-        if spec.implementation not in (None, KERNEL_TCP):
-            raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
+        # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
+        # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
+        # simulator's second TCP, refused when emulated.
+        if spec.implementation not in (None, KERNEL_TCP, SMOLTCP):
+            raise FieldIssue(
+                f"tcp flows are {KERNEL_TCP} (the kernel's) or {SMOLTCP} (simulated only)", ("implementation",)
+            )
         if spec.mss is not None and not MSS_RANGE[0] <= spec.mss <= MSS_RANGE[1]:
             raise FieldIssue(f"a tcp mss is {MSS_RANGE[0]} to {MSS_RANGE[1]} bytes", ("mss",))
         if "page" in given:
@@ -154,6 +167,12 @@ class Tcp(FlowKind):
         if (rule := contract.cross_parameter_problem(cc, values)) is not None:
             key, why = rule
             raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
+        if contract.implementation("tcp", cc) == "bpf" and spec.application is not None:
+            raise FieldIssue(
+                f"TCP {cc} is the lab's BPF program; {spec.http_server or DEFAULT_SERVER} and curl run the kernel's "
+                f"own controllers ({', '.join(KERNEL_CCS)})",
+                ("cc",),
+            )
         if contract.implementation("tcp", cc) == "bpf":
             from transportlab.network.kernel_cc import support_problem
 
@@ -165,10 +184,14 @@ class Tcp(FlowKind):
         return cc
 
     def bpf_congestion(self, flow) -> tuple[str, dict] | None:
+        if flow.application is not None:
+            return None  # refused at check_cc: a web server takes its namespace's kernel controller
         cc = flow.cc or self.default_cc
         return (cc, dict(flow.cc_params)) if contract.implementation("tcp", cc) == "bpf" else None
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+        if flow.application is not None:
+            return _http_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("tcp-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "tcp-client", "--connect", f"{server_addr}:{flow.port}"]
         client += summary_args(files.client_summary, files.client_series)
@@ -341,3 +364,51 @@ def records_metrics(
         "records_late_share": M.late_share(lat, sent, rtt_ns) if lat is not None and sent and rtt_ns else None,
         "records_rtt_ms": rtt_ns / 1e6 if rtt_ns else None,
     }
+
+
+KERNEL_CCS = tuple(c for c in contract.controllers("tcp") if contract.implementation("tcp", c) != "bpf")
+
+
+def _check_http(spec, given) -> None:
+    """An HTTP download over kernel TCP: `application` says the HTTP and whether TLS,
+    `http_server` the server; of tcp's own fields only the controller applies."""
+    if spec.application not in APPLICATIONS:
+        field = "application" if spec.application is not None else "http_server"
+        raise FieldIssue(
+            f"tcp HTTP is application {', '.join(APPLICATIONS)} (served by {' or '.join(SERVERS)} to curl)",
+            (field,),
+            spec.application,
+        )
+    if spec.http_server is None:
+        spec.http_server = DEFAULT_SERVER
+    if spec.http_server not in SERVERS:
+        raise FieldIssue(f"the HTTP server is {' or '.join(SERVERS)}", ("http_server",), spec.http_server)
+    for k in sorted(given - HTTP_FIELDS - {"name", "from", "to", "protocol", "start", "stop", "port"}):
+        why = " (https and http2 are over TLS)" if k == "tls" else ""
+        raise FieldIssue(f"{k} is not a field of an HTTP flow{why}", (k,))
+    if "direction" in given and spec.direction != "download":
+        raise FieldIssue(
+            'an HTTP flow is a download (curl fetches from the server): direction is "download"', ("direction",)
+        )
+    spec.direction = "download"
+
+
+def _http_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
+    """The web stack end at both ends (`python -m transportlab.stacks web-server /
+    web-client`): the server sets its namespace's controller and runs nginx or
+    Hypercorn, the client runs curl."""
+    import sys
+
+    from transportlab.kinds.quic import GIVE_UP_MARGIN_S, STACK_END
+    from transportlab.plan.schedule import CLIENT_GRACE_S, SERVER_GRACE_S  # schedule imports the kinds
+
+    end = [sys.executable, "-m", STACK_END]
+    common = ["--application", str(flow.application), "--http-server", str(flow.http_server), "--cc", str(flow.cc)]
+    size = ["--bytes", str(flow.bytes)] if flow.bytes else []
+    server = end + ["web-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
+    server += size + ["--summary", str(files.server_summary)]
+    client = end + ["web-client", "--connect", f"{server_addr}:{flow.port}", *common]
+    client += size or ["--duration", f"{flow.end - flow.start:.9g}"]
+    scenario_end = serve_for_s - SERVER_GRACE_S
+    client += ["--give-up", f"{max(1.0, scenario_end - flow.start + CLIENT_GRACE_S - GIVE_UP_MARGIN_S):.9g}"]
+    return Endpoints(server, client + ["--summary", str(files.client_summary)])

@@ -18,6 +18,7 @@ from typing import Any
 
 from transportlab.locations import binary
 from transportlab.network import kernel_cc, netns, veth
+from transportlab.network.buffers import tcp_buffer_limits
 from transportlab.network.cpus import CpuClaim, claim_engine_cpu
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
@@ -41,33 +42,18 @@ ENGINE_READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
 ENGINE_STOP_GRACE_S = 120.0
 
-# Linux defaults for the TCP socket-buffer limits (bytes).
-DEFAULT_TCP_RMEM_MAX = 6_291_456
-DEFAULT_TCP_WMEM_MAX = 4_194_304
-
-
-class NetworkError(RuntimeError):
-    pass
-
 
 def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
-    """Socket-buffer limits large enough that no flow from or to `host` is capped below
-    its path's bandwidth-delay product by accident: 4 × BDP (TCP's receive window takes
-    about half the buffer, and the queue adds to the RTT), never below Linux's defaults."""
-    need = 0.0
-    for other in topology.hosts:
-        if other == host or not topology.connected(host, other):
-            continue
-        rate = min(filter(None, [topology.path_rate(host, other), topology.path_rate(other, host)]), default=None)
-        rtt = topology.path_rtt(host, other)
-        if rate:
-            need = max(need, 4 * rate / 8 * max(rtt, 0.001))
-    rmem = max(DEFAULT_TCP_RMEM_MAX, int(need))
-    wmem = max(DEFAULT_TCP_WMEM_MAX, int(need))
+    """The sysctls that set `host`'s TCP socket-buffer limits (`network.buffers`)."""
+    rmem, wmem = tcp_buffer_limits(topology, host)
     return {
         "net.ipv4.tcp_rmem": f"4096 131072 {rmem}",
         "net.ipv4.tcp_wmem": f"4096 16384 {wmem}",
     }
+
+
+class NetworkError(RuntimeError):
+    pass
 
 
 class _Terminated(BaseException):

@@ -132,6 +132,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 playout=tuple(f.playout) if f.playout else None,
                 implementation=f.implementation,
                 application=f.application,
+                http_server=f.http_server,
                 seed=derive_seed(s.seed, "flow", f.name),
             )
         )

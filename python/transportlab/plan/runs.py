@@ -3,14 +3,17 @@ seed and its own run directory."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from transportlab.plan.flows import Resolved
 from transportlab.plan.resolve import resolve
 from transportlab.plan.seeds import derive_seed
-from transportlab.scenario import Scenario, load_points
+from transportlab.scenario import Point, Scenario, load_points
+
+# Chooses which of a file's sweep points run (a study's design thins a sweep).
+PointSelection = Callable[[list[Point]], list[Point]]
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,18 @@ def shortened(s: Scenario, seconds: float) -> Scenario:
 
 
 def plan(
-    path: Path, out: Path, overrides: Sequence[str] = (), smoke_s: float | None = None
+    path: Path,
+    out: Path,
+    overrides: Sequence[str] = (),
+    smoke_s: float | None = None,
+    select: PointSelection | None = None,
 ) -> tuple[Path, list[PlannedRun]]:
-    """All runs a scenario file asks for; with `smoke_s`, only its first point, once,
-    shortened to that many seconds (into `<name>-smoke`). Raises ScenarioError on a bad
-    file."""
+    """All runs a scenario file asks for (of the points `select` keeps); with `smoke_s`,
+    only its first point, once, shortened to that many seconds (into `<name>-smoke`).
+    Raises ScenarioError on a bad file."""
     points = load_points(path, overrides)
+    if select is not None and smoke_s is None:
+        points = select(points)
     if smoke_s is not None:
         points = [replace(points[0], scenario=shortened(points[0].scenario, smoke_s))]
     first = resolve(points[0].scenario)

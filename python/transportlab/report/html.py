@@ -9,6 +9,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -461,15 +462,43 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
 LATENESS_P99_TARGET_US = 50.0
 
 
-def validity_table(rd: RunData) -> str:
-    """Whether the run is valid, before any figure: unintended drops, the engine's
-    hand-over lateness against its target, and flows the hosts limited."""
+@dataclass(frozen=True)
+class Validity:
+    """Whether a run's numbers can be trusted: unintended drops (packets lost outside the
+    emulated network) and the engine's hand-over lateness p99 against its target (NaN when
+    not reported, e.g. a simulated run); flows the hosts limited."""
+
+    unintended_drops: float
+    lateness_p99_us: float
+    window_limited: list[str]
+
+    @property
+    def timing_ok(self) -> bool | None:
+        return None if math.isnan(self.lateness_p99_us) else self.lateness_p99_us <= LATENESS_P99_TARGET_US
+
+    @property
+    def trusted(self) -> bool:
+        """No unintended drops and the engine on time (unknown lateness counts as on time:
+        the simulator has no hand-over)."""
+        return self.unintended_drops == 0 and self.timing_ok is not False
+
+
+def run_validity(rd: RunData) -> Validity:
     m = rd.metrics
     engine = m.get("engine") or {}
     lat = engine.get("handover_lateness") if isinstance(engine.get("handover_lateness"), dict) else engine
-    p99 = as_float((lat or {}).get("p99_us"))
-    drops = as_float(m.get("unintended_drops"))
-    limited = [n for n, f in rd.flows.items() if f.get("window_limited")]
+    return Validity(
+        as_float(m.get("unintended_drops")),
+        as_float((lat or {}).get("p99_us")),
+        [n for n, f in rd.flows.items() if f.get("window_limited")],
+    )
+
+
+def validity_table(rd: RunData) -> str:
+    """Whether the run is valid, before any figure: unintended drops, the engine's
+    hand-over lateness against its target, and flows the hosts limited."""
+    v = run_validity(rd)
+    p99, drops, limited = v.lateness_p99_us, v.unintended_drops, v.window_limited
 
     def verdict(ok: bool | None, text: str) -> str:
         mark = {True: "✓", False: "✗", None: "?"}[ok]
@@ -489,7 +518,7 @@ def validity_table(rd: RunData) -> str:
         ),
         ("window-limited flows", verdict(not limited, ", ".join(limited) or "none")),
     ]
-    items = "".join(f"<tr><th>{escape(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    items = "".join(f"<tr><th>{escape(k)}</th><td>{text}</td></tr>" for k, text in rows)
     return (
         f'<table class="kv validity"><caption class="small">Is this run valid?</caption><tbody>{items}</tbody></table>'
     )

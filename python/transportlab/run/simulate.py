@@ -17,16 +17,38 @@ from pathlib import Path
 from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
 from transportlab.locations import binary
+from transportlab.network.buffers import tcp_buffer_limits
 from transportlab.plan.flows import Resolved
 from transportlab.plan.runs import PlannedRun
 from transportlab.run.execute import AgentFailure
 
 # The simulated run's time 0 (virtual ns): away from 0 so no time is ever negative.
 T0_NS = 1_000_000_000
-# Which stack plays each protocol in the simulator (recorded in scenario.json).
-STACKS = {"quic": "quinn-proto", "tcp": "smoltcp", "udp": "transportlab udp"}
-# smoltcp's congestion controls (crates/sim/src/endpoint/tcp.rs, CONTROLLERS).
-SMOLTCP_CC = ("reno", "cubic")
+# Which stack plays each protocol in the simulator (recorded in scenario.json): TCP is
+# the lab's own (crates/tcp) unless a flow names smoltcp as its `implementation`.
+STACKS = {"quic": "quinn-proto", "tcp": "transportlab-tcp", "udp": "transportlab udp"}
+SMOLTCP = "smoltcp"
+# The congestion controls both simulated TCPs have (crates/tcp/src/cc, smoltcp's CONTROLLERS).
+SIM_TCP_CC = ("reno", "cubic")
+
+
+def tcp_stack(flow) -> str:
+    """The stack that plays a tcp flow in the simulator."""
+    return SMOLTCP if flow.implementation == SMOLTCP else STACKS["tcp"]
+
+
+def stacks(r: Resolved) -> dict[str, str]:
+    """The stacks a run uses, by protocol (several TCP stacks joined with " + ")."""
+    out: dict[str, str] = {}
+    for f in r.flows:
+        name = tcp_stack(f) if f.protocol == "tcp" else STACKS.get(f.protocol)
+        if name is None:
+            continue
+        known = out.get(f.protocol)
+        out[f.protocol] = name if known in (None, name) else " + ".join(sorted({*known.split(" + "), name}))
+    return out
+
+
 SIM_TIMEOUT_S = 3600
 
 
@@ -50,8 +72,10 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
                     "runs none: run them emulated",
                 )
             )
-        elif f.protocol == "tcp" and f.cc not in SMOLTCP_CC:
-            out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; smoltcp has {' and '.join(SMOLTCP_CC)}"))
+        elif f.protocol == "tcp" and f.cc not in SIM_TCP_CC:
+            out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; {tcp_stack(f)} has {' and '.join(SIM_TCP_CC)}"))
+        elif f.protocol == "tcp" and f.application is not None:
+            out.append((f"{where}.application", "HTTP servers and curl are real processes: run them emulated"))
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
             out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
         elif f.protocol == "quic" and f.rcvbuf:
@@ -88,6 +112,11 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
         if f.protocol == "tcp":
             flow["cc"] = f.cc
             flow["size"] = f.mss
+            flow["stack"] = tcp_stack(f)
+            # The buffer limits the emulated hosts get: the receiver's and the sender's.
+            sender, receiver = (f.from_, f.to) if f.direction == "upload" else (f.to, f.from_)
+            flow["rcvbuf"] = tcp_buffer_limits(topo, receiver)[0]
+            flow["sndbuf"] = tcp_buffer_limits(topo, sender)[1]
         elif f.protocol == "quic":
             flow["cc"] = f.cc
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}

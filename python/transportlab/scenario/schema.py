@@ -455,8 +455,10 @@ class FlowSpec(_Table):
     # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
     # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
     implementation: str | None = None
-    # quic with a third-party implementation: "http3" (what those stacks speak, docs/stacks.md).
+    # quic with a third-party implementation: "http3" (what those stacks speak); tcp:
+    # "http1", "https" or "http2", a download served by `http_server` to curl (docs/stacks.md).
     application: str | None = None
+    http_server: str | None = None  # tcp HTTP: "nginx" (the default) or "hypercorn"
     port: Port | None = None
 
     @field_validator("protocol")

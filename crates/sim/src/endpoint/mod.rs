@@ -7,6 +7,7 @@ pub mod pacer;
 pub mod probe;
 pub mod quic;
 pub mod tcp;
+pub mod transportlab_tcp;
 pub mod udp;
 
 use std::net::SocketAddrV4;

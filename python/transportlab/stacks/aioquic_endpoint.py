@@ -2,8 +2,8 @@
 example client and server ship only in its source distribution, so this small program
 does what the lab's flows need, as `tlab-quic-go` does for quic-go:
 
-    python -m transportlab.quic_stacks.aioquic_endpoint server --bind ADDR:PORT --cert F --key F
-    python -m transportlab.quic_stacks.aioquic_endpoint client --url https://ADDR:PORT/N
+    python -m transportlab.stacks.aioquic_endpoint server --bind ADDR:PORT --cert F --key F
+    python -m transportlab.stacks.aioquic_endpoint client --url https://ADDR:PORT/N
         [--upload N] [--duration SECONDS] [--cc reno|cubic]
 
 The server answers GET /N with N bytes and POST with the count of the body's bytes. Each
@@ -36,8 +36,8 @@ AHEAD = 4 * 2**20
 WINDOW = 64 * 2**20  # flow-control windows as quinn's, so they do not limit a transfer
 
 
-def configuration(is_client: bool, cc: str) -> QuicConfiguration:
-    return QuicConfiguration(
+def configuration(is_client: bool, cc: str, datagram_size: int | None) -> QuicConfiguration:
+    config = QuicConfiguration(
         is_client=is_client,
         alpn_protocols=H3_ALPN,
         congestion_control_algorithm=cc,
@@ -48,6 +48,9 @@ def configuration(is_client: bool, cc: str) -> QuicConfiguration:
         # The lab's servers use a self-signed certificate made for the run.
         verify_mode=False if is_client else None,
     )
+    if datagram_size:
+        config.max_datagram_size = datagram_size
+    return config
 
 
 def write_qlog(logger: QuicLogger | None, folder: Path | None, side: str) -> None:
@@ -154,7 +157,7 @@ def address(text: str) -> tuple[str, int]:
 
 
 async def run_server(args) -> int:
-    config = configuration(False, args.cc)
+    config = configuration(False, args.cc, args.datagram_size)
     config.load_cert_chain(args.cert, args.key)
     server = await serve(*address(args.bind), configuration=config, create_protocol=Endpoint)
     stop = asyncio.Event()
@@ -169,7 +172,7 @@ async def run_server(args) -> int:
 
 async def run_client(args) -> int:
     url = urlparse(args.url)
-    config = configuration(True, args.cc)
+    config = configuration(True, args.cc, args.datagram_size)
     res: dict = {"connect_start_ns": time.monotonic_ns(), "ended_by": "bytes", "bytes": 0}
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -226,7 +229,7 @@ async def run_client(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m transportlab.quic_stacks.aioquic_endpoint", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m transportlab.stacks.aioquic_endpoint", description=__doc__)
     sub = ap.add_subparsers(dest="end", required=True)
     s = sub.add_parser("server")
     s.add_argument("--bind", required=True)
@@ -239,6 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in (s, c):
         p.add_argument("--cc", choices=("reno", "cubic"), default="reno")
         p.add_argument("--qlog-dir", type=Path)
+        p.add_argument("--datagram-size", type=int, help="UDP payload size (aioquic's max_datagram_size)")
     args = ap.parse_args(argv)
     return asyncio.run(run_server(args) if args.end == "server" else run_client(args))
 

@@ -1,22 +1,16 @@
-"""`python -m transportlab.quic_stacks server|client --implementation NAME …`: one end of
-a QUIC flow run by a third-party stack (docs/stacks.md). It starts the stack's own
+"""One end of a QUIC flow run by a third-party stack (`python -m transportlab.stacks
+quic-server|quic-client` (docs/stacks.md). It starts the stack's own
 process, waits for it, reads its qlog into the agent's series and writes the agent's
-summary, so the runner and the metrics treat the flow as quinn's.
-
-Exit status as the agent's: 0 success (also when stopped by a signal), 1 the stack failed
-(its stderr's last lines on our stderr, after `error:`), 2 bad arguments."""
+summary, so the runner and the metrics treat the flow as quinn's."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -24,36 +18,17 @@ from pathlib import Path
 import pandas as pd
 
 from transportlab.artefacts import qlog as Q
-from transportlab.quic_stacks.stacks import STACKS, Stack, StackMissing, _Ngtcp2, version
-from transportlab.quic_stacks.tls import self_signed
-
-STOP_WAIT_S = 5.0  # a stack asked to stop gets this long before SIGKILL
-READY_TIMEOUT_S = 8.0
-STDERR_TAIL = 5
-# A bulk download's size: more than a run can move (ngtcp2's server is given a larger
-# --max-dyn-length).
-BULK_BYTES = 10**11
-
-
-def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m transportlab.quic_stacks", description=__doc__)
-    sub = ap.add_subparsers(dest="end", required=True)
-    for end in ("server", "client"):
-        p = sub.add_parser(end)
-        p.add_argument("--implementation", choices=list(STACKS), required=True)
-        p.add_argument("--cc", required=True, help="the lab's controller name")
-        p.add_argument("--summary", type=Path, required=True)
-        p.add_argument("--series", type=Path)
-        p.add_argument("--qlog", type=Path, help="where the connection's qlog goes")
-        p.add_argument("--duration", type=float, help="seconds: server: serve at most; client: bulk")
-        if end == "server":
-            p.add_argument("--bind", required=True, help="ADDR:PORT")
-        else:
-            p.add_argument("--connect", required=True, help="ADDR:PORT")
-            p.add_argument("--direction", choices=("download", "upload"), default="download")
-            p.add_argument("--bytes", type=int, help="download or upload this many bytes")
-            p.add_argument("--give-up", type=float, required=True, help="seconds: a stack still running fails")
-    return ap
+from transportlab.stacks.process import (
+    BULK_BYTES,
+    STALL_S,
+    Stopper,
+    stop,
+    tail,
+    wait_client,
+    wait_listening,
+    write_summary,
+)
+from transportlab.stacks.quic import Stack, _Ngtcp2, version
 
 
 class FileClock:
@@ -81,41 +56,16 @@ class FileClock:
         self._thread.join()
 
 
-def _tail(path: Path) -> str:
-    try:
-        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError:
-        return "(no stderr)"
-    return " / ".join(lines[-STDERR_TAIL:]) or "(no stderr)"
+def _ngtcp2_datagram(size: int | None) -> list[str]:
+    return [f"--max-udp-payload-size={size}", "--no-pmtud"] if size else []
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+def _datagram(size: int | None) -> list[str]:
+    return ["--datagram-size", str(size)] if size else []
 
 
-def _udp_bound(port: int, pid: int) -> bool:
-    """Whether a UDP socket of this namespace is bound to `port` (/proc/<pid>/net/udp is
-    the stack's namespace, which is ours)."""
-    for table in ("udp", "udp6"):
-        try:
-            text = Path(f"/proc/{pid}/net/{table}").read_text()
-        except OSError:
-            continue
-        for line in text.splitlines()[1:]:
-            local = line.split()[1]
-            if int(local.rsplit(":", 1)[1], 16) == port:
-                return True
-    return False
-
-
-def server_argv(stack: Stack, cc: str, host: str, port: int, cert: Path, key: Path, qdir: Path) -> list[str]:
-    own = stack.controllers[cc]
+def server_argv(args, stack: Stack, host: str, port: int, cert: Path, key: Path, qdir: Path) -> list[str]:
+    own = stack.controllers[args.cc]
     if isinstance(stack, _Ngtcp2):
         addr = "*" if host == "0.0.0.0" else host
         return [
@@ -126,12 +76,14 @@ def server_argv(stack: Stack, cc: str, host: str, port: int, cert: Path, key: Pa
             "--max-dyn-length=100G",
             "--max-window=64M",
             "--max-stream-window=64M",
+            *_ngtcp2_datagram(args.datagram_size),
             addr,
             str(port),
             str(key),
             str(cert),
         ]
     argv = stack.executable() + ["server", "--bind", f"{host}:{port}", "--cert", str(cert), "--key", str(key)]
+    argv += _datagram(args.datagram_size)
     if stack.name == "aioquic":
         argv += ["--cc", own, "--qlog-dir", str(qdir)]
     return argv
@@ -150,6 +102,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
             f"--cc={own}",
             "--max-window=64M",
             "--max-stream-window=64M",
+            *_ngtcp2_datagram(args.datagram_size),
         ]
         if args.direction == "upload":
             body = work / "upload.bin"
@@ -157,7 +110,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
                 f.truncate(args.bytes)
             argv.append(f"--data={body}")
         return argv + [host, port, url]
-    argv = stack.executable() + ["client", "--url", url]
+    argv = stack.executable() + ["client", "--url", url] + _datagram(args.datagram_size)
     if args.direction == "upload":
         argv += ["--upload", str(args.bytes)]
     if args.duration:
@@ -214,12 +167,6 @@ def write_series(path: Path, frames: list[pd.DataFrame]) -> None:
     os.replace(tmp, path)
 
 
-def write_summary(path: Path, summary: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, path)
-
-
 def keep_qlogs(found: list[tuple[Path, pd.DataFrame]], dest: Path | None) -> None:
     """The first connection's qlog at `dest`, connection n > 0 beside it with `-n` before
     its extension (as the agent names them)."""
@@ -230,47 +177,34 @@ def keep_qlogs(found: list[tuple[Path, pd.DataFrame]], dest: Path | None) -> Non
         shutil.move(str(path), target)
 
 
-class Stopper:
-    def __init__(self) -> None:
-        self.requested = False
-        signal.signal(signal.SIGTERM, self._on)
-        signal.signal(signal.SIGINT, self._on)
-
-    def _on(self, signum, frame) -> None:
-        self.requested = True
-
-
-def serve(args, stack: Stack, work: Path, prog: str) -> int:
+def serve(args, stack: Stack, work: Path) -> int:
     stopper = Stopper()
     host, port = args.bind.rsplit(":", 1)
+    from transportlab.stacks.tls import self_signed
+
     cert, key = self_signed(work)
     qdir = work / "qlog"
     qdir.mkdir()
     err_path = work / "stderr"
-    argv = server_argv(stack, args.cc, host, int(port), cert, key, qdir)
+    argv = server_argv(args, stack, host, int(port), cert, key, qdir)
     clock = FileClock(qdir) if stack.qlog_clock == "file" else None
     offset = time.time_ns() - time.monotonic_ns()
     start_ns = time.monotonic_ns()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env=stack_env(stack, qdir))
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not _udp_bound(int(port), proc.pid):
-        if proc.poll() is not None or time.monotonic() > deadline or stopper.requested:
-            _stop(proc)
-            print(
-                f"error: {stack.name} server did not start (exit {proc.returncode}): {_tail(err_path)}", file=sys.stderr
-            )
-            return 1
-        time.sleep(0.01)
+    if not wait_listening(proc, int(port), "udp", stopper):
+        stop(proc)
+        print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
+        return 1
     print(f"READY {port}", flush=True)
     until = time.monotonic() + args.duration if args.duration else float("inf")
     while proc.poll() is None and not stopper.requested and time.monotonic() < until:
         time.sleep(0.05)
     crashed = proc.poll() is not None
-    _stop(proc)
+    stop(proc)
     if clock:
         clock.stop()
-    error = f"{stack.name} server exited {proc.returncode}: {_tail(err_path)}" if crashed else None
+    error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
     found = read_series(stack, qdir, clock, offset)
     connections = [
         {"conn": n, "sender": None, "quic": quic_counters(frame), "samples": len(frame)}
@@ -303,7 +237,7 @@ def serve(args, stack: Stack, work: Path, prog: str) -> int:
     return 0
 
 
-def fetch(args, stack: Stack, work: Path, prog: str) -> int:
+def fetch(args, stack: Stack, work: Path) -> int:
     stopper = Stopper()
     qdir = work / "qlog"
     qdir.mkdir()
@@ -320,21 +254,7 @@ def fetch(args, stack: Stack, work: Path, prog: str) -> int:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=work, env=stack_env(stack, qdir))
     # ngtcp2's client has no duration: the bulk transfer ends when this end stops it.
     own_timer = isinstance(stack, _Ngtcp2) and args.duration
-    give_up = time.monotonic() + args.give_up
-    until = time.monotonic() + args.duration if own_timer else float("inf")
-    ended_by = None
-    while proc.poll() is None:
-        now = time.monotonic()
-        if stopper.requested:
-            ended_by = "signal"
-        elif now >= until:
-            ended_by = "duration"
-        elif now >= give_up:
-            ended_by = "give_up"
-        if ended_by:
-            _stop(proc)
-            break
-        time.sleep(0.005)
+    ended_by = wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
     exit_ns = time.monotonic_ns()
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     if clock:
@@ -345,10 +265,12 @@ def fetch(args, stack: Stack, work: Path, prog: str) -> int:
             with contextlib.suppress(ValueError):  # a line cut short: the stack failed
                 reported = json.loads(line)
     error = None
-    if ended_by == "give_up":
-        error = f"{stack.name} client did not finish within {args.give_up:g} s: {_tail(err_path)}"
+    if ended_by == "stalled":
+        error = (
+            f"{stack.name} client hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+        )
     elif ended_by is None and proc.returncode != 0:
-        error = f"{stack.name} client exited {proc.returncode}: {_tail(err_path)}"
+        error = f"{stack.name} client exited {proc.returncode}: {tail(err_path)}"
     if isinstance(stack, _Ngtcp2):
         got = work / "download" / str(n)
         moved = (
@@ -414,32 +336,3 @@ def fetch(args, stack: Stack, work: Path, prog: str) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    stack = STACKS[args.implementation]
-    prog = f"quic-stack-{args.end}"
-    if args.cc not in stack.controllers:
-        print(f"{prog}: error: {stack.name} offers {', '.join(stack.controllers)} (not {args.cc})", file=sys.stderr)
-        return 2
-    if args.end == "client" and (args.bytes is None) == (args.duration is None):
-        print(f"{prog}: error: give exactly one of --bytes and --duration", file=sys.stderr)
-        return 2
-    if args.end == "client" and args.bytes is None and args.direction == "upload":
-        print(f"{prog}: error: a bulk transfer is a download", file=sys.stderr)
-        return 2
-    try:
-        stack.executable() if not isinstance(stack, _Ngtcp2) else _Ngtcp2.program(args.end, stack.install)
-    except StackMissing as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    work = Path(tempfile.mkdtemp(prefix=f"tlab-{stack.name}-"))
-    try:
-        return serve(args, stack, work, prog) if args.end == "server" else fetch(args, stack, work, prog)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

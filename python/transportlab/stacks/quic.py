@@ -58,7 +58,7 @@ class _Aioquic(Stack):
     def executable(self) -> list[str]:
         if not _importable("aioquic"):
             raise StackMissing(f"aioquic: the Python package is not installed; {self.install}")
-        return [sys.executable, "-m", "transportlab.quic_stacks.aioquic_endpoint"]
+        return [sys.executable, "-m", "transportlab.stacks.aioquic_endpoint"]
 
 
 class _Ngtcp2(Stack):

@@ -1,0 +1,574 @@
+//! TCP with the lab's own sans-IO TCP (`crates/tcp`, recorded as `transportlab-tcp`),
+//! which follows Linux's behaviour (docs/simulator.md, "The simulator's TCP"). Each end
+//! is one `tcp::Connection` at its address; the simulator carries its segments in IPv4
+//! packets. The application is the agent's bulk transfer, as the smoltcp endpoint's
+//! (`super::tcp`): the client sends the agent's request (`agent_proto::wire::request`),
+//! the sender writes zeros up to the byte count or the flow's end, the client aborts at
+//! its end.
+
+use std::cell::Cell;
+use std::net::SocketAddrV4;
+use std::path::Path;
+use std::rc::Rc;
+
+use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
+use wire::TcpPacket;
+use linkem::Nanos;
+use serde::Serialize;
+use tcp::{Config, Connection, Segment, State, STACK_NAME};
+
+use agent_proto::transfer::{bps, secs};
+use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
+
+use super::tcp::TcpSetup;
+use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Row, Series};
+
+/// The agent's TCP request, the connection's first bytes.
+const REQUEST_LEN: usize = TCP.request_len();
+
+/// How often each end samples its connection for the series, as the agent's default
+/// `--tcp-info-interval`.
+const SAMPLE_INTERVAL: Nanos = 10_000_000;
+/// Bytes written to the send buffer at a time.
+const CHUNK: u64 = 1 << 20;
+
+/// The IPv4 packet carrying `seg` from `src` to `dst` (DF set, TTL 64, both checksums).
+fn to_packet(seg: &Segment, src: SocketAddrV4, dst: SocketAddrV4) -> Vec<u8> {
+    let tcp = seg.emit();
+    let mut p = vec![0u8; ipv4::MIN_HEADER_LEN + tcp.len()];
+    let ip = Ipv4Repr {
+        ecn: Ecn::from_bits(seg.ecn),
+        ..Ipv4Repr::new(*src.ip(), *dst.ip(), protocol::TCP)
+    };
+    ip.emit(&mut p, tcp.len()).expect("a segment fits an IPv4 packet");
+    p[ipv4::MIN_HEADER_LEN..].copy_from_slice(&tcp);
+    TcpPacket::new_unchecked(&mut p[ipv4::MIN_HEADER_LEN..]).fill_checksum(*src.ip(), *dst.ip());
+    p
+}
+
+/// The TCP segment in an IPv4 packet; `None` if it is not one.
+fn from_packet(p: &[u8]) -> Option<Segment> {
+    let ip = Ipv4Packet::new_checked(p).ok()?;
+    if ip.protocol() != protocol::TCP {
+        return None;
+    }
+    Segment::parse(ip.transport(), ip.ecn() as u8)
+}
+
+/// One row of the series (the agent's TCP series columns this stack has).
+struct Sample {
+    t_ns: Nanos,
+    bytes: u64,
+    cwnd: u32,
+    ssthresh: u32,
+    snd_mss: u32,
+    ca_state: u32,
+    srtt_us: Option<u64>,
+    rttvar_us: Option<u64>,
+    min_rtt_us: Option<u64>,
+    bytes_in_flight: u64,
+    total_retrans: u64,
+}
+
+impl Sample {
+    fn schema() -> arrow_schema::Schema {
+        use arrow_schema::{DataType, Field};
+        let mut fields = Vec::from(series_key_fields());
+        fields.extend([
+            Field::new("bytes", DataType::UInt64, false),
+            Field::new("cwnd", DataType::UInt32, false),
+            Field::new("cwnd_bytes", DataType::UInt64, false),
+            Field::new("ssthresh", DataType::UInt32, false),
+            Field::new("snd_mss", DataType::UInt32, false),
+            Field::new("ca_state", DataType::UInt32, false),
+            Field::new("srtt_us", DataType::UInt64, true),
+            Field::new("rttvar_us", DataType::UInt64, true),
+            Field::new("min_rtt_us", DataType::UInt64, true),
+            Field::new("bytes_in_flight", DataType::UInt64, false),
+            Field::new("total_retrans", DataType::UInt64, false),
+        ]);
+        arrow_schema::Schema::new(fields)
+    }
+
+    fn of(c: &Connection, t_ns: Nanos, bytes: u64) -> Sample {
+        Sample {
+            t_ns,
+            bytes,
+            cwnd: c.cwnd(),
+            // As the kernel reports an unset ssthresh (TCP_INFINITE_SSTHRESH).
+            ssthresh: c.ssthresh().unwrap_or(tcp::cc::INFINITE_SSTHRESH),
+            snd_mss: c.mss(),
+            ca_state: c.ca_state() as u32,
+            srtt_us: c.srtt_us(),
+            rttvar_us: c.srtt_us().map(|_| c.rttvar_us()),
+            min_rtt_us: c.min_rtt_us(),
+            bytes_in_flight: c.bytes_in_flight(),
+            total_retrans: c.stats().total_retrans,
+        }
+    }
+}
+
+impl Row for Sample {
+    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
+        use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
+        use std::sync::Arc;
+        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
+        let u32s = |f: fn(&Sample) -> u32| Arc::new(UInt32Array::from_iter_values(s.iter().map(f))) as ArrayRef;
+        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
+        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
+        columns.extend([
+            u64s(|x| x.bytes),
+            u32s(|x| x.cwnd),
+            u64s(|x| u64::from(x.cwnd) * u64::from(x.snd_mss)),
+            u32s(|x| x.ssthresh),
+            u32s(|x| x.snd_mss),
+            u32s(|x| x.ca_state),
+            opts(|x| x.srtt_us),
+            opts(|x| x.rttvar_us),
+            opts(|x| x.min_rtt_us),
+            u64s(|x| x.bytes_in_flight),
+            u64s(|x| x.total_retrans),
+        ]);
+        columns
+    }
+}
+
+/// One end: its connection, address, peer, series, and the application's transfer.
+struct End {
+    addr: SocketAddrV4,
+    peer: SocketAddrV4,
+    conn: Connection,
+    series: Series<Sample>,
+    next_sample: Option<Nanos>,
+    upload: bool,
+    limit: u64,
+    request: Vec<u8>,
+    /// Payload written (sender) or read (receiver), the request excluded.
+    sent: u64,
+    received: u64,
+    complete: bool,
+    done_ns: Option<Nanos>,
+    /// A request the server could not serve.
+    error: Option<String>,
+}
+
+impl End {
+    fn new(addr: SocketAddrV4, peer: SocketAddrV4, conn: Connection, series: &Path) -> End {
+        End {
+            addr,
+            peer,
+            conn,
+            series: Series::new(series, Sample::schema()),
+            next_sample: None,
+            upload: true,
+            limit: u64::MAX,
+            request: Vec::new(),
+            sent: 0,
+            received: 0,
+            complete: false,
+            done_ns: None,
+            error: None,
+        }
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        if let Some(seg) = from_packet(packet) {
+            if seg.dst_port == self.addr.port() && seg.src_port == self.peer.port() {
+                self.conn.receive(now, &seg);
+            }
+        }
+    }
+
+    /// Lets the connection send what is due, into `out` as IPv4 packets.
+    fn transmit(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        let mut segs = Vec::new();
+        self.conn.poll(now, &mut segs);
+        out.extend(segs.iter().map(|s| to_packet(s, self.addr, self.peer)));
+    }
+
+    /// Writes zeros up to the limit (or while there is room), then the FIN.
+    fn write(&mut self) {
+        while self.sent < self.limit {
+            let n = self.conn.write_zeros((self.limit - self.sent).min(CHUNK));
+            if n == 0 {
+                break;
+            }
+            self.sent += n;
+        }
+        if self.sent >= self.limit {
+            self.conn.close();
+        }
+    }
+
+    /// Reads what arrived (the request first if `want_request`), counting the payload.
+    fn read(&mut self, want_request: bool, delivered: &Cell<Delivered>, now: Nanos) {
+        if want_request && self.request.len() < REQUEST_LEN {
+            let mut buf = [0u8; REQUEST_LEN];
+            let want = REQUEST_LEN - self.request.len();
+            let n = self.conn.read(&mut buf[..want]);
+            self.request.extend_from_slice(&buf[..n]);
+        }
+        let n = self.conn.consume(usize::MAX) as u64;
+        self.received += n;
+        Delivered::add(delivered, n, now);
+    }
+
+    /// A series row at the first poll at or after each 10 ms deadline.
+    fn sample(&mut self, now: Nanos, bytes: u64) {
+        let due = *self.next_sample.get_or_insert(now);
+        if now < due {
+            return;
+        }
+        self.series.push(Sample::of(&self.conn, now, bytes));
+        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+    }
+}
+
+fn config(setup: &TcpSetup, local: SocketAddrV4, remote: SocketAddrV4, salt: u64) -> Config {
+    let seed = setup.seed ^ salt;
+    let mut cfg = Config::new(&setup.cc, local.port(), remote.port());
+    cfg.mss_clamp = setup.mss;
+    if let Some(r) = setup.rcvbuf {
+        cfg.rcvbuf = r;
+    }
+    if let Some(s) = setup.sndbuf {
+        cfg.sndbuf = s;
+    }
+    // Linux draws both per connection; here they come from the flow's seed.
+    cfg.isn = (seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as u32;
+    cfg.ts_offset = (seed.wrapping_mul(0xD6E8_FEB8_6659_FD93) >> 32) as u32;
+    cfg
+}
+
+pub struct TcpClient {
+    name: String,
+    cc: String,
+    end: End,
+    start: Nanos,
+    stop: Nanos,
+    /// Polled at or after `start` (the SYN is sent).
+    started: bool,
+    connected_ns: Option<Nanos>,
+    requested: bool,
+    closed: bool,
+    delivered: Rc<Cell<Delivered>>,
+}
+
+impl TcpClient {
+    pub fn new(
+        setup: TcpSetup,
+        addr: SocketAddrV4,
+        server: SocketAddrV4,
+        start: Nanos,
+        stop: Nanos,
+        upload: bool,
+        bytes: Option<u64>,
+    ) -> Result<TcpClient, String> {
+        let conn = Connection::connect(config(&setup, addr, server, 0)).map_err(|e| e.to_string())?;
+        let series = setup.raw.join(format!("{}-client.arrow", setup.name));
+        let mut end = End::new(addr, server, conn, &series);
+        end.upload = upload;
+        end.limit = bytes.unwrap_or(u64::MAX);
+        Ok(TcpClient {
+            name: setup.name.clone(),
+            cc: setup.cc.clone(),
+            end,
+            start,
+            stop,
+            started: false,
+            connected_ns: None,
+            requested: false,
+            closed: false,
+            delivered: setup.delivered.clone(),
+        })
+    }
+}
+
+/// The agent's tcp-client `results`, the fields the simulator has, and the stack that
+/// played TCP.
+#[derive(Serialize)]
+struct ClientResults {
+    mode: &'static str,
+    sender: &'static str,
+    cc: String,
+    stack: &'static str,
+    /// Payload the receiving application read (the server's, in an upload).
+    bytes: u64,
+    /// Payload this end wrote and read.
+    bytes_sent: u64,
+    bytes_received: u64,
+    complete: bool,
+    completion_s: Option<f64>,
+    goodput_bps: Option<f64>,
+    /// The sending end's retransmitted segments (`tcpi_total_retrans`), when the client
+    /// sends, as the agent reports it.
+    retransmits: Option<u64>,
+}
+
+impl Endpoint for TcpClient {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        (protocol::TCP, self.end.addr)
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        self.end.receive(now, packet);
+    }
+
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        if now < self.start || self.closed {
+            return;
+        }
+        self.started = true;
+        let e = &mut self.end;
+        if e.conn.state() == State::Closed {
+            self.closed = true;
+            return;
+        }
+        if e.conn.is_established() && self.connected_ns.is_none() {
+            self.connected_ns = Some(now);
+        }
+        if self.connected_ns.is_some() && !self.requested {
+            // As the agent's client asks: the bytes, or else the time left.
+            let bytes = (e.limit != u64::MAX).then_some(e.limit);
+            let request = Request {
+                bytes: bytes.unwrap_or(0),
+                duration_ns: if bytes.is_none() {
+                    self.stop.saturating_sub(now)
+                } else {
+                    0
+                },
+                ..Request::new(if e.upload { Mode::Upload } else { Mode::Download })
+            };
+            let request = request.encode(TCP).expect("a TCP bulk request");
+            self.requested = e.conn.write(&request) == REQUEST_LEN;
+        }
+        if self.requested {
+            if e.upload {
+                e.write();
+            } else {
+                e.read(false, &self.delivered, now);
+                if e.conn.peer_closed() && !e.complete {
+                    e.complete = true;
+                    e.done_ns = Some(now);
+                }
+            }
+        }
+        let d = self.delivered.get();
+        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && !e.complete {
+            e.complete = true;
+            e.done_ns = d.last_ns;
+        }
+        if now >= self.stop || (e.complete && !e.upload) {
+            e.conn.abort();
+            self.closed = true;
+        }
+        e.transmit(now, out);
+        if self.connected_ns.is_some() {
+            let bytes = if e.upload { e.sent } else { e.received };
+            e.sample(now, bytes);
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        if self.closed {
+            None
+        } else if !self.started {
+            Some(self.start)
+        } else {
+            Some(self.end.conn.next_timeout().unwrap_or(self.stop).min(self.stop))
+        }
+    }
+
+    fn finished(&self) -> bool {
+        self.closed || self.end.complete
+    }
+
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let e = &self.end;
+        let d = self.delivered.get();
+        let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
+        let results = ClientResults {
+            mode: if e.upload { "upload" } else { "download" },
+            sender: if e.upload { "client" } else { "server" },
+            cc: self.cc.clone(),
+            stack: STACK_NAME,
+            bytes: d.bytes,
+            bytes_sent: e.sent,
+            bytes_received: e.received,
+            complete: e.complete,
+            completion_s: e.done_ns.map(|d| secs(d - self.start)),
+            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
+            retransmits: e.upload.then(|| e.conn.stats().total_retrans),
+        };
+        let stopped_by = if e.complete { "bytes" } else { "duration" };
+        self.end.series.finish()?;
+        write_summary(
+            &raw.join(format!("{}-client.json", self.name)),
+            "tcp-client",
+            self.start,
+            end,
+            stopped_by,
+            &results,
+        )
+    }
+}
+
+pub struct TcpServer {
+    name: String,
+    cc: String,
+    end: End,
+    start: Nanos,
+    accepted: bool,
+    delivered: Rc<Cell<Delivered>>,
+}
+
+impl TcpServer {
+    /// `client`: the address its one connection comes from.
+    pub fn new(setup: TcpSetup, addr: SocketAddrV4, client: SocketAddrV4, start: Nanos) -> Result<TcpServer, String> {
+        let conn = Connection::listen(config(&setup, addr, client, 0x5EED)).map_err(|e| e.to_string())?;
+        let series = setup.raw.join(format!("{}-server.arrow", setup.name));
+        let end = End::new(addr, client, conn, &series);
+        Ok(TcpServer {
+            name: setup.name.clone(),
+            cc: setup.cc.clone(),
+            end,
+            start,
+            accepted: false,
+            delivered: setup.delivered.clone(),
+        })
+    }
+}
+
+/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
+/// has.
+#[derive(Serialize)]
+struct ServerConnection {
+    mode: &'static str,
+    sender: &'static str,
+    bytes: u64,
+    bytes_sent: u64,
+    bytes_received: u64,
+    complete: bool,
+    error: Option<String>,
+    retransmits: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct ServerResults {
+    cc: String,
+    stack: &'static str,
+    connections: Vec<ServerConnection>,
+}
+
+impl Endpoint for TcpServer {
+    fn address(&self) -> (u8, SocketAddrV4) {
+        (protocol::TCP, self.end.addr)
+    }
+
+    fn receive(&mut self, now: Nanos, packet: &[u8]) {
+        self.end.receive(now, packet);
+    }
+
+    fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
+        let e = &mut self.end;
+        if e.conn.is_established() {
+            self.accepted = true;
+        }
+        let known = e.request.len() == REQUEST_LEN;
+        if !known || e.upload {
+            e.read(true, &self.delivered, now);
+            if !known && e.request.len() == REQUEST_LEN {
+                match Request::decode(TCP, &e.request).and_then(|r| r.validate().map(|()| r)) {
+                    Ok(r) if matches!(r.mode, Mode::Upload | Mode::Download) => {
+                        e.upload = r.client_sends();
+                        e.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
+                    }
+                    Ok(r) => e.error = Some(format!("{} mode is not simulated", r.mode.name())),
+                    Err(err) => e.error = Some(format!("bad request: {err}")),
+                }
+            }
+        }
+        if e.request.len() == REQUEST_LEN && !e.upload && e.error.is_none() {
+            e.write();
+            e.complete = e.sent >= e.limit && e.conn.all_acked();
+        }
+        if e.upload && e.request.len() == REQUEST_LEN && e.conn.peer_closed() && !e.complete {
+            e.complete = true;
+            e.done_ns = Some(now);
+        }
+        e.transmit(now, out);
+        if self.accepted && e.conn.state() == State::Established {
+            let bytes = if e.upload { e.received } else { e.sent };
+            e.sample(now, bytes);
+        }
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        self.end.conn.next_timeout()
+    }
+
+    fn finished(&self) -> bool {
+        true
+    }
+
+    fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
+        let e = &self.end;
+        let connections = if self.accepted {
+            vec![ServerConnection {
+                mode: if e.upload { "upload" } else { "download" },
+                sender: if e.upload { "client" } else { "server" },
+                bytes: if e.upload { e.received } else { e.sent },
+                bytes_sent: e.sent,
+                bytes_received: e.received,
+                complete: e.complete,
+                error: e.error.clone(),
+                retransmits: (!e.upload).then(|| e.conn.stats().total_retrans),
+            }]
+        } else {
+            vec![]
+        };
+        let results = ServerResults {
+            cc: self.cc.clone(),
+            stack: STACK_NAME,
+            connections,
+        };
+        self.end.series.finish()?;
+        write_summary(
+            &raw.join(format!("{}-server.json", self.name)),
+            "tcp-server",
+            self.start,
+            end,
+            "once",
+            &results,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_carry_valid_checksums_and_parse_back() {
+        let seg = Segment {
+            src_port: 40000,
+            dst_port: 5201,
+            seq: 7,
+            ack: 9,
+            flags: tcp::flags::ACK,
+            window: 100,
+            timestamps: Some((1, 2)),
+            payload: vec![1, 2, 3],
+            ..Segment::default()
+        };
+        let a = SocketAddrV4::new([10, 0, 0, 1].into(), 40000);
+        let b = SocketAddrV4::new([10, 0, 0, 2].into(), 5201);
+        let p = to_packet(&seg, a, b);
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert!(TcpPacket::new_checked(ip.transport()).unwrap().verify_checksum(*a.ip(), *b.ip()));
+        assert_eq!(from_packet(&p), Some(seg));
+        let key = wire::flow_key(&p).unwrap();
+        assert_eq!((key.sport, key.dport, key.proto, key.payload_len), (40000, 5201, 6, 3));
+    }
+}

@@ -1,0 +1,133 @@
+"""What every stack end does with its stack's process: wait until it listens, stop it,
+quote the end of its stderr, write the agent's summary, and note a stop signal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+STOP_WAIT_S = 5.0  # a stack asked to stop gets this long before SIGKILL
+READY_TIMEOUT_S = 8.0
+STDERR_TAIL = 5
+# A bulk download's size: more than a run can move (ngtcp2's server is given a larger
+# --max-dyn-length; nginx serves a sparse file of it).
+BULK_BYTES = 10**11
+
+
+class Stopper:
+    """Notes SIGTERM/SIGINT: the end stops its stack and writes what it has."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        signal.signal(signal.SIGTERM, self._on)
+        signal.signal(signal.SIGINT, self._on)
+
+    def _on(self, signum, frame) -> None:
+        self.requested = True
+
+
+def tail(path: Path) -> str:
+    """The last lines of a stack's stderr, on one line."""
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no stderr)"
+    return " / ".join(lines[-STDERR_TAIL:]) or "(no stderr)"
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def bound(port: int, pid: int, proto: str) -> bool:
+    """Whether a socket of this namespace (`proto` "udp", or "tcp" listening) is bound to
+    `port`: /proc/<pid>/net is the stack's namespace, which is ours."""
+    for table in (proto, proto + "6"):
+        try:
+            text = Path(f"/proc/{pid}/net/{table}").read_text()
+        except OSError:
+            continue
+        for line in text.splitlines()[1:]:
+            cols = line.split()
+            # tcp: state 0A is LISTEN
+            if int(cols[1].rsplit(":", 1)[1], 16) == port and (proto == "udp" or cols[3] == "0A"):
+                return True
+    return False
+
+
+def udp_bound(port: int, pid: int) -> bool:
+    return bound(port, pid, "udp")
+
+
+def wait_listening(proc: subprocess.Popen, port: int, proto: str, stopper: Stopper) -> bool:
+    """Waits until the stack listens on `port`; False if it exited, took too long or the
+    end was asked to stop."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not bound(port, proc.pid, proto):
+        if proc.poll() is not None or time.monotonic() > deadline or stopper.requested:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+# A client stack whose process has neither used CPU nor read or written anything for
+# this long when its time is up has hung (a slow one is stopped as the runner stops any
+# client).
+STALL_S = 2.0
+
+
+def activity(pid: int) -> tuple[int, int] | None:
+    """What a working process changes: its CPU time (clock ticks, /proc/<pid>/stat) and
+    the bytes it has read and written through files and pipes (/proc/<pid>/io; socket
+    messages are not counted there, hence the CPU time)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    except (OSError, ValueError, IndexError):
+        return None
+    # stat fields after "(comm)": state is 0, utime 11, stime 12.
+    return int(stat[11]) + int(stat[12]), int(fields["rchar"]) + int(fields["wchar"])
+
+
+def wait_client(proc: subprocess.Popen, give_up_s: float, until_s: float | None, stopper: Stopper) -> str | None:
+    """Waits for a client stack to exit by itself (None) or stops it: "signal" (this end
+    was asked to stop), "duration" (`until_s`, a bulk transfer this end times), or, at
+    `give_up_s`, "stalled" (no CPU and no I/O for STALL_S: hung, a failure) or
+    "stopped" (still working: stopped as the runner stops a slow client, not a
+    failure)."""
+    start = time.monotonic()
+    last_io, last_change = activity(proc.pid), start
+    ended_by = None
+    while proc.poll() is None:
+        now = time.monotonic()
+        io = activity(proc.pid)
+        if io != last_io:
+            last_io, last_change = io, now
+        if stopper.requested:
+            ended_by = "signal"
+        elif until_s is not None and now - start >= until_s:
+            ended_by = "duration"
+        elif now - start >= give_up_s:
+            ended_by = "stalled" if now - last_change >= STALL_S else "stopped"
+        if ended_by:
+            stop(proc)
+            break
+        time.sleep(0.005)
+    return ended_by
+
+
+def write_summary(path: Path, summary: dict) -> None:
+    """Atomically, as the agent writes its summary."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, path)

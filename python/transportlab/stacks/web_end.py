@@ -1,0 +1,180 @@
+"""One end of an HTTP flow over kernel TCP (`python -m transportlab.stacks web-server |
+web-client`, docs/stacks.md): nginx or Hypercorn serving, curl fetching, each a real
+process; this end starts it, waits for it and writes the agent's summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from transportlab.stacks import web
+from transportlab.stacks.process import (
+    BULK_BYTES,
+    READY_TIMEOUT_S,
+    STALL_S,
+    Stopper,
+    stop,
+    tail,
+    wait_client,
+    write_summary,
+)
+
+CURL_TIMED_OUT = 28  # curl's exit status when --max-time ended the transfer
+
+
+def listener(port: int, cc: str) -> socket.socket:
+    """The server's listening socket, made here with the flow's congestion control: nginx
+    and Hypercorn cannot choose one, the sockets they accept inherit the listener's, and
+    a namespace's default may only be one the host allows. Handed to the server as an
+    inherited descriptor (nginx's NGINX variable, Hypercorn's fd:// bind)."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    s.bind(("0.0.0.0", port))
+    s.listen(128)
+    s.set_inheritable(True)
+    return s
+
+
+def wait_ready(proc: subprocess.Popen, err_path: Path, line: str, stopper: Stopper) -> bool:
+    """Waits until the server says it serves (`line` in its stderr)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while line not in err_path.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline or stopper.requested:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def serve(args, work: Path) -> int:
+    stopper = Stopper()
+    host, port = args.bind.rsplit(":", 1)
+    from transportlab.stacks.tls import self_signed
+
+    cert, key = self_signed(work)
+    (work / "www").mkdir()
+    for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
+        (work / "tmp" / k).mkdir(parents=True)
+    # The content: a sparse file of zeros (nginx serves files; Hypercorn's app makes it).
+    with open(work / "www" / str(args.bytes or BULK_BYTES), "wb") as f:
+        f.truncate(args.bytes or BULK_BYTES)
+    try:
+        sock = listener(int(port), args.cc)
+    except OSError as e:
+        print(f"error: cannot listen on port {port} with TCP {args.cc}: {e.strerror}", file=sys.stderr)
+        return 1
+    argv, env = web.server_argv(args.http_server, args.application, work, sock.fileno(), int(port), cert, key)
+    err_path = work / "stderr"
+    start_ns = time.monotonic_ns()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env={**os.environ, **env}, pass_fds=(sock.fileno(),)
+        )
+    sock.close()
+    if not wait_ready(proc, err_path, web.READY_LINE[args.http_server], stopper):
+        stop(proc)
+        print(f"error: {args.http_server} did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
+        return 1
+    print(f"READY {port}", flush=True)
+    until = time.monotonic() + args.duration if args.duration else float("inf")
+    while proc.poll() is None and not stopper.requested and time.monotonic() < until:
+        time.sleep(0.05)
+    crashed = proc.poll() is not None
+    stop(proc)
+    error = f"{args.http_server} exited {proc.returncode}: {tail(err_path)}" if crashed else None
+    write_summary(
+        args.summary,
+        {
+            "subcommand": "web-server",
+            "implementation": args.http_server,
+            "params": {"bind": args.bind, "application": args.application, "cc": args.cc, "argv": argv},
+            "start_ns": start_ns,
+            "end_ns": time.monotonic_ns(),
+            "stopped_by": "signal" if stopper.requested else ("error" if crashed else "duration"),
+            "results": {"port": int(port), "cc": args.cc, "http_server": args.http_server, "error": error},
+        },
+    )
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def fetch(args, work: Path) -> int:
+    stopper = Stopper()
+    bulk = args.bytes is None
+    n = BULK_BYTES if bulk else args.bytes
+    argv = web.client_argv(args.application, args.connect, n, args.duration)
+    err_path = work / "stderr"
+    spawn_ns = time.monotonic_ns()
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
+    ended_by = wait_client(proc, args.give_up, None, stopper)
+    exit_ns = time.monotonic_ns()
+    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+    try:
+        curl = json.loads(out) if out.strip() else {}
+    except ValueError:
+        curl = {}
+    timed_out = proc.returncode == CURL_TIMED_OUT
+    if bulk and timed_out and ended_by is None:
+        ended_by = "duration"
+    error = None
+    if ended_by == "stalled":
+        error = f"curl hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+    elif ended_by is None and proc.returncode != 0:
+        error = f"curl exited {proc.returncode}: {tail(err_path)}"
+    moved = int(curl.get("size_download") or 0)
+    status = curl.get("response_code")
+    if error is None and not bulk and ended_by is None and (moved != args.bytes or status != 200):
+        error = f"curl moved {moved} of {args.bytes} bytes (HTTP status {status})"
+    total_s = curl.get("time_total")
+    # curl's own clock: the transfer's span ends as curl exits.
+    start = exit_ns - int(total_s * 1e9) if total_s else spawn_ns
+    span_s = (exit_ns - start) / 1e9
+    complete = error is None and ended_by is None and not bulk
+    results = {
+        "mode": "download",
+        "workload": "bulk" if bulk else "download",
+        "application": args.application,
+        "http_server": args.http_server,
+        "http_version": curl.get("http_version"),
+        "http_status": status,
+        "implementation": "curl",
+        "sender": "server",
+        "remote": args.connect,
+        "complete": complete,
+        "error": error,
+        "bytes": moved,
+        "bytes_received": moved,
+        "ended_by": ended_by or "bytes",
+        "connect_start_ns": start,
+        "connected_ns": start + int(curl["time_connect"] * 1e9) if curl.get("time_connect") else None,
+        "first_byte_ns": start + int(curl["time_starttransfer"] * 1e9) if curl.get("time_starttransfer") else None,
+        "end_ns": exit_ns,
+        "duration_s": span_s,
+        "completion_s": span_s if complete else None,
+        "goodput_bps": moved * 8 / span_s if span_s > 0 and error is None else None,
+        "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
+    }
+    write_summary(
+        args.summary,
+        {
+            "subcommand": "web-client",
+            "implementation": "curl",
+            "params": {"connect": args.connect, "application": args.application, "argv": argv},
+            "start_ns": spawn_ns,
+            "end_ns": time.monotonic_ns(),
+            "stopped_by": ended_by or "bytes",
+            "results": results,
+        },
+    )
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0

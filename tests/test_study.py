@@ -1,0 +1,138 @@
+"""study.toml read and checked, a design's point selection, and the interval the study
+report prints — no network needed."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transportlab.scenario import ScenarioError, load_points
+from transportlab.study import Design, load_study
+from transportlab.study.report import ci95, fmt_ci
+from transportlab.study.run import plan_study, thinned
+
+SCENARIO = """
+name = "tiny"
+duration = "2s"
+seed = 1
+repetitions = 4
+hosts = ["client", "server"]
+
+[[links]]
+name = "bottleneck"
+between = ["client", "server"]
+forward = { rate = "10Mbit", delay = "5ms", queue = { packets = 50 } }
+
+[[flows]]
+name = "bulk"
+from = "client"
+to = "server"
+protocol = "tcp"
+cc = "cubic"
+
+[sweep]
+"links.bottleneck.forward.delay" = ["1ms", "2ms", "3ms", "4ms", "5ms", "6ms"]
+"flows.bulk.cc" = ["reno", "cubic", "bbr"]
+"""
+
+STUDY = """
+name = "tiny"
+title = "A tiny study"
+description = "for the tests"
+default_design = "machine"
+
+[designs.full]
+[designs.machine]
+repetitions = 2
+thin = 2
+
+[[experiments]]
+name = "one"
+file = "tiny.toml"
+title = "the tiny scenario"
+
+[[figures]]
+id = "delay"
+title = "throughput against delay"
+kind = "lines"
+experiments = ["one"]
+metrics = ["throughput_bps"]
+x = "delay"
+by = ["cc"]
+measured = "throughput"
+"""
+
+
+def _study(tmp_path: Path, text: str = STUDY) -> Path:
+    (tmp_path / "tiny.toml").write_text(SCENARIO)
+    (tmp_path / "study.toml").write_text(text)
+    return tmp_path
+
+
+def test_design_picks_repetitions_and_thins_sweeps_not_arms(tmp_path):
+    study = load_study(_study(tmp_path))
+    (full,) = plan_study(study, tmp_path / "out", "full")
+    (machine,) = plan_study(study, tmp_path / "out", "machine")
+    assert len(full.runs) == 6 * 3 * 4  # the file's own repetitions
+    # delay (6 steps): 1, 3, 5 ms and the last, 6 ms; cc (3 steps, an arm axis) all kept
+    assert {r.point_axes["delay"] for r in machine.runs} == {"1ms", "3ms", "5ms", "6ms"}
+    assert {r.point_axes["cc"] for r in machine.runs} == {"reno", "cubic", "bbr"}
+    assert len(machine.runs) == 4 * 3 * 2
+    # The same point and repetition is the same run folder in every design (resumable).
+    assert {r.run_dir for r in machine.runs} <= {r.run_dir for r in full.runs}
+
+
+def test_design_points_must_exist(tmp_path):
+    points = load_points(_study(tmp_path) / "tiny.toml")
+    keep = thinned(Design(points=["delay=2ms,cc=bbr"]), "tiny.toml")(points)
+    assert [p.label for p in keep] == ["delay=2ms,cc=bbr"]
+    with pytest.raises(ScenarioError, match="names sweep point 'delay=9ms,cc=bbr'"):
+        thinned(Design(points=["delay=9ms,cc=bbr"]), "tiny.toml")(points)
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "message"),
+    [
+        (STUDY.replace('kind = "lines"', 'kind = "pie"'), "figures[0].kind", "pie"),
+        (STUDY.replace('file = "tiny.toml"', 'file = "nope.toml"'), "experiments[0].file", "nope.toml"),
+        (STUDY.replace('default_design = "machine"', 'default_design = "huge"'), "", "huge"),
+        (STUDY.replace('x = "delay"\n', ""), "figures[0]", "needs x"),
+        (STUDY.replace("thin = 2", "thin = 0"), "designs.machine.thin", "0"),
+        (STUDY + "\ncolour = 1\n", "colour", "colour"),
+    ],
+)
+def test_bad_study_file_names_file_field_and_value(tmp_path, text, field, message):
+    with pytest.raises(ScenarioError) as e:
+        load_study(_study(tmp_path, text))
+    line = str(e.value)
+    assert line.startswith(str(tmp_path / "study.toml")) and field in line and message in line
+
+
+def test_cli_refuses_bad_study_and_design_without_traceback(tmp_path):
+    folder = _study(tmp_path)
+    for args, expect in (
+        ([str(tmp_path / "missing")], "no study.toml here"),
+        ([str(folder), "--design", "huge"], "no design 'huge'"),
+        ([str(folder), "--experiment", "two"], "no experiment 'two'"),
+    ):
+        res = subprocess.run(
+            [sys.executable, "-m", "transportlab", "study", *args, "--out", str(tmp_path / "out")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert res.returncode == 2 and expect in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_interval_by_hand():
+    # 1, 2, 3: mean 2, s = 1, t(0.975, 2) = 4.303 → half-width 4.303 / √3 = 2.4843
+    m, h, n = ci95([1.0, 2.0, 3.0])
+    assert (m, n) == (2.0, 3) and h == pytest.approx(4.303 / math.sqrt(3), abs=1e-4)
+    assert fmt_ci([1.0, 2.0, 3.0]) == "2.00 ± 2.48 (n=3)"
+    assert fmt_ci([5e6], 1e-6) == "5.00 (n=1)" and fmt_ci([]) == "—"
+    assert math.isnan(ci95([7.0])[1])
