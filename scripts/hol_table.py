@@ -30,6 +30,7 @@ from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
 from transportlab.artefacts.rundir import RunDir
 
+
 def completions(raw: Path, flow: dict, record_size: int, count: int, event: int, direction: int) -> np.ndarray:
     """Time (ns) of the `event` (arrival, departure) on link `direction` that completed
     each record (the first copy of its last missing byte), NaN if none did."""

@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use engine::log::{self, reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
-use wire::FlowKey;
 use linkem::DropReason;
 use serde_json::Value;
+use wire::FlowKey;
 
 const HEADER_SIZE: usize = 16;
 

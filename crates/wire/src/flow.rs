@@ -155,7 +155,11 @@ mod tests {
         };
         let mut p = build::tcp(&ip, &t, &[0; 1448]).unwrap();
         let k = flow_key(&p).unwrap();
-        assert_eq!((k.tcp_seq, k.payload_len), (0xdeadbeef, 1448), "the 32-byte header is not payload");
+        assert_eq!(
+            (k.tcp_seq, k.payload_len),
+            (0xdeadbeef, 1448),
+            "the 32-byte header is not payload"
+        );
         let ack = build::tcp(&ip, &t, &[]).unwrap();
         assert_eq!(flow_key(&ack).unwrap().payload_len, 0, "a pure ACK");
         // Fragment offset 16: no transport header here, all of it is the fragment's data.
@@ -253,7 +257,10 @@ mod tests {
             }
             // The literal offsets knew no payload length; it lies within the packet.
             let key = flow_key(&p).ok();
-            assert!(key.is_none_or(|k| usize::from(k.payload_len) + 20 <= p.len()), "{p:02x?}");
+            assert!(
+                key.is_none_or(|k| usize::from(k.payload_len) + 20 <= p.len()),
+                "{p:02x?}"
+            );
             let key = key.map(|k| FlowKey { payload_len: 0, ..k });
             assert_eq!(key, literal_offsets(&p), "{p:02x?}");
         }

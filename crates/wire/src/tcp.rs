@@ -201,9 +201,15 @@ pub enum TcpOption {
     WindowScale(u8),
     SackPermitted,
     Sack(SackBlocks),
-    Timestamps { value: u32, echo: u32 },
+    Timestamps {
+        value: u32,
+        echo: u32,
+    },
     /// A well-formed option of another kind, `len` bytes with its kind and length.
-    Other { kind: u8, len: u8 },
+    Other {
+        kind: u8,
+        len: u8,
+    },
 }
 
 impl TcpOption {
@@ -363,7 +369,9 @@ impl TcpRepr {
         if let Some(mss) = self.mss {
             v.push(TcpOption::Mss(mss));
         }
-        let ts = self.timestamps.map(|(value, echo)| TcpOption::Timestamps { value, echo });
+        let ts = self
+            .timestamps
+            .map(|(value, echo)| TcpOption::Timestamps { value, echo });
         match (self.sack_permitted, ts) {
             (true, Some(ts)) => v.extend([TcpOption::SackPermitted, ts]),
             (true, None) => v.extend([Nop, Nop, TcpOption::SackPermitted]),
@@ -502,6 +510,9 @@ mod tests {
         h[20..28].copy_from_slice(&[30, 4, 9, 9, 0, 2, 1, 0]);
         let p = TcpPacket::new_checked(&h[..]).unwrap();
         let opts: Vec<_> = p.options().collect();
-        assert_eq!(opts, vec![Ok(TcpOption::Other { kind: 30, len: 4 }), Ok(TcpOption::End)]);
+        assert_eq!(
+            opts,
+            vec![Ok(TcpOption::Other { kind: 30, len: 4 }), Ok(TcpOption::End)]
+        );
     }
 }

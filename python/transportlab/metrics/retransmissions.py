@@ -10,6 +10,7 @@ from transportlab.artefacts.packetlog import ARRIVAL, FLAG_COPY
 from transportlab.metrics._records import col, take
 from transportlab.metrics.logflows import Flow, flow_mask
 
+
 def unwrap_seq(seq) -> np.ndarray:
     """32-bit TCP sequence numbers made monotonic-comparable (int64): each step is taken
     as the signed 32-bit difference from the previous number, so wrap-around at 2^32 is

@@ -11,11 +11,11 @@ use std::net::SocketAddrV4;
 use std::path::Path;
 use std::rc::Rc;
 
-use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
-use wire::TcpPacket;
 use linkem::Nanos;
 use serde::Serialize;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
+use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
+use wire::TcpPacket;
 
 use agent_proto::transfer::{bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
@@ -566,7 +566,9 @@ mod tests {
         let p = to_packet(&seg, a, b);
         let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
         assert!(ip.verify_checksum());
-        assert!(TcpPacket::new_checked(ip.transport()).unwrap().verify_checksum(*a.ip(), *b.ip()));
+        assert!(TcpPacket::new_checked(ip.transport())
+            .unwrap()
+            .verify_checksum(*a.ip(), *b.ip()));
         assert_eq!(from_packet(&p), Some(seg));
         let key = wire::flow_key(&p).unwrap();
         assert_eq!((key.sport, key.dport, key.proto, key.payload_len), (40000, 5201, 6, 3));
