@@ -13,8 +13,8 @@ demo: setup
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
-	ruff check python tests bench
-	ruff format --check python tests bench
+	ruff check python tests bench scripts
+	ruff format --check python tests bench scripts
 	mypy
 
 test: lint

@@ -76,3 +76,30 @@ def test_reader_refuses_an_unknown_version(tmp_path):
             packetlog.read_records(path)
         e = str(info.value)
         assert str(path) in e and f"version {old}" in e and f"version {packetlog.VERSION}" in e
+
+
+def _contract_tables() -> str:
+    """docs/packet-log.md's tables of event codes, drop reasons and flags, from the contract."""
+    c = json.loads((PROJECT_ROOT / "contracts" / "contract.json").read_text())
+    lines = ["| event | name | meaning |", "|---|---|---|"]
+    lines += [f"| {e['code']} | `{e['name']}` | {e['meaning']} |" for e in c["packet_log_events"]]
+    lines += ["", "| reason | name | origin | unintended | meaning |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r['code']} | `{r['name']}` | {r['origin']} | {'yes' if r['unintended'] else 'no'} | {r['meaning']} |"
+        for r in c["drop_reasons"]
+    ]
+    lines += ["", "| flag bit | name | meaning |", "|---|---|---|"]
+    lines += [f"| {f['bit']} | `{f['name']}` | {f['meaning']} |" for f in c["packet_log_flags"]]
+    return "\n".join(lines)
+
+
+def test_packet_log_docs_list_the_contracts_codes():
+    doc = PROJECT_ROOT / "docs" / "packet-log.md"
+    text = doc.read_text()
+    begin, end = "<!-- contract:begin -->\n", "<!-- contract:end -->"
+    head, rest = text.split(begin)
+    _, tail = rest.split(end)
+    want = head + begin + _contract_tables() + "\n" + end + tail
+    if os.environ.get("TLAB_BLESS") == "1":
+        doc.write_text(want)
+    assert text == want, "docs/packet-log.md's tables differ from contracts/contract.json: TLAB_BLESS=1"

@@ -266,7 +266,7 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
         rows += [r(i * MS + 1, i, DEPARTURE, 0), r(i * MS + 1, i, ARRIVAL, 1)]
     rows.append(r(3 * MS + 2, 3, DROP, 1, reason=2))  # random loss on dir 1
     rows += [r(i * MS + 2, i, DEPARTURE, 1) for i in range(4, 10)]
-    rows.append(r(9 * MS + 3, 9, DROP, NO_DIRECTION, reason=11))  # TUN write failed
+    rows.append(r(9 * MS + 3, 9, DROP, NO_DIRECTION, reason=11))  # write to the host failed
     rows.append(r(10 * MS, 20, DROP, NO_DIRECTION, reason=10))  # no route (pre-link)
     rows.append(r(10 * MS, 21, DROP, NO_DIRECTION, 60, Flow(0, 0, 0, 0, 0), reason=12))  # not IPv4
     rows.append(r(11 * MS, 22, ARRIVAL, 0, flow=OTHER))
@@ -279,14 +279,14 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
     # offered = 10 arrivals at dir 0 + 1 no-route drop = 11; dropped = 2 + 1 + 1 + 1 (TUN) + 1 (no route) = 6
     assert fl["offered"] == 11 and fl["dropped"] == 6
     assert fl["loss_rate"] == pytest.approx(6 / 11)
-    assert fl["by_reason"] == {"queue_full": 2, "random_loss": 2, "no_route": 1, "tun_write_failed": 1}
+    assert fl["by_reason"] == {"queue_full": 2, "random_loss": 2, "no_route": 1, "host_write_failed": 1}
     bd = fl["by_direction"]
     assert bd.values.tolist() == [
         [0, 1, "queue_full", 2],
         [0, 2, "random_loss", 1],
         [1, 2, "random_loss", 1],
         [NO_DIRECTION, 10, "no_route", 1],
-        [NO_DIRECTION, 11, "tun_write_failed", 1],
+        [NO_DIRECTION, 11, "host_write_failed", 1],
     ]
     links = M.link_loss(recs)
     assert list(links.index) == [0, 1]

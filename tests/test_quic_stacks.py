@@ -5,6 +5,7 @@ hand-made qlogs whose series were worked out by hand."""
 import json
 import re
 
+import pyarrow.ipc
 import pytest
 
 from one_flow import load_one_flow
@@ -68,11 +69,15 @@ def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expec
             'implementation = "aioquic"\napplication = "http2"',
             r'flows\.dl\.application: aioquic carries HTTP/3: application is "http3"',
         ),
-        ('application = "http3"', r"flows\.dl\.application: quinn's ends speak the lab's own protocol"),
+        (
+            'application = "http3"',
+            r'flows\.dl\.application: quinn\'s ends are the lab\'s agents: application is "agent"',
+        ),
+        ('implementation = "aioquic"\napplication = "agent"', r"flows\.dl\.application: aioquic carries HTTP/3"),
         ('implementation = "quic-go"\nqlog = false', r"flows\.dl\.qlog: quic-go's series come from its qlog"),
         (
-            'implementation = "quic-go"\ndirection = "upload"',
-            r"flows\.dl\.direction: quic-go runs a bulk transfer \(no bytes\) as a download",
+            'implementation = "ngtcp2"\ndirection = "upload"',
+            r"flows\.dl\.direction: ngtcp2's client uploads a file: give bytes",
         ),
     ],
 )
@@ -213,3 +218,25 @@ def test_a_qlog_without_reference_needs_one_and_a_cut_record_is_skipped(tmp_path
     path.write_text("")
     with pytest.raises(Q.QlogError, match="no qlog records"):
         Q.read_traces(path)
+
+
+def test_a_runs_stack_qlogs_become_its_series_once_at_analysis(tmp_path):
+    """The stack end leaves each qlog with a clock sidecar; the series file is made from
+    them (connection n from `-n`) the first time the metrics ask, then read as it is."""
+    header = {"qlog_format": "JSON-SEQ", "trace": {"vantage_point": {"type": "server"}}}
+    for n, name in enumerate(("dl-server.sqlog", "dl-server-1.sqlog")):
+        path = tmp_path / name
+        path.write_text(
+            seq(
+                header, [{"time": 1, "name": "recovery:metrics_updated", "data": {"congestion_window": 1000 * (n + 1)}}]
+            )
+        )
+        Q.write_clock(path, Q.QlogClock(monotonic_ns=5_000_000 * (n + 1)), ("congestion_events",))
+    assert Q.ensure_series(tmp_path, "dl-client") is None  # no qlog, no series
+    out = Q.ensure_series(tmp_path, "dl-server")
+    frame = pyarrow.ipc.open_file(out).read_all().to_pandas()
+    assert list(frame["conn"]) == [0, 1] and list(frame["t_ns"]) == [6_000_000, 11_000_000]
+    assert list(frame["cwnd_bytes"]) == [1000, 2000]
+    assert Q.last_values(frame)["cwnd_bytes"] == 1000 and Q.last_values(frame)["congestion_events"] is None
+    (tmp_path / "dl-server.sqlog").unlink()
+    assert Q.ensure_series(tmp_path, "dl-server") == out  # made once

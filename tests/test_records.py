@@ -16,7 +16,8 @@ from transportlab import metrics as M
 from transportlab.artefacts.rundir import read_arrow
 from transportlab.kinds.base import Files
 from transportlab.kinds.quic import Quic
-from transportlab.kinds.tcp import Tcp, records_metrics
+from transportlab.kinds.records import records_metrics
+from transportlab.kinds.tcp import Tcp
 from transportlab.kinds.udp import Udp
 from transportlab.plan.resolve import to_flows
 

@@ -220,6 +220,8 @@ BAD = [
     ("trace file missing", doc(fwd='trace = "missing.up"'), [], "links.bottleneck.forward.trace", "'missing.up'"),
     ("rate and trace", doc(fwd='rate = "1Mbit", trace = "bad.trace"'), [], "links.bottleneck.forward.trace",
      "'bad.trace'"),
+    ("trace_offset without a trace", doc(fwd='rate = "1Mbit", trace_offset = "1s"'), [],
+     "links.bottleneck.forward.trace_offset", "needs a trace"),
     ("unknown key in a flow", doc(flow="colour = 1"), [], "flows.bulk.colour", "got 1"),
     ("udp flow without size", doc(protocol="udp", flow='rate = "1Mbit"'), [], "flows.bulk.size", "udp"),
     ("udp-only field on tcp", doc(flow='rate = "1Mbit"'), [], "flows.bulk.rate", "'1Mbit'"),

@@ -43,14 +43,16 @@ def write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
+def on_base(folder: Path, text: str, base: str = BASE) -> Path:
+    """run.toml named "t", built on base.toml, with `text` after those two keys."""
+    write(folder, "base.toml", base)
+    return write(folder, "run.toml", f'include = "base.toml"\nname = "t"\n{text}')
+
+
 def test_keys_override_tables_merge_and_other_values_replace(tmp_path):
-    write(tmp_path, "base.toml", BASE)
-    f = write(
+    f = on_base(
         tmp_path,
-        "run.toml",
         """
-include = "base.toml"
-name = "t"
 duration = "5s"
 hosts = ["client", "server"]
 [sysctls.server]
@@ -69,13 +71,9 @@ hosts = ["client", "server"]
 
 
 def test_an_array_of_tables_is_replaced_whole(tmp_path):
-    write(tmp_path, "base.toml", BASE)
-    f = write(
+    f = on_base(
         tmp_path,
-        "run.toml",
         """
-include = "base.toml"
-name = "t"
 [[flows]]
 name = "other"
 from = "server"
@@ -89,13 +87,9 @@ sweep = {}
 
 
 def test_set_changes_one_value_inside_a_base_list(tmp_path):
-    write(tmp_path, "base.toml", BASE)
-    f = write(
+    f = on_base(
         tmp_path,
-        "run.toml",
         """
-include = "base.toml"
-name = "t"
 [set]
 "links.bottleneck.forward.delay" = "5ms"
 "links.bottleneck.reverse.delay" = "1ms"
@@ -143,15 +137,13 @@ def test_a_bad_value_from_the_base_names_both_files(tmp_path):
 
 
 def test_a_bad_value_set_by_set_says_so(tmp_path):
-    write(tmp_path, "base.toml", BASE)
-    f = write(tmp_path, "run.toml", 'include = "base.toml"\nname = "t"\n[set]\n"flows.bulk.cc" = "westwood"\n')
+    f = on_base(tmp_path, '[set]\n"flows.bulk.cc" = "westwood"\n')
     with pytest.raises(ScenarioError, match=r'flows\.bulk\.cc: .*\(set by \[set\] "flows\.bulk\.cc" = \'westwood\'\)'):
         load_scenario(f, ["sweep={}"])
 
 
 def test_set_naming_no_field_is_an_error_at_that_key(tmp_path):
-    write(tmp_path, "base.toml", BASE)
-    f = write(tmp_path, "run.toml", 'include = "base.toml"\nname = "t"\n[set]\n"flows.nope.cc" = "reno"\n')
+    f = on_base(tmp_path, '[set]\n"flows.nope.cc" = "reno"\n')
     with pytest.raises(ScenarioError) as info:
         load_scenario(f)
     assert str(info.value).startswith(f'{f}: set."flows.nope.cc": '), str(info.value)
@@ -183,7 +175,7 @@ def test_the_s1_files_are_built_on_their_bases():
     files = sorted(
         p for p in s1.rglob("*.toml") if p.name not in ("base.toml", "study.toml", "single_connectivity.toml")
     )
-    assert len(files) == 23
+    assert len(files) == 24  # and stacks.toml (docs/stacks.md)
     for f in files:
         base = f"../{f.name}" if f.parent.name == "lte" else "base.toml"
         assert f'include = "{base}"' in f.read_text(), f

@@ -16,7 +16,7 @@ from one_flow import one_flow_scenario
 from tlab_cli import run_one
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir, read_arrow
-from transportlab.report.phases import Phase, flow_throughput, probe_rtt
+from transportlab.report.tables.phases import Phase, flow_throughput, probe_rtt
 
 pytestmark = pytest.mark.netns
 

@@ -122,7 +122,9 @@ def test_implementation_on_other_kinds(tmp_path):
     path.write_text(
         SCENARIO.format(flow='implementation = "libtorrent"').replace('protocol = "utp"', 'protocol = "tcp"')
     )
-    with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: kernel TCP is the one implementation"):
+    with pytest.raises(
+        ScenarioError, match=r"flows\.dl\.implementation: tcp flows are linux \(the kernel.s\) or smoltcp"
+    ):
         load_scenario(path)
     # … quic names quinn or a third-party stack (tests/test_quic_stacks.py), udp none.
     path.write_text(SCENARIO.format(flow='implementation = "quinn"').replace('protocol = "utp"', 'protocol = "udp"'))

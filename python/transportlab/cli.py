@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 from transportlab.locations import PROJECT_ROOT
@@ -197,6 +198,27 @@ def _cmd_query(args) -> int:
     return 0
 
 
+@_scenario_errors
+def _cmd_table(args) -> int:
+    """Prints one of the results tables (`transportlab.report.tables`) in Markdown."""
+    from transportlab.report.tables import TableError, bpf, hol, phases, records, web, workloads
+
+    make = {
+        "records": lambda: records.table(Path(args.dir)),
+        "hol": lambda: hol.table(Path(args.dir)),
+        "web": lambda: web.table(Path(args.dir)),
+        "workloads": lambda: workloads.KINDS[args.kind](Path(args.dir)),
+        "bpf": lambda: bpf.table(Path(args.dir)),
+        "phases": lambda: phases.table(Path(args.dir), args.phases),
+    }[args.table]
+    try:
+        print(make())
+    except (TableError, ValueError) as e:
+        print(f"tlab table {args.table}: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _cmd_pcap(args) -> int:
     """Lists a run's capture, or extracts one direction's packets to a file of its own."""
     from transportlab.artefacts.pcapng import PcapngError, extract, read
@@ -376,6 +398,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="run only this part (repeatable; default: all)",
     )
     val.set_defaults(func=_cmd_validate)
+    tab = sub.add_parser("table", help="print a results table of finished runs (Markdown, as docs/results-*.md quote)")
+    tables = tab.add_subparsers(dest="table", required=True)
+    for name, what in (
+        ("records", "records sweep (s2 hol): per run records, latency, share late by ≥ 1 RTT"),
+        ("hol", "s2 hol TCP arms: where the lateness came from (packet log)"),
+        ("web", "s2 web: page time, object time to first byte and completion per run"),
+        ("bpf", "bpf/RESULTS.md: S2 kernel TCP and S3 from the catalogues"),
+    ):
+        tables.add_parser(name, help=what).add_argument("dir", metavar="FOLDER")
+    wl = tables.add_parser("workloads", help="s2 voip, streaming, cpu or hol-bulk workloads per run")
+    wl.add_argument("kind", choices=["voip", "streaming", "cpu", "hol-bulk"])
+    wl.add_argument("dir", metavar="FOLDER")
+    ph = tables.add_parser("phases", help="a run's flows' throughput and probes' RTT per phase (S0 E5)")
+    ph.add_argument("dir", metavar="RUN_DIR")
+    ph.add_argument("phases", nargs="+", metavar="NAME=START:END", help="times from the run's time 0, e.g. b1=8s:13s")
+    tab.set_defaults(func=_cmd_table)
     pc = sub.add_parser("pcap", help="list a run's pcapng capture, or extract one link direction's packets")
     pc.add_argument("run", help="a run directory (holding raw/capture.pcapng)")
     pc.add_argument("--direction", help="extract this direction (e.g. bottleneck.forward)")
@@ -396,10 +434,63 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Exit status after Ctrl-C or SIGTERM (the shell's 128 + SIGINT).
+INTERRUPTED = 130
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    restore = _interrupt_on_sigterm()
+    try:
+        # Libraries' warnings (matplotlib's tight-layout warning, NumPy's runtime
+        # warnings) do not reach the user's console; `-W` or PYTHONWARNINGS shows them.
+        with warnings.catch_warnings():
+            if not sys.warnoptions:
+                warnings.simplefilter("ignore")
+            return args.func(args)
+    except KeyboardInterrupt as e:
+        from transportlab.pipeline import Interrupted
+
+        # Everything a run built is torn down by then (`Network` tears down on any exit);
+        # what follows must not be interrupted again.
+        _ignore_interrupts()
+        message = str(e) if isinstance(e, Interrupted) else "interrupted"
+        print(f"tlab {args.command}: {message}", file=sys.stderr)
+        return INTERRUPTED
+    finally:
+        restore()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _interrupt_on_sigterm():
+    """SIGTERM and Ctrl-C alike raise KeyboardInterrupt in the main thread, once: a second
+    one while the first is being handled (teardown) is ignored, so teardown finishes.
+    Returns a function restoring the previous handlers."""
+    import os
+    import signal
+
+    pid = os.getpid()
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum, frame):
+        # Forked helpers (pyroute2 forks inside namespaces) inherit this handler: they
+        # just exit, they must not unwind a copy of the parent's stack.
+        if os.getpid() != pid:
+            os._exit(128 + signum)
+        _ignore_interrupts()
+        raise KeyboardInterrupt
+
+    for s in old:
+        signal.signal(s, handler)
+
+    def restore() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+def _ignore_interrupts() -> None:
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)

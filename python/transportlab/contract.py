@@ -77,6 +77,11 @@ def packet_log_format() -> tuple[int, int]:
     return int(c["packet_log_version"]), int(c["packet_log_record_size"])
 
 
+def packet_log_events() -> dict[str, int]:
+    """The code of each event a packet log record may be (`arrival`, `departure`, `drop`)."""
+    return {e["name"]: int(e["code"]) for e in _contract()["packet_log_events"]}
+
+
 def packet_log_flags() -> dict[str, int]:
     """Bit mask of each flag of a packet log record's `flags` byte, by name."""
     return {f["name"]: 1 << int(f["bit"]) for f in _contract()["packet_log_flags"]}

@@ -60,6 +60,19 @@ class RunsFailed(RuntimeError):
         super().__init__("\n".join(f.line() for f in failed))
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM during a run of a sweep (the run's network already torn down):
+    which run, and how many of the sweep are finished (kept; a rerun resumes)."""
+
+    def __init__(self, run_dir: Path | None, finished: int, total: int):
+        self.run_dir, self.finished, self.total = run_dir, finished, total
+        where = f"during {run_dir}" if run_dir is not None else "between runs"
+        super().__init__(
+            f"interrupted {where}; {finished} of {total} run(s) finished and kept, "
+            "the same `tlab run` again resumes with the rest"
+        )
+
+
 def is_done(run_dir: Path) -> bool:
     return (run_dir / DONE).exists()
 
@@ -140,29 +153,35 @@ def run_scenario(
         TextColumn("{task.completed}/{task.total} runs"),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, disable=not progress, transient=False) as bar:
-        overall = bar.add_task(f"{sweep_dir.name}", total=len(runs), completed=len(runs) - len(todo))
-        if cluster is not None:
-            from transportlab.cluster import run_on_cluster
+    current_run: Path | None = None
+    try:
+        with Progress(*columns, disable=not progress, transient=False) as bar:
+            overall = bar.add_task(f"{sweep_dir.name}", total=len(runs), completed=len(runs) - len(todo))
+            if cluster is not None:
+                from transportlab.cluster import run_on_cluster
 
-            for run, result in run_on_cluster(todo, cluster, workers):
-                outcome = finish(run, result) if isinstance(result, list) else FailedRun.of_error(run, result)
+                for run, result in run_on_cluster(todo, cluster, workers):
+                    outcome = finish(run, result) if isinstance(result, list) else FailedRun.of_error(run, result)
+                    if outcome is not None:
+                        failed.append(outcome)
+                        if progress:
+                            bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
+                    bar.advance(overall)
+                todo = []
+            current = bar.add_task("", total=1.0)
+            for run in todo:
+                current_run = run.run_dir
+                bar.update(current, description=f"  {run.label}", completed=0)
+                outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x), simulated=simulated)
                 if outcome is not None:
                     failed.append(outcome)
                     if progress:
                         bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
+                current_run = None
+                bar.update(current, completed=1.0)
                 bar.advance(overall)
-            todo = []
-        current = bar.add_task("", total=1.0)
-        for run in todo:
-            bar.update(current, description=f"  {run.label}", completed=0)
-            outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x), simulated=simulated)
-            if outcome is not None:
-                failed.append(outcome)
-                if progress:
-                    bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
-            bar.update(current, completed=1.0)
-            bar.advance(overall)
+    except KeyboardInterrupt:
+        raise Interrupted(current_run, sum(is_done(r.run_dir) for r in runs), len(runs)) from None
     run_dirs = [r.run_dir for r in runs]
     if len(runs) > 1:
         render_sweep(sweep_dir, run_dirs)

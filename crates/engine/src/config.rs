@@ -1,5 +1,5 @@
 //! The engine's configuration: written by the Python side, never by hand. The engine
-//! knows hosts only as TUN file descriptors it inherited and addresses it routes to.
+//! knows hosts only as their interfaces (inherited TUN descriptors or veth ends) and addresses it routes to.
 //! Format with a complete example: docs/engine-config.md.
 //!
 //! A direction's `spec` is either a plain linkem `DirectionSpec` or a multipath one
@@ -35,7 +35,7 @@ pub struct Config {
     /// trades CPU for punctuality.
     #[serde(default = "default_spin_ns")]
     pub spin_ns: u64,
-    /// Packets read from one TUN device per turn, so one busy host cannot starve others.
+    /// Packets read from one host interface per turn, so one busy host cannot starve others.
     #[serde(default = "default_read_batch")]
     pub read_batch: usize,
     /// SCHED_FIFO priority for the forwarding thread (None: normal scheduling). Other
@@ -238,7 +238,7 @@ fn any_direction_spec<'de, D: Deserializer<'de>>(d: D) -> Result<AnyDirectionSpe
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteConfig {
-    /// Index into `hosts` of the host whose TUN the packet comes out of.
+    /// Index into `hosts` of the host whose interface the packet comes out of.
     pub ingress: usize,
     pub dst: Ipv4Addr,
     /// Indices into `directions`, in the order the packet crosses them.

@@ -1,5 +1,5 @@
-//! The network: moves each packet from the TUN of the host that sent it along the link
-//! directions of its route to the TUN of the host it is for, asking `linkem` when each
+//! The network: moves each packet from the interface of the host that sent it along the
+//! link directions of its route to the interface of the host it is for, asking `linkem` when each
 //! hop is due. Model events are processed in global due-time order across all
 //! directions, so a packet handed from one direction to the next enters it at its exact
 //! due time however late the engine woke up.
@@ -204,6 +204,16 @@ impl<H: Hosts> Forwarder<H> {
     }
 
     /// Captures the packets leaving the directions `capture` lists (pcapng).
+    /// The scenario's time 0 is `t0`: every trace-driven link starts its trace there (at
+    /// its offset). What was due before `t0` is processed first, on the old timeline.
+    pub fn set_origin(&mut self, t0: Nanos) {
+        self.run_due(t0);
+        for i in 0..self.models.len() {
+            self.models[i].set_origin(t0);
+            self.refresh(i);
+        }
+    }
+
     pub fn set_capture(&mut self, capture: Capture) {
         self.capture = Some(capture);
     }
@@ -452,7 +462,7 @@ impl<H: Hosts> Forwarder<H> {
         // thread.
         let now = self.hosts.now();
         let Some(handed) = self.hosts.deliver(egress, &packet.payload.bytes) else {
-            self.unintended.tun_write_failed += 1;
+            self.unintended.host_write_failed += 1;
             let key = packet.payload.key;
             self.log.record(
                 due,
@@ -462,7 +472,7 @@ impl<H: Hosts> Forwarder<H> {
                 packet.size,
                 NO_DIRECTION,
                 Event::Drop,
-                reason::TUN_WRITE_FAILED,
+                reason::HOST_WRITE_FAILED,
                 flag::copy(packet.copy),
             );
             return now;

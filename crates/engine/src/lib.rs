@@ -7,6 +7,7 @@
 mod background_file;
 pub mod capture;
 pub mod config;
+pub mod control;
 pub mod forwarder;
 pub mod log;
 pub mod spin;

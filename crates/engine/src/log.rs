@@ -24,7 +24,9 @@ pub enum Event {
 /// Drop reasons beyond linkem's own (1..9): the engine's, all unintended.
 pub mod reason {
     pub const NO_ROUTE: u8 = 10;
-    pub const TUN_WRITE_FAILED: u8 = 11;
+    /// Handing a packet to its host failed (a TUN write or a veth send); named
+    /// `tun_write_failed` before contract version 2.
+    pub const HOST_WRITE_FAILED: u8 = 11;
     pub const NOT_IPV4: u8 = 12;
     /// A frame larger than the link MTU came out of a host (an offload left on).
     pub const OVERSIZE: u8 = 13;

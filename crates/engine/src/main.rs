@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use attach::{Egress, RxRing};
 use engine::config::{Attach, Config};
+use engine::control::{Command, Control};
 use engine::forwarder::{Forwarder, Hosts};
 use engine::spin::{self, Spin};
 use engine::stats::{Calibration, Lateness, RunStats};
@@ -25,6 +26,7 @@ const TOKEN_TIMER: u64 = u64::MAX;
 const SPIN_BUSY_CAP_NS: u64 = 700_000_000;
 const RT_BUSY_CAP_NS: u64 = 850_000_000;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
+const TOKEN_CONTROL: u64 = u64::MAX - 2;
 /// Large enough for any packet a TUN device hands over (its MTU may be raised to 64 KiB).
 const MAX_PACKET: usize = 65_536;
 
@@ -177,6 +179,17 @@ fn run(cfg: Config) -> Result<(), String> {
     let mut timer_lateness = Lateness::default();
     let mut armed_for: Option<Nanos> = None;
     epoll.add(sigfd, TOKEN_SIGNAL).map_err(|e| format!("epoll: {e}"))?;
+    // Until the runner says when the scenario's time 0 is, traces start with the engine.
+    fwd.set_origin(started);
+    // The control input (`control.rs`): the runner's pipe. A stdin that cannot be watched
+    // (a file, /dev/null: the engine started by hand) gives no control, which is said.
+    let mut control = match epoll.add(libc::STDIN_FILENO, TOKEN_CONTROL) {
+        Ok(()) => Some(Control::default()),
+        Err(e) => {
+            eprintln!("tlab-engine: no control input on stdin ({e}): trace-driven links start when the engine does");
+            None
+        }
+    };
 
     println!("READY");
     let _ = std::io::stdout().flush();
@@ -343,6 +356,29 @@ fn run(cfg: Config) -> Result<(), String> {
                     }
                 }
                 TOKEN_SIGNAL => break 'main,
+                TOKEN_CONTROL => {
+                    let Some(c) = control.as_mut() else { continue };
+                    match sys::read(libc::STDIN_FILENO, &mut buf) {
+                        Ok(sys::Io::Done(n)) if n > 0 => {
+                            for cmd in c.feed(&buf[..n]) {
+                                match cmd {
+                                    Ok(Command::T0(t0)) => {
+                                        fwd.set_origin(t0);
+                                        println!("T0 {t0}");
+                                        let _ = std::io::stdout().flush();
+                                    }
+                                    Err(e) => eprintln!("tlab-engine: {e}"),
+                                }
+                            }
+                        }
+                        Ok(sys::Io::WouldBlock) => {}
+                        // End of input: the runner closed it; forwarding goes on.
+                        Ok(_) | Err(_) => {
+                            let _ = epoll.remove(libc::STDIN_FILENO);
+                            control = None;
+                        }
+                    }
+                }
                 host => readable[host as usize] = true,
             }
         }

@@ -39,7 +39,7 @@ pub struct UnintendedDrops {
     pub no_route: u64,
     pub not_ipv4: u64,
     /// Writing to a host failed (TUN write or veth send).
-    pub tun_write_failed: u64,
+    pub host_write_failed: u64,
     /// IP packets larger than the link MTU out of a host (an offload left on).
     pub oversize: u64,
     /// Packets refused because those held (in every queue and delay line) had reached the
@@ -53,7 +53,7 @@ impl UnintendedDrops {
     pub fn total(&self) -> u64 {
         self.no_route
             + self.not_ipv4
-            + self.tun_write_failed
+            + self.host_write_failed
             + self.oversize
             + self.memory_limit
             + self.ring_full.iter().sum::<u64>()
@@ -180,7 +180,7 @@ pub struct RunStats {
     pub cpu_s: f64,
     /// Hand-overs retried because a host could not take the packet at once (its
     /// receiving CPU's backlog or the engine's send buffer full), and the first hand-over
-    /// error that was not (each such packet is a `tun_write_failed` unintended drop).
+    /// error that was not (each such packet is a `host_write_failed` unintended drop).
     #[serde(default)]
     pub egress_retries: u64,
     #[serde(default)]

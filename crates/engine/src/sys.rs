@@ -59,6 +59,13 @@ impl Epoll {
         Ok(())
     }
 
+    /// Stops watching `fd`.
+    pub fn remove(&self, fd: RawFd) -> io::Result<()> {
+        let mut ev = libc::epoll_event { events: 0, u64: 0 };
+        check(unsafe { libc::epoll_ctl(self.fd, libc::EPOLL_CTL_DEL, fd, &mut ev) })?;
+        Ok(())
+    }
+
     /// Waits up to `timeout_ms` (−1: forever, 0: poll) and returns the ready tokens.
     pub fn wait(&self, events: &mut Vec<libc::epoll_event>, timeout_ms: i32) -> io::Result<usize> {
         events.resize(events.capacity().max(16), libc::epoll_event { events: 0, u64: 0 });

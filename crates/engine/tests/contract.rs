@@ -136,7 +136,7 @@ fn sample_records() -> Vec<Record> {
             false,
         ),
         rec(5_000, 5, icmp, 84, NO_DIRECTION, Event::Drop, reason::NO_ROUTE, false),
-        rec(6_000, 6, udp, 1200, 0, Event::Drop, reason::TUN_WRITE_FAILED, false),
+        rec(6_000, 6, udp, 1200, 0, Event::Drop, reason::HOST_WRITE_FAILED, false),
         rec(
             7_000,
             7,
@@ -212,7 +212,7 @@ fn engine_reasons_match_the_contract() {
         .collect();
     let code = [
         (reason::NO_ROUTE, "no_route"),
-        (reason::TUN_WRITE_FAILED, "tun_write_failed"),
+        (reason::HOST_WRITE_FAILED, "host_write_failed"),
         (reason::NOT_IPV4, "not_ipv4"),
         (reason::OVERSIZE, "oversize"),
         (reason::MEMORY_LIMIT, "memory_limit"),
@@ -222,4 +222,23 @@ fn engine_reasons_match_the_contract() {
         file, code,
         "the engine's reasons (code, name, unintended) in contracts/contract.json vs log::reason"
     );
+}
+
+/// The log's event codes are the contract's `packet_log_events`.
+#[test]
+fn events_match_the_contract() {
+    let contract = contract();
+    let file: Vec<(u64, &str)> = contract["packet_log_events"]
+        .as_array()
+        .expect("packet_log_events is a list")
+        .iter()
+        .map(|e| (e["code"].as_u64().unwrap(), e["name"].as_str().unwrap()))
+        .collect();
+    let code = [
+        (Event::Arrival, "arrival"),
+        (Event::Departure, "departure"),
+        (Event::Drop, "drop"),
+    ]
+    .map(|(e, name)| (e as u64, name));
+    assert_eq!(file, code, "packet_log_events in contracts/contract.json vs log::Event");
 }

@@ -204,6 +204,15 @@ impl<P: Summarize + Clone> Direction<P> {
         }
     }
 
+    /// The scenario's time 0: trace-driven links start their trace there
+    /// ([`Pipeline::set_origin`]).
+    pub fn set_origin(&mut self, t0: Nanos) {
+        match self {
+            Direction::Single(s) => s.pipeline.set_origin(t0),
+            Direction::Multipath(m) => m.set_origin(t0),
+        }
+    }
+
     /// Packets held by the model.
     pub fn len(&self) -> usize {
         match self {

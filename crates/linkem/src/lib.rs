@@ -275,4 +275,9 @@ pub trait Stage<P> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The scenario's time 0 is `t0`: a stage whose behaviour follows a timeline of its
+    /// own (a trace-driven link) starts it there. Others keep the default.
+    fn set_origin(&mut self, t0: Nanos) {
+        let _ = t0;
+    }
 }

@@ -14,7 +14,10 @@
 //!   and continues in the next ones; bytes of an opportunity left over when no packet is
 //!   waiting for them are wasted; an opportunity at τ serves only packets that arrived at
 //!   or before τ. Trace time 0 is the link's `origin` (0 unless set with
-//!   [`Link::with_origin`]).
+//!   [`Link::set_origin`]; the driver sets it to the scenario's time 0, so one seed replays
+//!   one sequence of opportunities): at the origin the trace is at its `offset` (0 unless
+//!   set with [`Link::with_offset`]), and a packet arriving before the origin waits for
+//!   the first opportunity from there on.
 
 use crate::Nanos;
 
@@ -102,6 +105,8 @@ struct TraceLink {
     opportunities_ms: Vec<u64>,
     period_ms: u64,
     origin: Nanos,
+    /// Where in the trace the origin falls (the offset, modulo the period), in ns.
+    phase: Nanos,
     /// Global index (period · len + position) of the opportunity the last packet finished
     /// in, and the bytes it left unused there.
     cursor: Option<u64>,
@@ -117,13 +122,15 @@ impl TraceLink {
         let ms = (g / n)
             .saturating_mul(self.period_ms)
             .saturating_add(self.opportunities_ms[(g % n) as usize]);
-        self.origin.saturating_add(ms.saturating_mul(NS_PER_MS))
+        // Opportunities asked about are never before the phase (see `first_at_or_after`).
+        self.origin
+            .saturating_add(ms.saturating_mul(NS_PER_MS).saturating_sub(self.phase))
     }
 
     /// The first opportunity at or after `at`.
     fn first_at_or_after(&self, at: Nanos) -> u64 {
         let n = self.opportunities_ms.len() as u64;
-        let rel = at.saturating_sub(self.origin);
+        let rel = at.saturating_sub(self.origin) + self.phase;
         let period_ns = self.period_ms * NS_PER_MS;
         // The last opportunity of period k−1 is at k·period, so it can equal `rel`:
         // search from the period before the one `rel` falls in.
@@ -186,18 +193,37 @@ impl Link {
             opportunities_ms,
             period_ms,
             origin: 0,
+            phase: 0,
             cursor: None,
             left: 0,
         })))
     }
 
-    /// Sets the time at which the trace starts (trace time 0). No effect at constant rate.
-    /// Call before the first packet.
-    pub fn with_origin(mut self, origin: Nanos) -> Self {
+    /// Starts the trace `offset` ns into it: at the origin the trace is at time `offset`
+    /// (taken modulo the period, as the trace repeats). No effect at constant rate.
+    pub fn with_offset(mut self, offset: Nanos) -> Self {
         if let Kind::Trace(t) = &mut self.0 {
-            t.origin = origin;
+            t.phase = offset % (t.period_ms * NS_PER_MS);
         }
         self
+    }
+
+    /// Sets the time at which the trace starts (see [`Link::set_origin`]).
+    pub fn with_origin(mut self, origin: Nanos) -> Self {
+        self.set_origin(origin);
+        self
+    }
+
+    /// Sets the time at which the trace starts (where it is at its offset). No effect at
+    /// constant rate. Meant for before the first packet; a packet already started keeps
+    /// its finish time, and the next one starts on the new timeline (what was left of
+    /// the last opportunity is not carried over).
+    pub fn set_origin(&mut self, origin: Nanos) {
+        if let Kind::Trace(t) = &mut self.0 {
+            t.origin = origin;
+            t.cursor = None;
+            t.left = 0;
+        }
     }
 
     /// The earliest time, not before `at`, at which a packet can start: at constant rate
@@ -273,6 +299,7 @@ mod tests {
             opportunities_ms: vec![0, 5, 10],
             period_ms: 10,
             origin: 0,
+            phase: 0,
             cursor: None,
             left: 0,
         };

@@ -67,6 +67,13 @@ impl<P: Summarize + Clone> Multipath<P> {
         }
     }
 
+    /// The scenario's time 0, for every leg ([`Pipeline::set_origin`]).
+    pub fn set_origin(&mut self, t0: Nanos) {
+        for leg in &mut self.legs {
+            leg.set_origin(t0);
+        }
+    }
+
     pub fn legs(&self) -> usize {
         self.legs.len()
     }

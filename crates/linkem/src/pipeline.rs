@@ -118,6 +118,13 @@ impl<P> Pipeline<P> {
         }
     }
 
+    /// The scenario's time 0 ([`Stage::set_origin`] of every stage).
+    pub fn set_origin(&mut self, t0: Nanos) {
+        for s in &mut self.stages {
+            s.set_origin(t0);
+        }
+    }
+
     /// Packets held in the whole pipeline.
     pub fn len(&self) -> usize {
         self.stages.iter().map(|s| s.len()).sum()

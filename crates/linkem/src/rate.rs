@@ -84,10 +84,10 @@ impl<P> RateQueue<P> {
         }
     }
 
-    /// Sets the time at which the trace starts (trace time 0). No effect at constant rate.
-    /// Call before the first packet.
+    /// Sets the time at which the trace starts ([`Link::set_origin`]). No effect at
+    /// constant rate.
     pub fn with_origin(mut self, origin: Nanos) -> Self {
-        self.link = self.link.with_origin(origin);
+        self.link.set_origin(origin);
         self
     }
 
@@ -218,5 +218,14 @@ impl<P> Stage<P> for RateQueue<P> {
 
     fn len(&self) -> usize {
         self.queue.len() + usize::from(self.wire.is_some()) + self.done.len() + self.dropped_pending
+    }
+
+    fn set_origin(&mut self, t0: Nanos) {
+        self.link.set_origin(t0);
+        // Queued packets (the driver has run the model up to `t0`) wait for the new
+        // timeline's first opportunity.
+        if self.wire.is_none() && self.ready.is_some() {
+            self.ready = Some(self.link.next_start(t0));
+        }
     }
 }

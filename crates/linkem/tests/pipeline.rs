@@ -78,6 +78,7 @@ fn trace_then_delay() {
     let spec = DirectionSpec {
         rate: Some(RateSpec::Trace {
             opportunities_ms: vec![10, 20, 30],
+            offset_ns: 0,
         }),
         delay: 5 * MS,
         ..Default::default()
@@ -232,18 +233,21 @@ fn invalid_specs_are_refused_with_a_reason() {
         DirectionSpec {
             rate: Some(RateSpec::Trace {
                 opportunities_ms: vec![],
+                offset_ns: 0,
             }),
             ..Default::default()
         },
         DirectionSpec {
             rate: Some(RateSpec::Trace {
                 opportunities_ms: vec![0],
+                offset_ns: 0,
             }),
             ..Default::default()
         },
         DirectionSpec {
             rate: Some(RateSpec::Trace {
                 opportunities_ms: vec![5, 3],
+                offset_ns: 0,
             }),
             ..Default::default()
         },

@@ -88,7 +88,10 @@ fn rate() -> impl Strategy<Value = Option<RateSpec>> {
             ms.sort_unstable();
             let last = ms.last_mut().unwrap();
             *last = (*last).max(1);
-            Some(RateSpec::Trace { opportunities_ms: ms })
+            Some(RateSpec::Trace {
+                opportunities_ms: ms,
+                offset_ns: 0,
+            })
         }),
     ]
 }
@@ -625,7 +628,7 @@ fn check_plain(spec: &DirectionSpec, arrivals: &[Arrival], ev: &[DirectionEvent<
                     );
                 }
             }
-            Some(RateSpec::Trace { opportunities_ms }) => {
+            Some(RateSpec::Trace { opportunities_ms, .. }) => {
                 for &(id, copy, at) in &departures {
                     let f = finish(at);
                     prop_assert!(
@@ -995,7 +998,7 @@ proptest! {
     ) {
         let mut q = match rate.unwrap() {
             RateSpec::Constant { bits_per_sec } => RateQueue::constant(bits_per_sec, limit).unwrap(),
-            RateSpec::Trace { opportunities_ms } => RateQueue::trace(opportunities_ms, limit).unwrap(),
+            RateSpec::Trace { opportunities_ms, .. } => RateQueue::trace(opportunities_ms, limit).unwrap(),
         };
         // A driver hands out everything due by an arrival before offering it, so what the
         // stage still holds then is exactly what has not finished serialisation.

@@ -2,9 +2,11 @@
 mod common;
 use common::*;
 
+use linkem::link::Link;
+use linkem::queue::DropTail;
 use linkem::rate::{parse_mahimahi_trace, RateQueue, MAX_TRACE_MS, OPPORTUNITY_BYTES};
 use linkem::spec::QueueLimit;
-use linkem::DropReason;
+use linkem::{DropReason, Stage};
 
 const MS: u64 = 1_000_000;
 
@@ -108,6 +110,46 @@ fn origin_shifts_the_trace() {
         out.iter().map(|o| o.2).collect::<Vec<_>>(),
         vec![5_001 * MS, 5_002 * MS, 5_003 * MS]
     );
+}
+
+#[test]
+fn offset_starts_inside_the_trace_and_wraps_with_the_period() {
+    // Opportunities at 10, 20, 30 ms (period 30). 25 ms in, at the origin (1 s): the next
+    // opportunities are at trace times 30, 40 (= 10 of the next period), 50, 60.
+    let link = |offset| {
+        let mut q = RateQueue::new(
+            Link::trace(vec![10, 20, 30]).unwrap().with_offset(offset),
+            Box::new(DropTail::new(QueueLimit::Unlimited)),
+            0,
+        );
+        q.set_origin(1_000 * MS);
+        q
+    };
+    let burst: Vec<_> = (0..4).map(|i| (i, 1500, 1_000 * MS)).collect();
+    let due = |offset| {
+        run_stage(&mut link(offset), &burst)
+            .0
+            .iter()
+            .map(|o| o.2)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(due(25 * MS), vec![1_005 * MS, 1_015 * MS, 1_025 * MS, 1_035 * MS]);
+    // An offset of whole periods is no offset; one exactly on an opportunity uses it.
+    assert_eq!(due(60 * MS), due(0));
+    assert_eq!(due(0), vec![1_010 * MS, 1_020 * MS, 1_030 * MS, 1_040 * MS]);
+    assert_eq!(due(20 * MS)[0], 1_000 * MS);
+}
+
+/// A new origin moves the timeline of a link that already served packets: the next
+/// packet starts on the new one.
+#[test]
+fn set_origin_restarts_the_timeline() {
+    let mut q = RateQueue::trace(vec![10, 20], QueueLimit::Unlimited).unwrap();
+    let (out, _) = run_stage(&mut q, &[(0, 1500, 0)]);
+    assert_eq!(out[0].2, 10 * MS);
+    q.set_origin(33 * MS);
+    let (out, _) = run_stage(&mut q, &[(1, 1500, 34 * MS)]);
+    assert_eq!(out[0].2, 43 * MS);
 }
 
 /// A saturated link delivers exactly what the trace allows: the k-th opportunity

@@ -1,5 +1,5 @@
 //! Self-delimiting records for unordered delivery over a byte stream (uCOBS, see
-//! `shared/ALGORITHMS.md`, "Unordered delivery and self-delimiting records"). No I/O: the
+//! docs/agent.md, "Records: ordered and unordered receive"). No I/O: the
 //! caller feeds bytes and reads results.
 //!
 //! - [`cobs`]: Consistent Overhead Byte Stuffing (Cheshire & Baker): a record becomes bytes

@@ -1,5 +1,5 @@
 //! msTCP: several ordered sub-streams multiplexed over one byte stream received
-//! unordered (Minion's msTCP, see `shared/ALGORITHMS.md`). Each sub-stream's data travels
+//! unordered (Minion's msTCP, see docs/agent.md, "Records"). Each sub-stream's data travels
 //! in *chunks*, one COBS record each ([`crate::frame`]); a chunk starts with a header
 //! naming its sub-stream and its place in it. The receiver takes byte ranges in any
 //! order ([`crate::Assembler`]) and hands each sub-stream's chunks over in that

@@ -194,7 +194,9 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         ));
     }
     let log = PacketLog::create(&net.log_path).map_err(|e| format!("{}: {e}", net.log_path.display()))?;
-    let fwd = Forwarder::new(&net, SimHosts::default(), log)?;
+    let mut fwd = Forwarder::new(&net, SimHosts::default(), log)?;
+    // Trace time 0 is the scenario's time 0, as in the engine.
+    fwd.set_origin(cfg.t0_ns);
     let mut world = World::new(fwd, &cfg.addresses);
     build(&cfg, &mut world)?;
     let end = world.run(cfg.t0_ns, cfg.t0_ns + cfg.duration_ns, cfg.stop_when_flows_done)?;

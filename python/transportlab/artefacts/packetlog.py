@@ -36,7 +36,8 @@ VERSION, _RECORD_SIZE = contract.packet_log_format()
 if RECORD.itemsize != _RECORD_SIZE:  # the dtype above must follow the contract's record size
     raise ImportError(f"packet log record is {RECORD.itemsize} bytes here, {_RECORD_SIZE} in {contract.PATH}")
 
-ARRIVAL, DEPARTURE, DROP = 1, 2, 3
+_EVENTS = contract.packet_log_events()
+ARRIVAL, DEPARTURE, DROP = _EVENTS["arrival"], _EVENTS["departure"], _EVENTS["drop"]
 NO_DIRECTION = 0xFFFF
 FLAG_COPY = contract.packet_log_flags()["copy"]
 FLAG_CE_MARKED = contract.packet_log_flags()["ce_marked"]

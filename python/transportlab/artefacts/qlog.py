@@ -22,7 +22,7 @@ the caller says where that reference is on CLOCK_MONOTONIC (`QlogClock`)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -195,3 +195,64 @@ def _resample(rows: list[tuple[int, dict]], said: set[str], interval_ns: int) ->
         values = np.array([rows[order[i]][1][c] for i in idx], dtype=float)
         frame[c] = pd.array([None if np.isnan(v) else int(round(v)) for v in values], dtype="UInt64")
     return frame
+
+
+# --- a stack's qlog in a run folder ---------------------------------------------------
+#
+# The stack end (transportlab.stacks) only moves each qlog into raw/ with a sidecar saying
+# how its times map to CLOCK_MONOTONIC and which columns the stack cannot give; the
+# series are made from them at analysis (`ensure_series`), not while the run's clock runs.
+
+CLOCK_SUFFIX = ".clock.json"
+
+
+def write_clock(qlog_path: Path, clock: QlogClock, silent: tuple[str, ...]) -> None:
+    sidecar = qlog_path.with_name(qlog_path.name + CLOCK_SUFFIX)
+    sidecar.write_text(json.dumps({**asdict(clock), "silent": list(silent)}))
+
+
+def qlog_series(qlog_path: Path) -> pd.DataFrame:
+    """The series of a stack's qlog (its traces one after another, conn 0), by its sidecar."""
+    try:
+        meta = json.loads(qlog_path.with_name(qlog_path.name + CLOCK_SUFFIX).read_text())
+    except (OSError, ValueError) as e:
+        raise QlogError(f"{qlog_path}: no readable clock sidecar ({e})") from None
+    silent = tuple(meta.pop("silent", ()))
+    clock = QlogClock(**meta)
+    frames = [series(t, clock, silent) for t in read_traces(qlog_path)]
+    return pd.concat(frames, ignore_index=True) if frames else empty_series()
+
+
+def ensure_series(raw: Path, stem: str) -> Path | None:
+    """`raw/<stem>.arrow` from `raw/<stem>.sqlog` (connection 0) and `raw/<stem>-<n>.sqlog`
+    (connection n), made once; None when there is no qlog with a sidecar to make it from."""
+    import pyarrow as pa
+
+    out = raw / f"{stem}.arrow"
+    if out.exists():
+        return out
+    first = raw / f"{stem}.sqlog"
+    if not first.with_name(first.name + CLOCK_SUFFIX).exists():
+        return None
+    paths = [first]
+    while (nxt := raw / f"{stem}-{len(paths)}.sqlog").exists():
+        paths.append(nxt)
+    frames = []
+    for n, path in enumerate(paths):
+        frame = qlog_series(path)
+        frames.append(frame.assign(conn=pd.Series([n] * len(frame), dtype="uint32")))
+    table = pa.Table.from_pandas(pd.concat(frames, ignore_index=True), preserve_index=False)
+    tmp = out.with_name(out.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    tmp.replace(out)
+    return out
+
+
+def last_values(frame: pd.DataFrame | None) -> dict:
+    """A series' final values by column (null where the qlog said nothing)."""
+    if frame is None or not len(frame):
+        return dict.fromkeys(COLUMNS)
+    first = frame[frame["conn"] == 0] if "conn" in frame else frame
+    last = first.iloc[-1]
+    return {c: None if c not in last or pd.isna(last[c]) else int(last[c]) for c in COLUMNS}

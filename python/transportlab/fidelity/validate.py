@@ -6,7 +6,6 @@ Each part is one function: it runs its scenario file (quick mode shrinks it with
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +14,8 @@ import numpy as np
 from rich.table import Table
 
 from transportlab import metrics as M
-from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, read_records
-from transportlab.artefacts.rundir import RunDir
+from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
+from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.fidelity.floor import added_one_way_std_us, added_one_way_us, floor_probes
 from transportlab.locations import PROJECT_ROOT
 from transportlab.pipeline import RunsFailed, run_scenario
@@ -36,15 +35,22 @@ class Part:
 
 @dataclass
 class Run:
-    dir: Path
+    """One finished run, read through `RunDir` (the one run reader), its scenario and
+    metrics as plain dicts."""
+
+    dir: RunDir
     metrics: dict
     scenario: dict
 
     def raw(self, name: str) -> dict:
-        return json.loads((self.dir / "raw" / name).read_text())
+        """An agent's summary (`raw/<name>`): the check needs it, so its absence is an error."""
+        summary = self.dir.summary(name.removesuffix(".json"))
+        if summary is None:
+            raise RunDirError(f"{self.dir.raw / name}: missing or unreadable")
+        return summary
 
     def records(self):
-        return np.asarray(read_records(self.dir / "raw" / "packets.tlog"))
+        return self.dir.records
 
     def link(self, name: str) -> dict:
         return next(l for l in self.scenario["links"] if l["name"] == name)
@@ -54,7 +60,7 @@ def _run(file: str, out: Path, overrides: list[str]) -> list[Run]:
     outcome = run_scenario(S0 / file, out, overrides, progress=False)
     if outcome.failed:
         raise RunsFailed(outcome.failed)
-    return [Run(d, RunDir(d).metrics.dump(), RunDir(d).scenario.dump()) for d in outcome.run_dirs]
+    return [Run(rd, rd.metrics.dump(), rd.scenario.dump()) for rd in map(RunDir, outcome.run_dirs)]
 
 
 def _verdict(ok: bool) -> str:

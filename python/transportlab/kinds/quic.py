@@ -12,6 +12,7 @@ from typing import Any
 
 from transportlab import contract
 from transportlab import metrics as M
+from transportlab.artefacts.qlog import ensure_series, last_values
 from transportlab.kinds.base import (
     Endpoints,
     Files,
@@ -23,7 +24,7 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.tcp import check_record_size, records_argv, records_flow_metrics
+from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
 from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
@@ -34,6 +35,8 @@ DELIVERIES = ("ordered", "unordered", "streams")
 # Fields only quinn's agent has.
 QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rcvbuf", "rate", "interval", "size", "delivery", "playout"})
 STACK_END = "transportlab.stacks"
+AGENT = "agent"  # the lab's agents at both ends, speaking their own protocol
+HTTP3 = "http3"
 GIVE_UP_MARGIN_S = 2.5
 
 
@@ -66,10 +69,10 @@ class Quic(FlowKind):
         if _stack(spec) is not None:
             self._check_stack(spec, given)
             return
-        if spec.application is not None:
+        if spec.application != AGENT:
             raise FieldIssue(
-                "quinn's ends speak the lab's own protocol (docs/agent.md); application is for the third-party "
-                f"stacks ({', '.join(STACKS)})",
+                f"quinn's ends are the lab's agents: application is \"{AGENT}\" (HTTP/3 is the third-party "
+                f"stacks': {', '.join(STACKS)})",
                 ("application",),
                 spec.application,
             )
@@ -126,14 +129,14 @@ class Quic(FlowKind):
             raise FieldIssue(
                 f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
             )
-        if spec.application not in (None, "http3"):
-            raise FieldIssue(f'{name} carries HTTP/3: application is "http3"', ("application",), spec.application)
-        spec.application = "http3"
+        if "application" in given and spec.application != HTTP3:
+            raise FieldIssue(f'{name} carries HTTP/3: application is "{HTTP3}"', ("application",), spec.application)
+        spec.application = HTTP3
         if not spec.qlog:
             raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
-        if spec.bytes is None and spec.direction == "upload":
+        if spec.bytes is None and spec.direction == "upload" and not STACKS[name].bulk_upload:
             raise FieldIssue(
-                f'{name} runs a bulk transfer (no bytes) as a download: set direction = "download" or give bytes',
+                f"{name}'s client uploads a file: give bytes, or make the bulk transfer a download",
                 ("direction",),
             )
 
@@ -221,6 +224,11 @@ class Quic(FlowKind):
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
         sender, side = sender_results(client, server)
         quic = sender.get("quic") or {}
+        if flow.get("implementation") in STACKS:
+            # A stack's series (and so its counters) come from its qlogs, made now.
+            for end in ("client", "server"):
+                ensure_series(run.raw, f"{flow['name']}-{end}")
+            quic = last_values(run.series(f"{flow['name']}-{side}"))
         # QUIC never retransmits a packet (lost data goes out in new packets): its
         # counterpart of TCP's retransmissions is the packets declared lost, and of TCP's
         # retransmission rate those ÷ the packets sent (docs/metrics.md).
@@ -256,7 +264,7 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
     end = [sys.executable, "-m", STACK_END]
     common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
     server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
-    server += ["--summary", str(files.server_summary), "--series", str(files.server_series)]
+    server += ["--summary", str(files.server_summary)]
     server += ["--qlog", str(files.server_qlog)]
     client = end + ["quic-client", "--connect", f"{server_addr}:{flow.port}", "--direction", flow.direction, *common]
     if flow.bytes:
@@ -271,6 +279,6 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
     # run records the failure with the stack's stderr.
     scenario_end = serve_for_s - SERVER_GRACE_S
     client += ["--give-up", f"{max(1.0, scenario_end - flow.start + CLIENT_GRACE_S - GIVE_UP_MARGIN_S):.9g}"]
-    client += ["--summary", str(files.client_summary), "--series", str(files.client_series)]
+    client += ["--summary", str(files.client_summary)]
     client += ["--qlog", str(files.client_qlog)]
     return Endpoints(server, client)

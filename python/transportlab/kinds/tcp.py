@@ -11,6 +11,7 @@ from typing import Any
 from transportlab import contract
 from transportlab import metrics as M
 from transportlab.kinds.base import (
+    COMMON_FIELDS,
     Endpoints,
     Files,
     FlowKind,
@@ -21,9 +22,10 @@ from transportlab.kinds.base import (
     srtt_stats,
     summary_args,
 )
-from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
+from transportlab.kinds.records import RECORD_RANGE, check_record_size, records_argv, records_flow_metrics
+from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue
-from transportlab.stacks.web import APPLICATIONS, DEFAULT_SERVER, SERVERS
+from transportlab.stacks.web import AGENT, APPLICATIONS, DEFAULT_SERVER, SERVERS
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
 OTHER_LINUX_TCP_CC = frozenset(
@@ -44,12 +46,10 @@ OTHER_LINUX_TCP_CC = frozenset(
     }
 )
 MSS_RANGE = (88, 65495)
-# A record's bytes in the stream, framing included: a 16-byte header framed (19) to 16 MiB.
-RECORD_RANGE = (19, 16 * 2**20)
 KERNEL_TCP = "linux"
 SMOLTCP = "smoltcp"
 # Fields an HTTP flow (nginx or Hypercorn serving curl) has beside the common ones.
-HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "application", "http_server"})
+HTTP_FIELDS = frozenset({"cc", "direction", "bytes", "objects", "application", "http_server", "mss", "implementation"})
 DELIVERIES = ("ordered", "unordered")
 
 
@@ -79,9 +79,15 @@ class Tcp(FlowKind):
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
-        if spec.application is not None or spec.http_server is not None:
+        if spec.application != AGENT:
             _check_http(spec, given)
             return
+        if "http_server" in given and spec.http_server != DEFAULT_SERVER:
+            raise FieldIssue(
+                f'http_server serves HTTP: set application too (the agent\'s flows are application "{AGENT}")',
+                ("http_server",),
+                spec.http_server,
+            )
         check_playout(spec, given)
         # The kernel's (emulated; the simulator's own TCP when simulated); naming it lets a
         # sweep axis step from a uTP implementation to TCP (S0 E4). smoltcp: the
@@ -167,9 +173,9 @@ class Tcp(FlowKind):
         if (rule := contract.cross_parameter_problem(cc, values)) is not None:
             key, why = rule
             raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
-        if contract.implementation("tcp", cc) == "bpf" and spec.application is not None:
+        if contract.implementation("tcp", cc) == "bpf" and spec.application != AGENT:
             raise FieldIssue(
-                f"TCP {cc} is the lab's BPF program; {spec.http_server or DEFAULT_SERVER} and curl run the kernel's "
+                f"TCP {cc} is the lab's BPF program; {spec.http_server} and curl run the kernel's "
                 f"own controllers ({', '.join(KERNEL_CCS)})",
                 ("cc",),
             )
@@ -184,13 +190,13 @@ class Tcp(FlowKind):
         return cc
 
     def bpf_congestion(self, flow) -> tuple[str, dict] | None:
-        if flow.application is not None:
+        if flow.application != AGENT:
             return None  # refused at check_cc: a web server takes its namespace's kernel controller
         cc = flow.cc or self.default_cc
         return (cc, dict(flow.cc_params)) if contract.implementation("tcp", cc) == "bpf" else None
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
-        if flow.application is not None:
+        if flow.application != AGENT:
             return _http_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("tcp-server", flow.port, files, serve_for_s)
         client = [agent_binary(), "tcp-client", "--connect", f"{server_addr}:{flow.port}"]
@@ -250,19 +256,6 @@ class Tcp(FlowKind):
         return out
 
 
-def check_record_size(spec, protocol: str) -> None:
-    """A records flow's `size` and `interval` (tcp and quic alike)."""
-    for k in ("size", "interval"):
-        if getattr(spec, k) is None:
-            raise FieldIssue(f"{protocol} records need size and interval ({k} is missing)", (k,))
-    if not RECORD_RANGE[0] <= spec.size <= RECORD_RANGE[1]:
-        raise FieldIssue(
-            f"a {protocol} record is {RECORD_RANGE[0]} bytes (its 16-byte header, framed) to 16 MiB",
-            ("size",),
-            spec.size,
-        )
-
-
 def _check_download(spec, given, what: str, delivery_issue: str, tls_issue: str) -> None:
     """What tcp records and pages share: the server sends (direction "download"), the
     client receives "ordered" (the default) or "unordered", and unordered reads the
@@ -298,74 +291,6 @@ def page_metrics(run, name: str) -> dict[str, Any]:
     }
 
 
-def records_series(files: Files):
-    """The client's per-record series beside its TCP_INFO series."""
-    return files.client_series.with_name(files.client_series.stem + "-records.arrow")
-
-
-def records_argv(flow, files: Files) -> list[str]:
-    """The client's arguments for paced records (tcp's and quic's alike)."""
-    return [
-        "--record-size",
-        str(flow.size),
-        "--record-interval",
-        duration_arg(flow.interval),
-        "--duration",
-        duration_arg(flow.end - flow.start),
-        "--delivery",
-        flow.delivery,
-        "--record-series",
-        str(records_series(files)),
-    ]
-
-
-def records_flow_metrics(run, flow, client: dict, sender: dict, *, min_rtt_us: float | None = None) -> dict[str, Any]:
-    """A records flow's workload metrics and record metrics (tcp's and quic's alike: the
-    client's records series, the sender's records_sent)."""
-    sent = (sender.get("records") or {}).get("records_sent")
-    out = workload_metrics(run, flow, run.series(f"{flow['name']}-client-records"), sent)
-    out.update(records_metrics(run, flow["name"], client, sender, min_rtt_us=min_rtt_us))
-    return out
-
-
-def records_metrics(
-    run,
-    name: str,
-    client: dict,
-    sender: dict,
-    *,
-    sent: int | None = None,
-    min_rtt_us: float | None = None,
-    series_stem: str | None = None,
-) -> dict[str, Any]:
-    """Per-record latency and the share of records late by one RTT or more (docs/metrics.md),
-    for every transport's records (tcp, quic, udp: one series layout). The RTT is the
-    sending connection's minimum RTT as its stack measured it (tcp_info.min_rtt_us,
-    quinn's min_rtt): the path's round trip without queueing; udp gives its own
-    `min_rtt_us` (it measures none). `sent` defaults to the sender's records_sent."""
-    received = client.get("records") or {}
-    if sent is None:
-        sent = (sender.get("records") or {}).get("records_sent")
-    series = run.series(series_stem or f"{name}-client-records")
-    lat = M.record_latencies(series) if series is not None else None
-    if min_rtt_us is None:
-        min_rtt_us = (sender.get("tcp_info") or {}).get("min_rtt_us")
-    rtt_ns = min_rtt_us * 1e3 if min_rtt_us else None
-    stats = None
-    if lat is not None and len(lat):
-        s = M.summarize(lat / 1e6)
-        stats = {k: s[k] for k in ("mean", "p50", "p95", "p99")}
-    return {
-        "records_sent": sent,
-        "records_delivered": int(len(lat)) if lat is not None else None,
-        "records_malformed": received.get("malformed"),
-        "records_via_packet": received.get("via_packet"),
-        "record_latency_ms": stats,
-        "records_late_share": M.late_share(lat, sent, rtt_ns) if lat is not None and sent and rtt_ns else None,
-        "records_rtt_ms": rtt_ns / 1e6 if rtt_ns else None,
-    }
-
-
 KERNEL_CCS = tuple(c for c in contract.controllers("tcp") if contract.implementation("tcp", c) != "bpf")
 
 
@@ -373,17 +298,21 @@ def _check_http(spec, given) -> None:
     """An HTTP download over kernel TCP: `application` says the HTTP and whether TLS,
     `http_server` the server; of tcp's own fields only the controller applies."""
     if spec.application not in APPLICATIONS:
-        field = "application" if spec.application is not None else "http_server"
         raise FieldIssue(
-            f"tcp HTTP is application {', '.join(APPLICATIONS)} (served by {' or '.join(SERVERS)} to curl)",
-            (field,),
+            f"a tcp flow's application is \"{AGENT}\" (the lab's agents) or HTTP: {', '.join(APPLICATIONS)} "
+            f"(served by {' or '.join(SERVERS)} to curl)",
+            ("application",),
             spec.application,
         )
-    if spec.http_server is None:
-        spec.http_server = DEFAULT_SERVER
+    if spec.implementation not in (None, KERNEL_TCP):
+        raise FieldIssue(f"kernel TCP is the one implementation of tcp flows: {KERNEL_TCP}", ("implementation",))
     if spec.http_server not in SERVERS:
         raise FieldIssue(f"the HTTP server is {' or '.join(SERVERS)}", ("http_server",), spec.http_server)
-    for k in sorted(given - HTTP_FIELDS - {"name", "from", "to", "protocol", "start", "stop", "port"}):
+    # A field at its default says nothing (a sweep arm of the agent's may set tls = false).
+    defaults = type(spec).model_fields
+    for k in sorted(given - HTTP_FIELDS - COMMON_FIELDS):
+        if getattr(spec, k) == defaults[k].default or (k == "cc_params" and not spec.cc_params):
+            continue
         why = " (https and http2 are over TLS)" if k == "tls" else ""
         raise FieldIssue(f"{k} is not a field of an HTTP flow{why}", (k,))
     if "direction" in given and spec.direction != "download":
@@ -404,7 +333,13 @@ def _http_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) ->
 
     end = [sys.executable, "-m", STACK_END]
     common = ["--application", str(flow.application), "--http-server", str(flow.http_server), "--cc", str(flow.cc)]
+    if flow.mss:  # TCP_MAXSEG of the server's listener, which its connections inherit
+        common += ["--mss", str(flow.mss)]
+    # objects: curl fetches them one after another on one connection (HTTP/1.1 without
+    # pipelining, HTTP/2 on one stream at a time).
     size = ["--bytes", str(flow.bytes)] if flow.bytes else []
+    if flow.objects is not None:
+        size = ["--bytes", str(flow.objects.size), "--objects", str(flow.objects.count)]
     server = end + ["web-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += size + ["--summary", str(files.server_summary)]
     client = end + ["web-client", "--connect", f"{server_addr}:{flow.port}", *common]

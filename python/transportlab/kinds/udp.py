@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from transportlab.kinds.base import Endpoints, Files, FlowKind, agent_binary, duration_arg, server_argv, summary_args
+from transportlab.kinds.records import records_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds, workload_metrics
 from transportlab.scenario.errors import FieldIssue
 
@@ -91,8 +92,6 @@ def records_series(files: Files):
 def udp_records_metrics(run, name: str, client: dict, server: dict) -> dict[str, Any]:
     """The record metrics of tcp and quic records. UDP measures no RTT: the round trip is
     taken as twice the smallest one-way record latency (a symmetric path without queueing)."""
-    from transportlab.kinds.tcp import records_metrics
-
     owd_min_ms = (server.get("owd") or {}).get("min_ms")
     rtt_us = 2 * owd_min_ms * 1e3 if owd_min_ms else None
     return records_metrics(

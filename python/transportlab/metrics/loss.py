@@ -29,8 +29,8 @@ def _reason_name(r: int) -> str:
 
 
 def unintended_drops(records) -> int:
-    """Number of unintended drops in the log: drop records with reason 10 (no route),
-    11 (TUN write failed) or 12 (not IPv4). A correct run has 0."""
+    """Number of unintended drops in the log: drop records whose reason the contract marks
+    unintended (docs/packet-log.md). A correct run has 0."""
     return int(np.isin(col(records, "reason")[col(records, "event") == DROP], UNINTENDED_REASONS).sum())
 
 

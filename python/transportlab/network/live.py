@@ -222,6 +222,8 @@ class Network:
         stderr = open(self.workdir / "engine.stderr", "wb")  # noqa: SIM115
         self._engine = subprocess.Popen(
             [str(engine_bin), str(config_path)],
+            # stdin: the control input (`set_t0`).
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=stderr,
             pass_fds=list(self._tun_fds.values()),
@@ -288,26 +290,29 @@ class Network:
     @staticmethod
     def _wait_ready(proc: subprocess.Popen, what: str, timeout: float, stderr_path: Path | None = None) -> str:
         """Waits for the `READY ...` line a server prints once it is listening."""
-        import selectors
-
-        assert proc.stdout is not None  # started with stdout=PIPE
-        sel = selectors.DefaultSelector()
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        deadline = time.monotonic() + timeout
-        line = b""
-        while time.monotonic() < deadline:
-            if sel.select(timeout=0.05):
-                line = proc.stdout.readline()
-                break
-            if proc.poll() is not None:
-                break
-        sel.close()
+        line = _read_line(proc, timeout)
         if not line.startswith(b"READY"):
             detail = ""
             if stderr_path and stderr_path.exists():
                 detail = stderr_path.read_text(errors="replace").strip()
             raise NetworkError(f"{what} did not start (exit {proc.poll()}): {detail or 'no READY line'}")
         return line.decode().strip()
+
+    def set_t0(self, t0_ns: int) -> None:
+        """Tells the engine the scenario's time 0 (CLOCK_MONOTONIC ns): its trace-driven
+        links start their traces there (at their `trace_offset`), and waits until it has.
+        Nothing to do on the floor (no engine)."""
+        if self._engine is None:
+            return
+        assert self._engine.stdin is not None  # started with stdin=PIPE
+        self._engine.stdin.write(f"t0 {t0_ns}\n".encode())
+        self._engine.stdin.flush()
+        line = _read_line(self._engine, ENGINE_READY_TIMEOUT_S)
+        if line.strip() != f"T0 {t0_ns}".encode():
+            detail = (self.workdir / "engine.stderr").read_text(errors="replace").strip()
+            raise NetworkError(
+                f"the engine did not take time 0 (exit {self._engine.poll()}, said {line!r}): {detail or 'nothing'}"
+            )
 
     def popen(self, host: str, argv: list[str], **kwargs) -> subprocess.Popen:
         """Starts `argv` inside `host`; it is stopped at teardown if still running."""
@@ -398,8 +403,9 @@ class Network:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.
             _stop_process(self._engine, grace=ENGINE_STOP_GRACE_S)
-            if self._engine.stdout:
-                self._engine.stdout.close()
+            for pipe in (self._engine.stdin, self._engine.stdout):
+                if pipe:
+                    pipe.close()
             self._engine = None
             if self.stats_path.exists():
                 self.engine_stats = json.loads(self.stats_path.read_text())
@@ -425,6 +431,23 @@ class Network:
             self.record.save()  # what could not be unloaded stays for `tlab clean`
         else:
             self.record.remove()
+
+
+def _read_line(proc: subprocess.Popen, timeout: float) -> bytes:
+    """The next line `proc` writes to its stdout (a pipe), or b"" if none comes within
+    `timeout` seconds or it exits first."""
+    import selectors
+
+    assert proc.stdout is not None  # started with stdout=PIPE
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if sel.select(timeout=0.05):
+                return proc.stdout.readline()
+            if proc.poll() is not None:
+                break
+    return b""
 
 
 def _stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:

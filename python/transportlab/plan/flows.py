@@ -58,8 +58,8 @@ class Flow:
     # records (tcp, quic, udp): how the client receives them (kinds/*.py)
     delivery: Literal["ordered", "unordered", "streams"] | None = None
     implementation: str | None = None  # utp: the uTP implementation; quic: the QUIC stack
-    application: str | None = None  # quic with a third-party stack: "http3"; tcp: "http1", "https", "http2"
-    http_server: str | None = None  # tcp HTTP: "nginx" or "hypercorn"
+    application: str = "agent"  # "agent"; quic stacks "http3"; tcp "http1", "https", "http2"
+    http_server: str = "nginx"  # tcp HTTP: "nginx" or "hypercorn"
     playout: tuple[float, ...] | None = None  # tcp records as VoIP frames: jitter buffers (s)
     seed: int = 0  # the flow's own random stream (utp: the content's bytes)
 

@@ -25,6 +25,7 @@ def _path(d: PathSpec, queue_packets: int | None) -> Direction:
     return Direction(
         rate=d.rate,
         trace_ms=d.trace_ms,
+        trace_offset=d.trace_offset,
         queue_packets=queue_packets,
         queue_bytes=d.queue.bytes if d.queue is not None else None,
         queue_discipline=tuple(d.queue.engine_discipline().items()) if d.queue is not None else (),

@@ -35,6 +35,8 @@ class Direction:
 
     rate: float | None = None
     trace_ms: tuple[int, ...] | None = None
+    # Where in the trace the scenario's time 0 falls (s).
+    trace_offset: float = 0.0
     queue_packets: int | None = None
     queue_bytes: int | None = None
     # The queue's discipline, `ecn` and parameters in the engine's names (empty: drop-tail).
@@ -63,7 +65,9 @@ class Direction:
             return self.multipath.engine_spec()
         rate: dict | None
         if self.trace_ms is not None:
-            rate = {"trace": {"opportunities_ms": list(self.trace_ms)}}
+            rate = {
+                "trace": {"opportunities_ms": list(self.trace_ms), "offset_ns": int(round(self.trace_offset * 1e9))}
+            }
         elif self.rate is not None:
             rate = {"constant": {"bits_per_sec": int(round(self.rate))}}
         else:

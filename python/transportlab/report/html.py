@@ -87,24 +87,25 @@ def fmt_num(v: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
-def fmt_rate(bps: Any) -> str:
-    v = as_float(bps)
-    if math.isnan(v):
+def _decimal(v: Any, units: tuple[str, str, str, str]) -> float | str:
+    """`v` with the decimal prefix that fits (units: giga, mega, kilo, none), 3–4 digits."""
+    x = as_float(v)
+    if math.isnan(x):
         return "—"
-    for div, unit in ((1e9, "Gbit/s"), (1e6, "Mbit/s"), (1e3, "kbit/s")):
-        if abs(v) >= div:
-            return f"{v / div:.3g} {unit}" if abs(v / div) < 100 else f"{v / div:.4g} {unit}"
-    return f"{v:.3g} bit/s"
+    for div, unit in zip((1e9, 1e6, 1e3), units):
+        if abs(x) >= div:
+            return f"{x / div:.3g} {unit}" if abs(x / div) < 100 else f"{x / div:.4g} {unit}"
+    return x
+
+
+def fmt_rate(bps: Any) -> str:
+    v = _decimal(bps, ("Gbit/s", "Mbit/s", "kbit/s", "bit/s"))
+    return v if isinstance(v, str) else f"{v:.3g} bit/s"
 
 
 def fmt_bytes(b: Any) -> str:
-    v = as_float(b)
-    if math.isnan(v):
-        return "—"
-    for div, unit in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
-        if abs(v) >= div:
-            return f"{v / div:.3g} {unit}" if abs(v / div) < 100 else f"{v / div:.4g} {unit}"
-    return f"{int(v)} B"
+    v = _decimal(b, ("GB", "MB", "kB", "B"))
+    return v if isinstance(v, str) else f"{int(v)} B"
 
 
 def fmt_s(s: Any) -> str:
@@ -452,7 +453,7 @@ def unintended_banner(n: Any, what: str = "this run") -> str:
     if v > 0:
         return (
             f'<div class="banner bad">⚠ {int(v):,} unintended drop{"s" if v != 1 else ""} in {escape(what)} '
-            "(no route, TUN write failed or not IPv4): packets were lost outside the emulated network, "
+            "(engine-level: docs/packet-log.md): packets were lost outside the emulated network, "
             "so the measurements are not trustworthy.</div>"
         )
     return f'<div class="banner ok">0 unintended drops in {escape(what)}.</div>'

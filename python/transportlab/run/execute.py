@@ -77,6 +77,7 @@ def execute(
                 (raw / "t_end_ns").write_text(str(time.monotonic_ns()))
                 return [AgentFailure(job.name, job.host, "server", 1, _last_lines(_stderr_path(raw, job)))]
         t0 = time.monotonic_ns()
+        net.set_t0(t0)
         clients: list[tuple[Job, subprocess.Popen]] = []
         for job in sorted((j for j in jobs if not j.server), key=lambda j: j.start):
             _sleep_until(t0 + int(job.start * 1e9))

@@ -74,8 +74,12 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
             )
         elif f.protocol == "tcp" and f.cc not in SIM_TCP_CC:
             out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; {tcp_stack(f)} has {' and '.join(SIM_TCP_CC)}"))
-        elif f.protocol == "tcp" and f.application is not None:
+        elif f.protocol == "tcp" and f.application != "agent":
             out.append((f"{where}.application", "HTTP servers and curl are real processes: run them emulated"))
+        elif f.protocol == "quic" and f.implementation not in (None, "quinn"):
+            out.append(
+                (f"{where}.implementation", f"{f.implementation} is a real process (the simulator runs quinn-proto)")
+            )
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
             out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
         elif f.protocol == "quic" and f.rcvbuf:

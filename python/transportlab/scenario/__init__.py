@@ -2,8 +2,8 @@
 sweep point. The plan stage (`transportlab.plan`) turns a point into a topology, flows
 and probes. See docs/scenarios.md.
 
-    scenario = load_scenario("scenarios/s0/e0.toml", ["duration=5s"])
-    for point in load_points("scenarios/s0/e0.toml"):
+    scenario = load_scenario("scenarios/s0/e0_queue.toml", ["duration=5s"])
+    for point in load_points("scenarios/s0/e0_queue.toml"):
         ...
 """
 

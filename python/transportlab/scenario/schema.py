@@ -218,6 +218,7 @@ class PathSpec(_Table):
     loss: Loss | None = None
     duplicate: Probability = 0.0
     queue: QueueSpec | None = None
+    trace_offset: Duration = 0.0
 
     _trace_ms: tuple[int, ...] | None = PrivateAttr(default=None)
 
@@ -229,6 +230,8 @@ class PathSpec(_Table):
             raise FieldIssue(
                 "a queue needs a rate or a trace in the same direction (nothing waits otherwise)", ("queue",)
             )
+        if self.trace_offset and self.trace is None:
+            raise FieldIssue("trace_offset needs a trace in the same direction", ("trace_offset",))
         if self.queue is not None and self.queue.bdp is not None and self.rate is None:
             raise FieldIssue("a queue in bdp needs a constant rate; with a trace give packets or bytes", ("queue",))
         if self.trace is not None:
@@ -455,10 +458,12 @@ class FlowSpec(_Table):
     # utp: which real uTP implementation runs the flow (transportlab.utp_agent.parameters);
     # tcp: "linux", the kernel's (so one sweep axis can step from uTP to TCP).
     implementation: str | None = None
-    # quic with a third-party implementation: "http3" (what those stacks speak); tcp:
-    # "http1", "https" or "http2", a download served by `http_server` to curl (docs/stacks.md).
-    application: str | None = None
-    http_server: str | None = None  # tcp HTTP: "nginx" (the default) or "hypercorn"
+    # What the ends speak (docs/stacks.md): "agent", the lab's agents' own protocol (quinn,
+    # kernel TCP); "http3" (quic's third-party stacks, set for them); tcp "http1", "https"
+    # or "http2", a download served by `http_server` to curl. Real defaults (not None) so a
+    # sweep arm can step between them.
+    application: str = "agent"
+    http_server: str = "nginx"  # tcp HTTP: "nginx" or "hypercorn"
     port: Port | None = None
 
     @field_validator("protocol")

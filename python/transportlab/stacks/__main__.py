@@ -25,12 +25,13 @@ def parser() -> argparse.ArgumentParser:
         p = sub.add_parser(end)
         if end.startswith("quic"):
             p.add_argument("--implementation", choices=list(STACKS), required=True)
-            p.add_argument("--series", type=Path)
             p.add_argument("--qlog", type=Path, help="where the connection's qlog goes")
             p.add_argument("--datagram-size", type=int, help="UDP payload size (the flow's mss)")
         else:
             p.add_argument("--application", choices=web.APPLICATIONS, required=True)
             p.add_argument("--http-server", choices=web.SERVERS, default=web.DEFAULT_SERVER)
+            p.add_argument("--mss", type=int, help="TCP_MAXSEG of the server's listening socket")
+            p.add_argument("--objects", type=int, default=1, help="client: fetch this many objects of --bytes")
         p.add_argument("--cc", required=True, help="the lab's controller name")
         p.add_argument("--summary", type=Path, required=True)
         p.add_argument("--duration", type=float, help="seconds: server: serve at most; client: bulk")
@@ -57,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cc not in stack.controllers:
             print(f"{prog}: error: {stack.name} offers {', '.join(stack.controllers)} (not {args.cc})", file=sys.stderr)
             return 2
-        if client and args.bytes is None and args.direction == "upload":
-            print(f"{prog}: error: a bulk transfer is a download", file=sys.stderr)
+        if client and args.bytes is None and args.direction == "upload" and not stack.bulk_upload:
+            print(f"{prog}: error: {stack.name} uploads a file: give --bytes", file=sys.stderr)
             return 2
         name = stack.name
     else:

@@ -25,7 +25,7 @@ class Stack:
     # The lab's controller names → the stack's own (a name the stack lacks is refused).
     controllers: dict[str, str]
     default_cc: str
-    bulk: bool  # a transfer for a duration (the client stops it)
+    bulk_upload: bool  # an upload for a duration (a download for one every stack does)
     install: str  # what to install when it is missing
     # How its qlog's times map to CLOCK_MONOTONIC (artefacts.qlog.QlogClock): "epoch"
     # (a wall-clock reference in the header), "absolute" (event times are epoch ms) or
@@ -81,7 +81,7 @@ STACKS: dict[str, Stack] = {
             "quic-go",
             {"newreno": "reno"},
             "newreno",
-            bulk=True,
+            bulk_upload=True,
             install=f"run {SETUP} (it builds endpoints/quic-go with `go build`)",
             qlog_clock="epoch",
         ),
@@ -89,7 +89,7 @@ STACKS: dict[str, Stack] = {
             "aioquic",
             {"newreno": "reno", "cubic": "cubic"},
             "newreno",
-            bulk=True,
+            bulk_upload=True,
             install=f"run {SETUP} (it installs aioquic from PyPI)",
             qlog_clock="absolute",
             silent=("congestion_events",),
@@ -98,7 +98,8 @@ STACKS: dict[str, Stack] = {
             "ngtcp2",
             {"newreno": "reno", "cubic": "cubic", "bbr": "bbr", "bbr2": "bbr2"},
             "cubic",
-            bulk=True,
+            # Its client uploads a file (--data): the size is known in advance.
+            bulk_upload=False,
             install=f"run {SETUP} (it installs Debian's ngtcp2-client and ngtcp2-server)",
             qlog_clock="file",
             silent=("congestion_events",),

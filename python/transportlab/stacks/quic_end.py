@@ -1,7 +1,8 @@
 """One end of a QUIC flow run by a third-party stack (`python -m transportlab.stacks
-quic-server|quic-client` (docs/stacks.md). It starts the stack's own
-process, waits for it, reads its qlog into the agent's series and writes the agent's
-summary, so the runner and the metrics treat the flow as quinn's."""
+quic-server|quic-client`, docs/stacks.md). It starts the stack's own process, waits for
+it, writes the agent's summary and moves the stack's qlog into the run with the sidecar
+its series are made from at analysis, so the metrics treat the flow as quinn's. It does
+little after the stack stops: the runner gives a stopped end 3 s before SIGKILL."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-import pandas as pd
 
 from transportlab.artefacts import qlog as Q
 from transportlab.stacks.process import (
@@ -112,7 +111,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
         return argv + [host, port, url]
     argv = stack.executable() + ["client", "--url", url] + _datagram(args.datagram_size)
     if args.direction == "upload":
-        argv += ["--upload", str(args.bytes)]
+        argv += ["--upload", str(args.bytes if args.bytes is not None else BULK_BYTES)]
     if args.duration:
         argv += ["--duration", f"{args.duration}s" if stack.name == "quic-go" else str(args.duration)]
     if stack.name == "aioquic":
@@ -127,54 +126,27 @@ def stack_env(stack: Stack, qdir: Path) -> dict[str, str]:
     return env
 
 
-def read_series(
-    stack: Stack, qdir: Path, file_clock: FileClock | None, offset_ns: int
-) -> list[tuple[Path, pd.DataFrame]]:
-    """Each qlog in `qdir` (oldest first) with its series."""
-    out = []
-    files = sorted(qdir.iterdir(), key=lambda p: (file_clock.seen.get(p.name, 0) if file_clock else 0, p.name))
-    for path in files:
-        for trace in Q.read_traces(path):
-            if stack.qlog_clock == "file":
-                seen = file_clock.seen.get(path.name) if file_clock else None
-                if seen is None:
-                    raise Q.QlogError(f"{path.name}: its first appearance was not seen")
-                clock = Q.QlogClock(monotonic_ns=seen)
-            else:
-                clock = Q.QlogClock(
-                    epoch_minus_monotonic_ns=offset_ns, absolute_epoch_times=stack.qlog_clock == "absolute"
-                )
-            out.append((path, Q.series(trace, clock, stack.silent)))
-    return out
-
-
-def quic_counters(frame: pd.DataFrame) -> dict:
-    """The connection's final values, as the agent's `quic` object names them (null where
-    the qlog said nothing)."""
-    last = frame.iloc[-1] if len(frame) else {}
-    return {col: None if len(frame) == 0 or pd.isna(last[col]) else int(last[col]) for col in Q.COLUMNS}
-
-
-def write_series(path: Path, frames: list[pd.DataFrame]) -> None:
-    import pyarrow as pa
-
-    frames = [f.assign(conn=pd.Series([n] * len(f), dtype="uint32")) for n, f in enumerate(frames)]
-    whole = pd.concat(frames, ignore_index=True) if frames else Q.empty_series()
-    table = pa.Table.from_pandas(whole, preserve_index=False)
-    tmp = path.with_name(path.name + ".tmp")
-    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-        writer.write_table(table)
-    os.replace(tmp, path)
-
-
-def keep_qlogs(found: list[tuple[Path, pd.DataFrame]], dest: Path | None) -> None:
-    """The first connection's qlog at `dest`, connection n > 0 beside it with `-n` before
-    its extension (as the agent names them)."""
+def keep_qlogs(stack: Stack, qdir: Path, file_clock: FileClock | None, offset_ns: int, dest: Path | None) -> list[Path]:
+    """Moves each qlog in `qdir` (oldest first) into the run: the first at `dest`,
+    connection n > 0 beside it with `-n` before its extension (as the agent names them),
+    each with the sidecar the series are made from at analysis (artefacts.qlog)."""
     if dest is None:
-        return
-    for n, (path, _) in enumerate(found):
+        return []
+    files = sorted(qdir.iterdir(), key=lambda p: (file_clock.seen.get(p.name, 0) if file_clock else 0, p.name))
+    kept = []
+    for n, path in enumerate(files):
+        if stack.qlog_clock == "file":
+            seen = file_clock.seen.get(path.name) if file_clock else None
+            if seen is None:
+                continue  # never seen appearing: no time origin for it
+            clock = Q.QlogClock(monotonic_ns=seen)
+        else:
+            clock = Q.QlogClock(epoch_minus_monotonic_ns=offset_ns, absolute_epoch_times=stack.qlog_clock == "absolute")
         target = dest if n == 0 else dest.with_name(f"{dest.stem}-{n}{dest.suffix}")
         shutil.move(str(path), target)
+        Q.write_clock(target, clock, stack.silent)
+        kept.append(target)
+    return kept
 
 
 def serve(args, stack: Stack, work: Path) -> int:
@@ -205,11 +177,8 @@ def serve(args, stack: Stack, work: Path) -> int:
     if clock:
         clock.stop()
     error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
-    found = read_series(stack, qdir, clock, offset)
-    connections = [
-        {"conn": n, "sender": None, "quic": quic_counters(frame), "samples": len(frame)}
-        for n, (_, frame) in enumerate(found)
-    ]
+    kept = keep_qlogs(stack, qdir, clock, offset, args.qlog)
+    connections = [{"conn": n, "qlog": str(path)} for n, path in enumerate(kept)]
     summary = {
         "subcommand": "quic-stack-server",
         "implementation": stack.name,
@@ -224,12 +193,8 @@ def serve(args, stack: Stack, work: Path) -> int:
             "implementation": stack.name,
             "error": error,
             "connections": connections,
-            "samples": sum(len(f) for _, f in found),
         },
     }
-    if args.series:
-        write_series(args.series, [f for _, f in found])
-    keep_qlogs(found, args.qlog)
     write_summary(args.summary, summary)
     if error:
         print(f"error: {error}", file=sys.stderr)
@@ -283,11 +248,7 @@ def fetch(args, stack: Stack, work: Path) -> int:
     bulk = args.bytes is None
     if error is None and not bulk and ended_by is None and moved != args.bytes:
         error = f"{stack.name} client moved {moved} of {args.bytes} bytes (HTTP status {reported.get('status')})"
-    try:
-        found = read_series(stack, qdir, clock, offset)
-    except Q.QlogError as e:
-        found = []
-        error = error or f"{stack.name} client's qlog: {e}"
+    kept = keep_qlogs(stack, qdir, clock, offset, args.qlog)
     start = reported.get("connect_start_ns") or spawn_ns
     end = reported.get("end_ns") or exit_ns
     span_s = (end - start) / 1e9
@@ -316,8 +277,8 @@ def fetch(args, stack: Stack, work: Path) -> int:
         "completion_s": span_s if complete else None,
         "goodput_bps": moved * 8 / span_s if span_s > 0 and error is None else None,
         "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
-        "quic": quic_counters(found[0][1]) if found else None,
-        "samples": len(found[0][1]) if found else 0,
+        # The connection's counters are in its series, made from the qlog at analysis.
+        "qlog": str(kept[0]) if kept else None,
     }
     summary = {
         "subcommand": "quic-stack-client",
@@ -328,9 +289,6 @@ def fetch(args, stack: Stack, work: Path) -> int:
         "stopped_by": ended_by or "bytes",
         "results": results,
     }
-    if args.series:
-        write_series(args.series, [f for _, f in found[:1]])
-    keep_qlogs(found[:1], args.qlog)
     write_summary(args.summary, summary)
     if error:
         print(f"error: {error}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from transportlab.stacks.quic import SETUP, StackMissing
 
+AGENT = "agent"  # not HTTP: the lab's agents at both ends, speaking their own protocol
 APPLICATIONS = ("http1", "https", "http2")
 SERVERS = ("nginx", "hypercorn")
 DEFAULT_SERVER = "nginx"
@@ -84,9 +85,13 @@ def server_argv(
     return argv + ["transportlab.stacks.hypercorn_app:app"], {}
 
 
-def client_argv(application: str, address: str, n: int, duration: float | None) -> list[str]:
+def client_argv(application: str, address: str, n: int, duration: float | None, objects: int = 1) -> list[str]:
+    """curl fetching `objects` times /n, one after another on one connection, writing one
+    JSON line of its measurements per transfer."""
     scheme = "https" if TLS[application] else "http"
-    argv = [curl_program(), "-sS", "-k", "-o", "/dev/null", "-w", "%{json}", CURL_VERSION_FLAG[application]]
+    argv = [curl_program(), "-sS", "-k", "-w", "%{json}\\n", CURL_VERSION_FLAG[application]]
     if duration:
         argv += ["--max-time", f"{duration:.6f}"]
-    return argv + [f"{scheme}://{address}/{n}"]
+    for _ in range(objects):
+        argv += ["-o", "/dev/null", f"{scheme}://{address}/{n}"]
+    return argv

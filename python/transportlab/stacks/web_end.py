@@ -4,6 +4,7 @@ process; this end starts it, waits for it and writes the agent's summary."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -27,7 +28,7 @@ from transportlab.stacks.process import (
 CURL_TIMED_OUT = 28  # curl's exit status when --max-time ended the transfer
 
 
-def listener(port: int, cc: str) -> socket.socket:
+def listener(port: int, cc: str, mss: int | None) -> socket.socket:
     """The server's listening socket, made here with the flow's congestion control: nginx
     and Hypercorn cannot choose one, the sockets they accept inherit the listener's, and
     a namespace's default may only be one the host allows. Handed to the server as an
@@ -35,6 +36,8 @@ def listener(port: int, cc: str) -> socket.socket:
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    if mss:  # inherited by the accepted connections: the download's segments (S1's MSS clamp)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, mss)
     s.bind(("0.0.0.0", port))
     s.listen(128)
     s.set_inheritable(True)
@@ -64,7 +67,7 @@ def serve(args, work: Path) -> int:
     with open(work / "www" / str(args.bytes or BULK_BYTES), "wb") as f:
         f.truncate(args.bytes or BULK_BYTES)
     try:
-        sock = listener(int(port), args.cc)
+        sock = listener(int(port), args.cc, args.mss)
     except OSError as e:
         print(f"error: cannot listen on port {port} with TCP {args.cc}: {e.strerror}", file=sys.stderr)
         return 1
@@ -109,7 +112,7 @@ def fetch(args, work: Path) -> int:
     stopper = Stopper()
     bulk = args.bytes is None
     n = BULK_BYTES if bulk else args.bytes
-    argv = web.client_argv(args.application, args.connect, n, args.duration)
+    argv = web.client_argv(args.application, args.connect, n, args.duration, args.objects)
     err_path = work / "stderr"
     spawn_ns = time.monotonic_ns()
     with open(err_path, "wb") as err:
@@ -117,10 +120,11 @@ def fetch(args, work: Path) -> int:
     ended_by = wait_client(proc, args.give_up, None, stopper)
     exit_ns = time.monotonic_ns()
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-    try:
-        curl = json.loads(out) if out.strip() else {}
-    except ValueError:
-        curl = {}
+    transfers = []
+    for line in out.splitlines():
+        with contextlib.suppress(ValueError):
+            transfers.append(json.loads(line))
+    curl = transfers[0] if transfers else {}
     timed_out = proc.returncode == CURL_TIMED_OUT
     if bulk and timed_out and ended_by is None:
         ended_by = "duration"
@@ -129,18 +133,23 @@ def fetch(args, work: Path) -> int:
         error = f"curl hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
     elif ended_by is None and proc.returncode != 0:
         error = f"curl exited {proc.returncode}: {tail(err_path)}"
-    moved = int(curl.get("size_download") or 0)
-    status = curl.get("response_code")
-    if error is None and not bulk and ended_by is None and (moved != args.bytes or status != 200):
-        error = f"curl moved {moved} of {args.bytes} bytes (HTTP status {status})"
-    total_s = curl.get("time_total")
-    # curl's own clock: the transfer's span ends as curl exits.
+    moved = sum(int(t.get("size_download") or 0) for t in transfers)
+    statuses = sorted({t.get("response_code") for t in transfers}, key=str)
+    status = statuses[0] if len(statuses) == 1 else statuses
+    want = None if bulk else args.bytes * args.objects
+    if error is None and want is not None and ended_by is None and (moved != want or status != 200):
+        error = f"curl moved {moved} of {want} bytes (HTTP status {status})"
+    # curl's own clocks: its transfers ran one after another and the last ended as curl
+    # exited, so the first began their summed time_total before.
+    total_s = sum(float(t.get("time_total") or 0) for t in transfers)
     start = exit_ns - int(total_s * 1e9) if total_s else spawn_ns
     span_s = (exit_ns - start) / 1e9
     complete = error is None and ended_by is None and not bulk
     results = {
-        "mode": "download",
+        "mode": "objects" if args.objects > 1 else "download",
         "workload": "bulk" if bulk else "download",
+        "objects": args.objects,
+        "objects_completed": sum(1 for t in transfers if t.get("response_code") == 200 and t.get("exitcode") == 0),
         "application": args.application,
         "http_server": args.http_server,
         "http_version": curl.get("http_version"),

@@ -59,8 +59,14 @@ pub enum RateSpec {
     /// Constant bit rate: a packet of L bytes occupies the link for 8L/rate.
     Constant { bits_per_sec: u64 },
     /// Mahimahi trace: each entry a millisecond timestamp of one 1500-byte delivery
-    /// opportunity; the trace repeats with a period equal to its last timestamp.
-    Trace { opportunities_ms: Vec<u64> },
+    /// opportunity; the trace repeats with a period equal to its last timestamp. Trace
+    /// time 0 is the scenario's time 0 (the driver calls [`Direction::set_origin`]), or
+    /// `offset_ns` into the trace there.
+    Trace {
+        opportunities_ms: Vec<u64>,
+        #[cfg_attr(feature = "serde", serde(default))]
+        offset_ns: Nanos,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -156,7 +162,10 @@ pub fn build_pipeline<P: Clone + Send + 'static>(spec: &DirectionSpec, seed: u64
     if let Some(rate) = &spec.rate {
         let link = match rate {
             RateSpec::Constant { bits_per_sec } => Link::constant(*bits_per_sec)?,
-            RateSpec::Trace { opportunities_ms } => Link::trace(opportunities_ms.clone())?,
+            RateSpec::Trace {
+                opportunities_ms,
+                offset_ns,
+            } => Link::trace(opportunities_ms.clone())?.with_offset(*offset_ns),
         };
         let queue = spec.queue.build::<P>(&link);
         stages.push(Box::new(RateQueue::new(link, queue, derive_seed(seed, tag::QUEUE))));
@@ -199,7 +208,7 @@ pub fn validate(spec: &DirectionSpec) -> Result<(), String> {
             return Err("rate bits_per_sec must be > 0 (omit the rate for an unlimited link)".into())
         }
         Some(RateSpec::Constant { .. }) => {}
-        Some(RateSpec::Trace { opportunities_ms }) => validate_trace(opportunities_ms)?,
+        Some(RateSpec::Trace { opportunities_ms, .. }) => validate_trace(opportunities_ms)?,
     }
     spec.queue.validate()
 }

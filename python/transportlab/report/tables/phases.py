@@ -2,15 +2,13 @@
 (a time span of the run, e.g. before, during and after a burst), and per probe, the
 RTT percentiles in each phase. S0 E5's table; any run with phases can use it:
 
-    python -m transportlab.report.phases RUN_DIR before=10s:20s burst1=20s:30s …
+    tlab table phases RUN_DIR before=10s:20s burst1=20s:30s …
 
 Throughput is what the flow's bottleneck direction carried in the span (the packet
 log's departures, `metrics.throughput_by_flow`); RTT is the probe's, by send time."""
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,19 +86,6 @@ def markdown(run: RunDir, phases: list[Phase]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m transportlab.report.phases", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run_dir", type=Path, help="a run directory (…/rep-N) with metrics.json")
-    ap.add_argument("phases", nargs="+", help="NAME=START:END, times from the run's time 0")
-    args = ap.parse_args(argv)
-    try:
-        phases = [Phase.parse(p) for p in args.phases]
-    except ValueError as e:
-        print(f"phases: error: {e}", file=sys.stderr)
-        return 2
-    print(markdown(RunDir(args.run_dir), phases))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def table(run_dir: Path, phases: list[str]) -> str:
+    """The table of a run's `NAME=START:END` phases."""
+    return markdown(RunDir(run_dir), [Phase.parse(p) for p in phases])

@@ -1,19 +1,28 @@
-#!/usr/bin/env python3
 """The head-of-line table of any records sweep (`scenarios/s2/hol.toml`: TCP, QUIC and
 UDP arms; docs/results-hol.md): one row per run, from its `metrics.json` only — records
 sent and delivered, median and p99 record latency, the share late by ≥ 1 RTT and the RTT
-it was judged by (docs/metrics.md). `scripts/hol_table.py` adds, for TCP arms, where the
+it was judged by (docs/metrics.md). `tlab table hol` adds, for TCP arms, where the
 lateness came from (the engine's packet log).
 
-    PYTHONPATH=python python3 scripts/records_table.py RESULTS/s2-hol
+    tlab table records RESULTS/s2-hol
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from sweep_tables import arm, flows, print_table, run_dirs
+from transportlab.report.tables.common import arm, flows, markdown, run_dirs
+
+HEAD = [
+    "arm",
+    "run",
+    "records sent",
+    "delivered",
+    "median latency (ms)",
+    "p99 latency (ms)",
+    "late ≥ 1 RTT",
+    "RTT (ms)",
+]
 
 
 def rows(sweep: Path) -> list[list[str]]:
@@ -39,23 +48,5 @@ def rows(sweep: Path) -> list[list[str]]:
     return out
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    head = [
-        "arm",
-        "run",
-        "records sent",
-        "delivered",
-        "median latency (ms)",
-        "p99 latency (ms)",
-        "late ≥ 1 RTT",
-        "RTT (ms)",
-    ]
-    print_table(head, rows(Path(argv[1])))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def table(folder: Path) -> str:
+    return "\n".join(markdown(HEAD, rows(folder)))

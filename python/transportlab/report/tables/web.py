@@ -1,22 +1,20 @@
-#!/usr/bin/env python3
 """The web table of a `scenarios/s2/web.toml` run (docs/results-web.md): one row per run,
 from its `metrics.json` — pages completed, page time median / p90 / max, the objects'
 time to first byte median / p90, retransmissions and drops on the path — and from the
 client's per-object series each object's completion time (asked for → last byte handed
 over) median / p90 / p99.
 
-    PYTHONPATH=python python3 scripts/web_table.py RESULTS/s2-web
+    tlab table web RESULTS/s2-web
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-from sweep_tables import arm, flows, print_table, run_dirs
 
 from transportlab.artefacts.rundir import RunDir
+from transportlab.report.tables.common import arm, flows, markdown, run_dirs
 
 
 def completion_ms(run: RunDir, flow: str) -> np.ndarray:
@@ -27,14 +25,11 @@ def completion_ms(run: RunDir, flow: str) -> np.ndarray:
     return (s["complete_ns"].to_numpy(np.float64) - s["request_ns"].to_numpy(np.float64)) / 1e6
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
+def table(folder: Path) -> str:
     head = ["arm", "run", "pages", "page time p50 (ms)", "p90 (ms)", "max (ms)", "object TTFB p50 (ms)",
             "p90 (ms)", "object completion p50 / p90 / p99 (ms)", "retransmissions", "random losses", "queue drops"]  # fmt: skip
     rows = []
-    for run in run_dirs(Path(argv[1])):
+    for run in run_dirs(folder):
         for name, f in flows(run).items():
             pt, tt = f.get("page_time_ms"), f.get("object_ttfb_ms")
             if pt is None:
@@ -55,9 +50,4 @@ def main(argv: list[str]) -> int:
                 str(drops.get("queue_full", 0)),
             ]
             rows.append(row)
-    print_table(head, rows)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    return "\n".join(markdown(head, rows))

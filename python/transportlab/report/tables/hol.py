@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The head-of-line table of a `scenarios/s2/hol.toml` run (docs/results-hol.md): per arm,
 records sent and delivered, median and p99 record latency, the share late by ≥ 1 RTT
 (`metrics.json`), and how many records were already late when their bytes left the
@@ -15,20 +14,19 @@ mapped to stream offsets with the server's ISN (its SYN-ACK, the first packet of
 flow), each packet's payload the log's `payload_len` (the engine read it from the TCP
 header). A record has arrived when every byte of its frame has.
 
-    PYTHONPATH=python python3 scripts/hol_table.py RESULTS/s2-hol
+    tlab table hol RESULTS/s2-hol
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
-from sweep_tables import flows, print_table, run_dirs
 
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
-from transportlab.artefacts.rundir import RunDir
+from transportlab.artefacts.rundir import RunDir, RunDirError
+from transportlab.report.tables.common import flows, markdown, run_dirs
 
 
 def completions(raw: Path, flow: dict, record_size: int, count: int, event: int, direction: int) -> np.ndarray:
@@ -68,10 +66,12 @@ def arm_row(run: RunDir) -> dict:
     (name, flow), *_ = flows(run).items()
     raw = run.raw
     summary = run.summary(f"{name}-client")
-    assert summary is not None, f"{raw / name}-client.json: missing"
+    if summary is None:
+        raise RunDirError(f"{raw / name}-client.json: missing")
     client = summary["results"]["records"]
     series = run.series(f"{name}-client-records")
-    assert series is not None
+    if series is None:
+        raise RunDirError(f"{raw / name}-client-records.arrow: missing")
     sent = flow["records_sent"]
     rtt_ns = flow["records_rtt_ms"] * 1e6
     size = client["record_size"]
@@ -106,34 +106,30 @@ def arm_row(run: RunDir) -> dict:
     }
 
 
-def main(root: Path) -> None:
+def table(root: Path) -> str:
     head = ["arm", "records sent", "delivered", "median latency (ms)", "p99 latency (ms)", "late ≥ 1 RTT",
             "left the server late ≥ 1 RTT", "reached the client host late ≥ 1 RTT", "via packet tap",
             "data packets lost", "retransmissions", "same packets, stream only: median / p99 (ms), late ≥ 1 RTT"]  # fmt: skip
     rows = [arm_row(run) for run in run_dirs(root)]
-    print_table(
-        head,
-        (
-            [
-                f"TCP {r['arm']}",
-                str(r["sent"]),
-                str(r["delivered"]),
-                f"{r['p50_ms']:.1f}",
-                f"{r['p99_ms']:.1f}",
-                f"{r['late']:.1%}",
-                f"{r['left_late']:.1%}",
-                f"{r['arrived_late']:.1%}",
-                str(r["via_packet"]),
-                f"{r['loss']:.2%}",
-                str(r["retrans"]),
-                f"{r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%}",
-            ]
-            for r in rows
-        ),
+    return "\n".join(
+        markdown(
+            head,
+            (
+                [
+                    f"TCP {r['arm']}",
+                    str(r["sent"]),
+                    str(r["delivered"]),
+                    f"{r['p50_ms']:.1f}",
+                    f"{r['p99_ms']:.1f}",
+                    f"{r['late']:.1%}",
+                    f"{r['left_late']:.1%}",
+                    f"{r['arrived_late']:.1%}",
+                    str(r["via_packet"]),
+                    f"{r['loss']:.2%}",
+                    str(r["retrans"]),
+                    f"{r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%}",
+                ]
+                for r in rows
+            ),
+        )
     )
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: scripts/hol_table.py RESULTS/s2-hol")
-    main(Path(sys.argv[1]))

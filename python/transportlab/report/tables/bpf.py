@@ -1,16 +1,17 @@
-"""Prints the tables of bpf/RESULTS.md from finished runs (their catalogues, the `runs`
-view of `tlab query`): S2 kernel TCP per algorithm and rate, S3 per arm and loss.
+"""The tables of bpf/RESULTS.md from finished runs (their catalogues, the `runs` view of
+`tlab query`): S2 kernel TCP per algorithm and rate, S3 per arm and loss.
 
-Usage: PYTHONPATH=python python3 bpf/results_tables.py results/bpf"""
+    tlab table bpf results/bpf
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from transportlab.artefacts.catalogue import query
+from transportlab.report.tables.common import TableError, markdown_frame
 
 S2 = """
 select "axis:rate" as rate, cc,
@@ -44,24 +45,15 @@ from r group by all order by loss, arm
 """
 
 
-def markdown(df: pd.DataFrame) -> str:
-    def cell(v) -> str:
-        return "–" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
-
-    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join(lines)
-
-
-def main(root: Path) -> None:
+def table(root: Path) -> str:
+    out: list[str] = []
     s2 = root / "s2-bufferbloat-kernel"
     if s2.is_dir():
-        print("### S2 kernel TCP\n\n" + markdown(query(s2, S2)) + "\n")
+        out += ["### S2 kernel TCP", "", *markdown_frame(query(s2, S2)), ""]
     arms = [root / d for d in ("s3-tcp-cubic", "s3-tcp-vegas", "s3-quic") if any((root / d).rglob("summary.parquet"))]
     if arms:
         s3 = pd.concat([query(d, S3) for d in arms], ignore_index=True).sort_values(["loss", "arm"])
-        print("### S3\n\n" + markdown(s3) + "\n")
-
-
-if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+        out += ["### S3", "", *markdown_frame(s3), ""]
+    if not out:
+        raise TableError(f"{root}: no s2-bufferbloat-kernel or s3-* sweep with catalogues")
+    return "\n".join(out)

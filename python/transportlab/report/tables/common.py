@@ -1,0 +1,51 @@
+"""What the results tables share: the runs of a sweep folder, each read through the one
+run reader (`RunDir`: metrics.json validated, a bad one refused naming the file), and the
+Markdown they print."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from transportlab.artefacts.rundir import RunDir, RunDirError
+
+
+class TableError(ValueError):
+    """A folder that holds no run a table can be made of."""
+
+
+def run_dirs(folder: Path, pattern: str = "*/rep-*/metrics.json") -> list[RunDir]:
+    """Every run under `folder` with a metrics.json matching `pattern`, in path order."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise RunDirError(f"{folder}: not a folder")
+    runs = [RunDir(p.parent) for p in sorted(folder.glob(pattern))]
+    if not runs:
+        raise TableError(f"{folder}: no analysed run (no {pattern})")
+    return runs
+
+
+def arm(run: RunDir) -> str:
+    """A repetition's sweep point without its axis name (`delivery=ordered` → `ordered`)."""
+    return run.dir.parent.name.split("=", 1)[-1]
+
+
+def flows(run: RunDir) -> dict[str, dict]:
+    """The run's flows, by name, as its metrics.json has them."""
+    return run.metrics.dump()["flows"]
+
+
+def markdown(head: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A Markdown table's lines."""
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def markdown_frame(df: pd.DataFrame) -> list[str]:
+    """A data frame as a Markdown table ("–" for a missing value)."""
+
+    def cell(v) -> str:
+        return "–" if v is None or (isinstance(v, float) and pd.isna(v)) else str(v)
+
+    return markdown(list(df.columns), ([cell(v) for v in row] for row in df.itertuples(index=False)))
