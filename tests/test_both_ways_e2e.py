@@ -55,7 +55,15 @@ def test_both_ways_agree_on_a_link_bound_transfer(tmp_path):
         rates[mode] = m["flows"]["bulk"]["throughput_bps"]
     assert min(rates.values()) >= 9e6, rates
     assert abs(rates["emulated"] - rates["simulated"]) / rates["simulated"] < 0.05, rates
-    assert (out / "both-both" / "report.html").is_file()
+    report = (out / "both-both" / "report.html").read_text()
+    # Paired on the first screen: one row per point and flow, both values and the ratio,
+    # the agreement bands stated; the terminal gets the same count.
+    assert '<h2 id="agreement">Emulated vs simulated</h2>' in report
+    assert report.index('id="agreement"') < report.index('id="table"')
+    assert "throughput emulated" in report and "± 5 %" in report
+    assert "values within their agreement band" in res.stdout
+    for key in ("compare_cwnd", "compare_rtt"):
+        assert f'id="plot-{key}"' in report, key
 
 
 KEYS_SCENARIO = textwrap.dedent(

@@ -47,10 +47,13 @@ def test_compare_report_has_table_overlays_and_pantheon(tmp_path):
     # 4 table rows (2 points × 2 flows) and the sources table's row
     assert html.count("<tr><td><b>a/demo</b></td>") == 5 and html.count("<tr><td><b>single/one</b></td>") == 3
     assert "17 Mbit/s (2.83 Mbit/s)" in html  # b/demo, rate=20Mbit, bulk: 15 and 19 Mbit/s
-    for key in ("compare_throughput", "compare_queueing_delay", "pantheon"):
+    keys = ("compare_throughput", "compare_queueing_delay", "compare_cwnd", "compare_rtt", "pantheon")
+    for key in keys:
         assert f'id="plot-{key}"' in html, key
         assert (tmp_path / "cmp" / "plots" / f"{key}.png").is_file()
-    assert len(re.findall(r"data:image/png;base64,", html)) == 3
+    assert len(re.findall(r"data:image/png;base64,", html)) == len(keys)
+    # Three sources, not one emulated and one simulated: nothing is paired.
+    assert 'id="agreement"' not in html and not (tmp_path / "cmp" / "agreement.txt").exists()
 
 
 def test_compare_errors_name_the_folder(tmp_path):

@@ -76,7 +76,11 @@ def _cmd_run(args) -> int:
 
         emulated, simulated_ = (o.sweep_dir for o in outcomes)
         out = emulated.parent / f"{emulated.name}-both"
-        print(f"emulated vs simulated: {render_compare([emulated, simulated_], out)}")
+        report = render_compare([emulated, simulated_], out)
+        agreement = out / "agreement.txt"
+        if agreement.exists():
+            print(agreement.read_text(), end="")
+        print(f"emulated vs simulated: {report}")
     return 1 if any(o.failed for o in outcomes) else 0
 
 
@@ -181,10 +185,14 @@ def _cmd_compare(args) -> int:
     from transportlab.report.compare import CompareError, render_compare
 
     try:
-        print(render_compare(args.dirs, args.out))
+        report = render_compare(args.dirs, args.out)
     except CompareError as e:
         print(f"tlab compare: {e}", file=sys.stderr)
         return 2
+    agreement = Path(args.out) / "agreement.txt"
+    if agreement.exists():
+        print(agreement.read_text(), end="")
+    print(report)
     return 0
 
 

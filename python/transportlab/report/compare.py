@@ -1,8 +1,9 @@
 """`tlab compare`: several runs or sweeps side by side in one HTML report, as Flent's
 multi-run comparison: one table (a row per source × point × flow, catalogue rows
-aggregated over repetitions), throughput and queueing delay over time of every source
-overlaid (each line the per-bin mean over a point's repetitions), and Pantheon's
-throughput–delay plot across them."""
+aggregated over repetitions), throughput, queueing delay, congestion window and RTT over
+time of every source overlaid (each line the per-bin mean over a point's repetitions),
+and Pantheon's throughput–delay plot across them. An emulated and a simulated source
+(`tlab run --both`) are also paired row by row first (`report.agreement`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pandas as pd
 
 from transportlab.artefacts.metric_registry import COMPARE
 from transportlab.artefacts.rundir import FAILURES, METRICS, RunDirError
+from transportlab.report.agreement import paired, pick_pair, summary_lines
 from transportlab.report.figures import Plot, safe, skip
 from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.plots import flow_queueing, flow_throughput
@@ -157,6 +159,61 @@ def _queueing(rd: RunData, flow: str) -> tuple[np.ndarray, np.ndarray]:
     return t, v
 
 
+def _sender_series(rd: RunData, flow: str, column) -> tuple[np.ndarray, np.ndarray]:
+    """The flow's sender series (TCP_INFO or QUIC statistics) as (t_s, value) binned by
+    the run's bin; `column(df)` picks the value or returns None."""
+    df, _ = rd.sender_series(flow)
+    if df is None:
+        return np.zeros(0), np.zeros(0)
+    v = column(df)
+    if v is None:
+        return np.zeros(0), np.zeros(0)
+    v = pd.to_numeric(v, errors="coerce").to_numpy(np.float64, na_value=np.nan)
+    t = rd.seconds(df["t_ns"].to_numpy())
+    keep = ~np.isnan(v)
+    return _binned_mean(t[keep], v[keep], rd.bin_s)
+
+
+def _cwnd(rd: RunData, flow: str) -> tuple[np.ndarray, np.ndarray]:
+    def column(df):
+        if "cwnd_bytes" in df:
+            return df["cwnd_bytes"]
+        if "cwnd" in df and "snd_mss" in df:
+            return pd.to_numeric(df["cwnd"], errors="coerce") * pd.to_numeric(df["snd_mss"], errors="coerce")
+        return None
+
+    t, v = _sender_series(rd, flow, column)
+    return t, v / 1e3
+
+
+def _srtt(rd: RunData, flow: str) -> tuple[np.ndarray, np.ndarray]:
+    t, v = _sender_series(rd, flow, lambda df: df.get("srtt_us"))
+    keep = v > 0
+    return t[keep], v[keep] / 1e3
+
+
+# What each overlaid plot shows: (key, title, per-run curve, y label, caption).
+OVERLAID = {
+    "cwnd": (
+        "compare_cwnd",
+        "Congestion window over time",
+        _cwnd,
+        "cwnd (kB)",
+        "Each source's flows overlaid: the sender's congestion window (TCP cwnd × MSS from TCP_INFO or the "
+        "simulated TCP's same series, QUIC's from its path statistics), per bin of the run, then the mean over "
+        "a point's repetitions.",
+    ),
+    "rtt": (
+        "compare_rtt",
+        "Smoothed RTT over time",
+        _srtt,
+        "srtt (ms)",
+        "Each source's flows overlaid: the smoothed RTT the sender reports (TCP_INFO, the simulated TCP's "
+        "estimator, QUIC's path statistics), per bin of the run, then the mean over a point's repetitions.",
+    ),
+}
+
+
 def _draw_lines(lines: dict[str, tuple[str, np.ndarray, np.ndarray]], ylabel: str, title: str, div: float = 1.0):
     sources = Colors(dict.fromkeys(s for s, _, _ in lines.values()))
     styles = ["-", "--", ":", "-."]
@@ -174,6 +231,14 @@ def _draw_lines(lines: dict[str, tuple[str, np.ndarray, np.ndarray]], ylabel: st
 
 
 def plot_overlaid(sources: Sequence[Source], out: Path, what: str) -> Plot:
+    if what in OVERLAID:
+        key, title, per_run, ylabel, caption = OVERLAID[what]
+        lines = _series(sources, per_run)
+        if not lines:
+            return skip(key, title, caption, "no run has its flows' sender series")
+        if len(lines) > MAX_LINES:
+            return skip(key, title, caption, f"{len(lines)} lines: more than {MAX_LINES} to overlay")
+        return Plot(key, title, caption, save(_draw_lines(lines, ylabel, title), out / f"{key}.png"))
     if what == "throughput":
         key, title, per_run = "compare_throughput", "Throughput over time", _throughput
         caption = (
@@ -207,6 +272,7 @@ def compare_plots(sources: Sequence[Source], df: pd.DataFrame, out: Path) -> lis
     return [
         safe(plot_overlaid, "compare_throughput", "Throughput over time", sources, out, "throughput"),
         safe(plot_overlaid, "compare_queueing_delay", "Queueing delay over time", sources, out, "queueing"),
+        *(safe(plot_overlaid, key, title, sources, out, what) for what, (key, title, *_) in OVERLAID.items()),
         safe(plot_pantheon, "pantheon", "Throughput vs delay", df, schemes, [], out),
     ]
 
@@ -221,8 +287,13 @@ def render_compare(paths: Sequence[str | Path], out: str | Path) -> Path:
     sources = load_sources(paths)
     df = compare_rows(sources)
     plots = compare_plots(sources, df, out / "plots")
+    agg = compare_table(df)
+    pair = pick_pair(sources)
+    pairs = paired(agg, pair[0].label, pair[1].label) if pair else None
     report = out / "report.html"
     tmp = report.with_name("report.html.tmp")
-    tmp.write_text(render_compare_html(sources, compare_table(df), plots), encoding="utf-8")
+    tmp.write_text(render_compare_html(sources, agg, plots, pairs), encoding="utf-8")
     tmp.replace(report)
+    if pairs is not None:
+        (out / "agreement.txt").write_text("\n".join(summary_lines(pairs)) + "\n")
     return report

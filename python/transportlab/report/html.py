@@ -35,6 +35,8 @@ h3 { font-size: 15px; margin: 22px 0 8px; }
 .banner { border-radius: 6px; padding: 10px 14px; margin: 12px 0; border: 1px solid; }
 .banner.bad { background: var(--badbg); border-color: var(--bad); color: var(--bad); font-weight: 600; }
 .banner.warn { background: var(--warnbg); border-color: #d4a72c; color: var(--warn); }
+td.off { background: var(--warnbg); color: var(--warn); font-weight: 600; }
+p.warn { color: var(--warn); font-weight: 600; }
 .banner.ok { background: var(--okbg); border-color: #4ac26b; color: var(--ok); }
 table { border-collapse: collapse; margin: 6px 0 14px; font-size: 13px; }
 th, td { border: 1px solid var(--line); padding: 4px 8px; vertical-align: top; }
@@ -801,7 +803,43 @@ def compare_table_html(agg: pd.DataFrame) -> str:
     return table(headers, rows) + note
 
 
-def render_compare_html(sources, agg: pd.DataFrame, plots: list[Plot]) -> str:
+def agreement_table_html(pairs: pd.DataFrame) -> str:
+    """Emulated and simulated side by side: a row per point × flow, per metric both
+    values and the ratio; a value outside its agreement band is marked."""
+    from transportlab.report.agreement import BANDS, shown_metrics, summary_lines
+
+    metrics = shown_metrics(pairs)
+    headers = ["point", "flow"]
+    for m in metrics:
+        headers += [f"{m.label} emulated", "simulated", "sim / emu"]
+    rows = []
+    for _, r in pairs.iterrows():
+        tds = [cell(str(r["point"] or "default"), False), cell(str(r["flow"]), False)]
+        for m in metrics:
+            f = metric_format(m.name)
+            agrees = r[f"{m.name}_agrees"]
+            e, s, x = r[f"{m.name}_emulated"], r[f"{m.name}_simulated"], r[f"{m.name}_ratio"]
+            tds += [cell(f(e) if not _nan(e) else "—"), cell(f(s) if not _nan(s) else "—")]
+            ratio = "—" if _nan(x) else f"{x:.3g}"
+            if agrees is False:
+                tds.append(
+                    f'<td class="num off" title="outside {escape(BANDS[m.name].describe(m.unit))}">'
+                    f"{escape(ratio)} ✗</td>"
+                )
+            else:
+                tds.append(cell(ratio))
+        rows.append(tds)
+    bands = "; ".join(f"{m.label} {BANDS[m.name].describe(m.unit)}" for m in metrics)
+    lines = summary_lines(pairs)
+    head = f'<p class="{"warn" if len(lines) > 1 else "small"}">{escape(lines[0])}.</p>'
+    return (
+        head
+        + table(headers, rows)
+        + f'<p class="small">Means over each point\'s repetitions. Agreement bands (✗ outside): {escape(bands)}.</p>'
+    )
+
+
+def render_compare_html(sources, agg: pd.DataFrame, plots: list[Plot], pairs: pd.DataFrame | None = None) -> str:
     runs = [rd for s in sources for rd in s.runs]
     title = "transportlab comparison — " + ", ".join(s.label for s in sources)
     sub = f"{len(sources)} source(s), {len(runs)} run(s) · report generated {_now()}"
@@ -812,6 +850,8 @@ def render_compare_html(sources, agg: pd.DataFrame, plots: list[Plot]) -> str:
     bad = [rd for rd in runs if as_float(rd.metrics.get("unintended_drops")) > 0]
     total = sum(int(as_float(rd.metrics.get("unintended_drops"))) for rd in bad)
     body.append(unintended_banner(total, f"{len(bad)} of {len(runs)} runs" if bad else f"all {len(runs)} runs"))
+    if pairs is not None:
+        body.append('<h2 id="agreement">Emulated vs simulated</h2>' + agreement_table_html(pairs))
     body.append(
         '<h2 id="table">Flows per source and point</h2><p class="small">Catalogue rows of every run, mean '
         "(sample std) over a point's repetitions.</p>" + compare_table_html(agg)

@@ -21,6 +21,7 @@ from transportlab.network.buffers import tcp_buffer_limits
 from transportlab.plan.flows import Resolved
 from transportlab.plan.runs import PlannedRun
 from transportlab.run.execute import AgentFailure
+from transportlab.stacks.web import AGENT
 
 # The simulated run's time 0 (virtual ns): away from 0 so no time is ever negative.
 T0_NS = 1_000_000_000
@@ -74,7 +75,7 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
             )
         elif f.protocol == "tcp" and f.cc not in SIM_TCP_CC:
             out.append((f"{where}.cc", f"{f.cc!r} is a kernel control; {tcp_stack(f)} has {' and '.join(SIM_TCP_CC)}"))
-        elif f.protocol == "tcp" and f.application != "agent":
+        elif f.protocol == "tcp" and f.application != AGENT:
             out.append((f"{where}.application", "HTTP servers and curl are real processes: run them emulated"))
         elif f.protocol == "quic" and f.implementation not in (None, "quinn"):
             out.append(

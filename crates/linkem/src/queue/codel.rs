@@ -24,7 +24,7 @@
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
-use crate::spec::queue::{require, Class, Fields, Options};
+use crate::spec::queue::{parameters, require, Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8289 parameters.
@@ -56,24 +56,16 @@ impl Options for CodelParams {
     const CLASS: Class = Class {
         name: "codel",
         description: "CoDel, Controlled Delay (RFC 8289)",
-        parameters: &["target_ns", "interval_ns", "mtu_bytes"],
+        parameters: Self::PARAMETERS,
         aqm: true,
         fifo: true,
         l4s: false,
         default_limit: DEFAULT_LIMIT,
     };
-    fn read(f: &mut Fields) -> Result<Self, String> {
-        let d = CodelParams::default();
-        Ok(CodelParams {
-            target: f.get("target_ns", d.target)?,
-            interval: f.get("interval_ns", d.interval)?,
-            mtu_bytes: f.get("mtu_bytes", d.mtu_bytes)?,
-        })
-    }
-    fn write(&self, f: &mut Fields) {
-        f.put("target_ns", self.target);
-        f.put("interval_ns", self.interval);
-        f.put("mtu_bytes", self.mtu_bytes);
+    parameters! {
+        target => "target_ns",
+        interval => "interval_ns",
+        mtu_bytes => "mtu_bytes",
     }
     fn check(&self) -> Result<(), String> {
         require(self.target > 0, "target_ns", "> 0", self.target)?;

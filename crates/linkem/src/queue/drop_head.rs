@@ -17,12 +17,13 @@ impl Options for DropHeadParams {
     const CLASS: Class = Class {
         name: "drop_head",
         description: "a full queue drops its oldest waiting packet to admit the new one",
-        parameters: &[],
+        parameters: Self::PARAMETERS,
         aqm: false,
         fifo: true,
         l4s: false,
         default_limit: QueueLimit::Unlimited,
     };
+    const PARAMETERS: &'static [&'static str] = &[];
     fn read(_: &mut Fields) -> Result<Self, String> {
         Ok(DropHeadParams)
     }

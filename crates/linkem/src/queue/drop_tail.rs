@@ -14,12 +14,13 @@ impl Options for DropTailParams {
     const CLASS: Class = Class {
         name: "drop_tail",
         description: "a full queue refuses the arriving packet",
-        parameters: &[],
+        parameters: Self::PARAMETERS,
         aqm: false,
         fifo: true,
         l4s: false,
         default_limit: QueueLimit::Unlimited,
     };
+    const PARAMETERS: &'static [&'static str] = &[];
     fn read(_: &mut Fields) -> Result<Self, String> {
         Ok(DropTailParams)
     }

@@ -26,7 +26,7 @@ use super::pie::check_pi;
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
 use crate::rng::unit;
-use crate::spec::queue::{require, Class, Fields, Options};
+use crate::spec::queue::{parameters, require, Class, Options};
 use crate::{DropReason, Dropped, Ecn, Nanos, Packet};
 
 /// RFC 9332 parameters (Linux `dualpi2`'s defaults where the RFC gives a formula).
@@ -73,43 +73,21 @@ impl Options for DualPi2Params {
     const CLASS: Class = Class {
         name: "dualpi2",
         description: "DualPI2, the dual-queue coupled AQM for L4S (RFC 9332)",
-        parameters: &[
-            "target_ns",
-            "t_update_ns",
-            "alpha",
-            "beta",
-            "k",
-            "l_threshold_ns",
-            "l_range_ns",
-            "tshift_ns",
-        ],
+        parameters: Self::PARAMETERS,
         aqm: true,
         fifo: false,
         l4s: true,
         default_limit: DEFAULT_LIMIT,
     };
-    fn read(f: &mut Fields) -> Result<Self, String> {
-        let d = DualPi2Params::default();
-        Ok(DualPi2Params {
-            target: f.get("target_ns", d.target)?,
-            t_update: f.get("t_update_ns", d.t_update)?,
-            alpha: f.get("alpha", d.alpha)?,
-            beta: f.get("beta", d.beta)?,
-            k: f.get("k", d.k)?,
-            l_threshold: f.get("l_threshold_ns", d.l_threshold)?,
-            l_range: f.get("l_range_ns", d.l_range)?,
-            tshift: f.get("tshift_ns", d.tshift)?,
-        })
-    }
-    fn write(&self, f: &mut Fields) {
-        f.put("target_ns", self.target);
-        f.put("t_update_ns", self.t_update);
-        f.put("alpha", self.alpha);
-        f.put("beta", self.beta);
-        f.put("k", self.k);
-        f.put("l_threshold_ns", self.l_threshold);
-        f.put("l_range_ns", self.l_range);
-        f.put("tshift_ns", self.tshift);
+    parameters! {
+        target => "target_ns",
+        t_update => "t_update_ns",
+        alpha => "alpha",
+        beta => "beta",
+        k => "k",
+        l_threshold => "l_threshold_ns",
+        l_range => "l_range_ns",
+        tshift => "tshift_ns",
     }
     fn check(&self) -> Result<(), String> {
         check_pi(self.target, self.t_update, self.alpha, self.beta)?;

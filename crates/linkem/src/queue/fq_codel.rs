@@ -60,12 +60,13 @@ impl Options for FqCodelParams {
     const CLASS: Class = Class {
         name: "fq_codel",
         description: "FQ-CoDel, flow queueing with CoDel per flow (RFC 8290)",
-        parameters: &["flows", "quantum_bytes", "target_ns", "interval_ns", "mtu_bytes"],
+        parameters: Self::PARAMETERS,
         aqm: true,
         fifo: false,
         l4s: false,
         default_limit: DEFAULT_LIMIT,
     };
+    const PARAMETERS: &'static [&'static str] = &["flows", "quantum_bytes", "target_ns", "interval_ns", "mtu_bytes"];
     fn read(f: &mut Fields) -> Result<Self, String> {
         let d = FqCodelParams::default();
         Ok(FqCodelParams {

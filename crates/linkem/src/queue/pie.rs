@@ -35,7 +35,7 @@
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
 use crate::rng::unit;
-use crate::spec::queue::{require, Class, Fields, Options};
+use crate::spec::queue::{parameters, require, Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8033 parameters.
@@ -90,40 +90,20 @@ impl Options for PieParams {
     const CLASS: Class = Class {
         name: "pie",
         description: "PIE, Proportional Integral controller Enhanced (RFC 8033)",
-        parameters: &[
-            "target_ns",
-            "t_update_ns",
-            "alpha",
-            "beta",
-            "max_burst_ns",
-            "mean_packet_bytes",
-            "mark_ecnth",
-        ],
+        parameters: Self::PARAMETERS,
         aqm: true,
         fifo: true,
         l4s: false,
         default_limit: DEFAULT_LIMIT,
     };
-    fn read(f: &mut Fields) -> Result<Self, String> {
-        let d = PieParams::default();
-        Ok(PieParams {
-            target: f.get("target_ns", d.target)?,
-            t_update: f.get("t_update_ns", d.t_update)?,
-            alpha: f.get("alpha", d.alpha)?,
-            beta: f.get("beta", d.beta)?,
-            max_burst: f.get("max_burst_ns", d.max_burst)?,
-            mean_packet_bytes: f.get("mean_packet_bytes", d.mean_packet_bytes)?,
-            mark_ecnth: f.get("mark_ecnth", d.mark_ecnth)?,
-        })
-    }
-    fn write(&self, f: &mut Fields) {
-        f.put("target_ns", self.target);
-        f.put("t_update_ns", self.t_update);
-        f.put("alpha", self.alpha);
-        f.put("beta", self.beta);
-        f.put("max_burst_ns", self.max_burst);
-        f.put("mean_packet_bytes", self.mean_packet_bytes);
-        f.put("mark_ecnth", self.mark_ecnth);
+    parameters! {
+        target => "target_ns",
+        t_update => "t_update_ns",
+        alpha => "alpha",
+        beta => "beta",
+        max_burst => "max_burst_ns",
+        mean_packet_bytes => "mean_packet_bytes",
+        mark_ecnth => "mark_ecnth",
     }
     fn check(&self) -> Result<(), String> {
         check_pi(self.target, self.t_update, self.alpha, self.beta)?;

@@ -27,7 +27,7 @@
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
 use crate::rng::unit;
-use crate::spec::queue::{require, Class, Fields, Options};
+use crate::spec::queue::{parameters, require, Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,30 +65,19 @@ impl Options for RedParams {
     const CLASS: Class = Class {
         name: "red",
         description: "Random Early Detection (Floyd & Jacobson 1993), with the gentle variant",
-        parameters: &["min_th", "max_th", "max_p", "w_q", "gentle", "avpkt_bytes"],
+        parameters: Self::PARAMETERS,
         aqm: true,
         fifo: true,
         l4s: false,
         default_limit: DEFAULT_LIMIT,
     };
-    fn read(f: &mut Fields) -> Result<Self, String> {
-        let d = RedParams::default();
-        Ok(RedParams {
-            min_th: f.get("min_th", d.min_th)?,
-            max_th: f.get("max_th", d.max_th)?,
-            max_p: f.get("max_p", d.max_p)?,
-            w_q: f.get("w_q", d.w_q)?,
-            gentle: f.get("gentle", d.gentle)?,
-            avpkt_bytes: f.get("avpkt_bytes", d.avpkt_bytes)?,
-        })
-    }
-    fn write(&self, f: &mut Fields) {
-        f.put("min_th", self.min_th);
-        f.put("max_th", self.max_th);
-        f.put("max_p", self.max_p);
-        f.put("w_q", self.w_q);
-        f.put("gentle", self.gentle);
-        f.put("avpkt_bytes", self.avpkt_bytes);
+    parameters! {
+        min_th => "min_th",
+        max_th => "max_th",
+        max_p => "max_p",
+        w_q => "w_q",
+        gentle => "gentle",
+        avpkt_bytes => "avpkt_bytes",
     }
     fn check(&self) -> Result<(), String> {
         let min_th_ok = self.min_th.is_finite() && self.min_th >= 0.0;

@@ -57,6 +57,8 @@ pub struct Class {
 /// built into the discipline. Implemented in each discipline's module.
 pub trait Options: Sized {
     const CLASS: Class;
+    /// The JSON names of its parameters, in the order it writes them.
+    const PARAMETERS: &'static [&'static str];
     /// Takes its parameters out of `f` (the ones not given keep their defaults).
     fn read(f: &mut Fields) -> Result<Self, String>;
     /// Puts every parameter into `f`.
@@ -66,6 +68,23 @@ pub trait Options: Sized {
     /// The discipline for a queue of `limit` in front of `link`; the options are valid.
     fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, link: &Link) -> Box<dyn Discipline<P>>;
 }
+
+/// Inside `impl Options for X`: `PARAMETERS`, `read` and `write` from one list of the
+/// options' fields and their JSON names (`target => "target_ns"`), so a discipline names
+/// each parameter once.
+macro_rules! parameters {
+    ($($field:ident => $key:literal),* $(,)?) => {
+        const PARAMETERS: &'static [&'static str] = &[$($key),*];
+        fn read(f: &mut $crate::spec::queue::Fields) -> Result<Self, String> {
+            let d = Self::default();
+            Ok(Self { $($field: f.get($key, d.$field)?),* })
+        }
+        fn write(&self, f: &mut $crate::spec::queue::Fields) {
+            $(f.put($key, self.$field);)*
+        }
+    };
+}
+pub(crate) use parameters;
 
 /// `Ok` if `ok`, else `queue.<field> must be <what>, got <got>`.
 pub fn require(ok: bool, field: &str, what: &str, got: impl std::fmt::Display) -> Result<(), String> {
