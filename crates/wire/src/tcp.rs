@@ -498,14 +498,14 @@ mod tests {
         assert!(SackBlocks::new(&[(1, 2); 5]).is_none());
         // An MSS option of length 3, a length past the header, a missing length.
         for opts in [&[2u8, 3, 0, 1][..], &[8, 12, 0, 0], &[1, 1, 1, 5]] {
-            let mut h = vec![0u8; 24];
+            let mut h = [0u8; 24];
             h[field::DATA_OFF_FLAGS.start] = 6 << 4;
             h[20..24].copy_from_slice(opts);
             let p = TcpPacket::new_checked(&h[..]).unwrap();
             assert!(matches!(TcpRepr::parse(&p), Err(Error::BadOption { .. })), "{opts:?}");
         }
         // Unknown kinds are skipped; End ends the options.
-        let mut h = vec![0u8; 28];
+        let mut h = [0u8; 28];
         h[field::DATA_OFF_FLAGS.start] = 7 << 4;
         h[20..28].copy_from_slice(&[30, 4, 9, 9, 0, 2, 1, 0]);
         let p = TcpPacket::new_checked(&h[..]).unwrap();
