@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from transportlab import contract
 from transportlab.artefacts import packetlog
 from transportlab.locations import PROJECT_ROOT
@@ -43,10 +45,10 @@ def test_python_names_come_from_the_contract():
     assert "delay-correlation" in contract.controllers("quic") and "cubic" in contract.controllers("tcp")
 
 
-def test_rust_written_v2_log_round_trips():
-    """tests/data/packets_v2.tlog is written by the engine's own writer (crates/engine
+def test_rust_written_v3_log_round_trips():
+    """tests/data/packets_v3.tlog is written by the engine's own writer (crates/engine
     log.rs, `sample_log_for_python`); every field reads back as written."""
-    recs = packetlog.read_records(DATA / "packets_v2.tlog")
+    recs = packetlog.read_records(DATA / "packets_v3.tlog")
     assert len(recs) == 3
     assert list(recs["t_ns"]) == [1_000_000_000, 1_025_000_000, 1_030_000_000]
     assert list(recs["t_actual_ns"]) == [1_000_000_000, 1_025_000_850, 1_030_000_100]
@@ -61,17 +63,19 @@ def test_rust_written_v2_log_round_trips():
     ]
     assert list(recs["direction"]) == [0, 0, 1] and int(recs["reason"][2]) == 1
     assert list(packetlog.actual_time(recs)) == [1_000_000_000, 1_025_000_850, 1_030_000_100]
+    assert list(recs["payload_len"]) == [1448, 1448, 1448]
 
 
 def test_reader_refuses_an_unknown_version(tmp_path):
+    """Versions 1 (40-byte records) and 2 (48 bytes, no payload length) are refused, the
+    message naming the file and both versions."""
     path = tmp_path / "packets.tlog"
-    path.write_bytes(packetlog.MAGIC + (1).to_bytes(4, "little") + (40).to_bytes(4, "little") + bytes(40))
-    try:
-        packetlog.read_records(path)
-    except packetlog.PacketLogError as e:
-        assert str(path) in str(e) and "version 1" in str(e) and f"version {packetlog.VERSION}" in str(e)
-    else:
-        raise AssertionError("a version-1 log must be refused")
+    for old, size in ((1, 40), (2, 48)):
+        path.write_bytes(packetlog.MAGIC + old.to_bytes(4, "little") + size.to_bytes(4, "little") + bytes(size))
+        with pytest.raises(packetlog.PacketLogError) as info:
+            packetlog.read_records(path)
+        e = str(info.value)
+        assert str(path) in e and f"version {old}" in e and f"version {packetlog.VERSION}" in e
 
 
 def _contract_tables() -> str:

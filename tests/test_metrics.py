@@ -32,7 +32,9 @@ OTHER = Flow.of("10.0.0.3", "10.0.0.2", 40001, 5001, "tcp")
 UDP = Flow.of("10.0.0.1", "10.0.0.2", 7000, 7001, "udp")
 
 
-def r(t_ns, pid, event, direction=0, size=1500, flow=DATA, reason=0, flags=0, seq=0):
+def r(t_ns, pid, event, direction=0, size=1500, flow=DATA, reason=0, flags=0, seq=0, payload=None):
+    """A record; `payload` (the transport payload length) defaults to what a Linux TCP
+    segment of `size` bytes carries: size − 52 (IPv4 20 + TCP 32 with timestamps)."""
     return (
         int(t_ns),
         pid,
@@ -47,6 +49,8 @@ def r(t_ns, pid, event, direction=0, size=1500, flow=DATA, reason=0, flags=0, se
         reason,
         flags,
         seq,
+        0,  # t_actual_ns: a hand-made row has no real time (the metrics use t_ns)
+        max(size - 52, 0) if payload is None else payload,
     )
 
 
@@ -54,7 +58,6 @@ def log(tmp_path, rows, name="packets.tlog"):
     """Writes the rows with write_records and reads them back (memory-mapped), so every
     test goes through the real file format."""
     path = tmp_path / name
-    # Version-2 records: a hand-made row has no real time (t_actual_ns 0: the metrics use t_ns).
     write_records(path, np.array([tuple(r) + (0,) * (len(RECORD.names) - len(r)) for r in rows], dtype=RECORD))
     return read_records(path)
 
@@ -318,7 +321,8 @@ def test_marks_per_flow_and_per_direction_count_ce_marked_departures(tmp_path):
 
 
 def test_retransmission_detected_from_sequence_numbers(tmp_path):
-    # data segments of 1500 B (1448 B payload + 52 B headers) at direction 0
+    # data segments of 1500 B (1448 B payload + 52 B headers) at direction 0, and one of
+    # 64 B whose 44-byte header (SACK blocks) leaves 20 B of payload
     rows = [
         r(0, 1, ARRIVAL, 0, 1500, seq=1000),
         r(1 * MS, 2, ARRIVAL, 0, 52, ACK, seq=7),  # ack flow: other flow anyway
@@ -328,13 +332,15 @@ def test_retransmission_detected_from_sequence_numbers(tmp_path):
         r(3 * MS, 5, ARRIVAL, 0, 1500, seq=3896, flags=1),  # a duplicate copy: not a retransmission
         r(4 * MS, 6, ARRIVAL, 0, 1500, seq=2448),  # ← retransmission of the 2nd segment
         r(5 * MS, 7, ARRIVAL, 0, 1500, seq=5344),
+        r(5 * MS, 9, ARRIVAL, 0, 64, seq=6772, payload=20),  # ← resends the last 20 B of the one before
+        r(5 * MS, 10, ARRIVAL, 0, 64, seq=6792, payload=0),  # a pure ACK with SACK blocks: ignored
         r(6 * MS, 8, DEPARTURE, 0, 1500, seq=1000),  # a departure, other event: ignored
     ]
     recs = log(tmp_path, rows)
     retx = M.retransmissions_from_log(recs, DATA, 0)
-    assert retx["packet_id"].tolist() == [6]
-    assert retx["tcp_seq"].tolist() == [2448] and retx["t_ns"].tolist() == [4 * MS]
-    assert M.count_retransmissions_from_log(recs, DATA, 0) == 1
+    assert retx["packet_id"].tolist() == [6, 9]
+    assert retx["tcp_seq"].tolist() == [2448, 6772] and retx["t_ns"].tolist() == [4 * MS, 5 * MS]
+    assert M.count_retransmissions_from_log(recs, DATA, 0) == 2
 
 
 def test_retransmission_across_sequence_wraparound(tmp_path):

@@ -8,9 +8,9 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 
-use crate::wire::ipv4::{Ecn, Ipv4Packet};
-use crate::wire::{flow_key, FlowKey};
 use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
+use wire::ipv4::{Ecn, Ipv4Packet};
+use wire::{flow_key, FlowKey};
 
 use crate::capture::Capture;
 use crate::config::Config;
@@ -552,14 +552,8 @@ mod tests {
     }
 
     fn udp_packet() -> Vec<u8> {
-        let mut p = vec![0u8; 28];
-        p[0] = 0x45;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[10, 0, 0, 1]);
-        p[16..20].copy_from_slice(&[10, 0, 0, 2]);
-        p[20..22].copy_from_slice(&4000u16.to_be_bytes());
-        p[22..24].copy_from_slice(&5000u16.to_be_bytes());
-        p
+        let ip = wire::ipv4::Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 0);
+        wire::build::udp(&ip, 4000, 5000, &[], false).unwrap()
     }
 
     /// (t_ns, packet_id, direction, event, reason, flags) of a log record.

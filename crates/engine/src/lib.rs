@@ -12,4 +12,3 @@ pub mod forwarder;
 pub mod log;
 pub mod spin;
 pub mod stats;
-pub mod wire;

@@ -1,15 +1,16 @@
 //! The packet event log (format: docs/packet-log.md). Records are encoded on the
 //! forwarding thread and written by a thread of their own ([`BackgroundFile`]). Version
-//! 2: records carry the model's time and the real one (docs/packet-log.md).
+//! 3: records carry the model's time and the real one, and the transport payload length
+//! (docs/packet-log.md).
 
 use std::path::Path;
 
 use crate::background_file::BackgroundFile;
-use crate::wire::FlowKey;
+use wire::FlowKey;
 
-pub const RECORD_SIZE: usize = 48;
+pub const RECORD_SIZE: usize = 50;
 const HEADER: &[u8; 8] = b"TLABLOG\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const BATCH_RECORDS: usize = 8192;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +102,7 @@ impl PacketLog {
         b.push(flags);
         b.extend_from_slice(&key.tcp_seq.to_le_bytes());
         b.extend_from_slice(&t_actual_ns.to_le_bytes());
+        b.extend_from_slice(&key.payload_len.to_le_bytes());
         self.file.appended();
     }
 
@@ -129,6 +131,7 @@ mod tests {
             dport: 5001,
             proto: 6,
             tcp_seq: 123_456_789,
+            payload_len: 1448,
         };
         log.record(1_000_000_000, 1_000_000_000, 7, &key, 1500, 0, Event::Arrival, 0, 0);
         log.record(
@@ -146,7 +149,7 @@ mod tests {
         log.close().unwrap();
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 16 + 3 * RECORD_SIZE);
-        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/packets_v2.tlog");
+        let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/packets_v3.tlog");
         if std::env::var("TLAB_BLESS").as_deref() == Ok("1") {
             std::fs::write(data, &bytes).unwrap();
         }

@@ -8,9 +8,9 @@
 use std::path::{Path, PathBuf};
 
 use engine::log::{self, reason, Event, PacketLog, NO_DIRECTION, RECORD_SIZE};
-use engine::wire::FlowKey;
 use linkem::DropReason;
 use serde_json::Value;
+use wire::FlowKey;
 
 const HEADER_SIZE: usize = 16;
 
@@ -77,6 +77,7 @@ fn sample_records() -> Vec<Record> {
         dport: 5201,
         proto: 6,
         tcp_seq: 1000,
+        payload_len: 1448,
     };
     let udp = FlowKey {
         src: ip(10, 0, 0, 2),
@@ -85,6 +86,7 @@ fn sample_records() -> Vec<Record> {
         dport: 6000,
         proto: 17,
         tcp_seq: 0,
+        payload_len: 1200,
     };
     let icmp = FlowKey {
         src: ip(10, 0, 0, 3),
@@ -93,6 +95,7 @@ fn sample_records() -> Vec<Record> {
         dport: 0,
         proto: 1,
         tcp_seq: 0,
+        payload_len: 56,
     };
     let rec = |t_ns, packet_id, key, size, direction, event, reason, copy| Record {
         t_ns,

@@ -1,13 +1,12 @@
-//! IPv4/UDP packets as the simulated hosts put them on the network: a 20-byte IPv4 header
-//! (checksum filled in, TTL 64, DF set like Linux) and an 8-byte UDP header (checksum 0,
-//! which IPv4 allows), so the forwarder sees what a kernel would have sent.
+//! IPv4/UDP packets as the simulated hosts put them on the network (`wire::build`): a
+//! 20-byte IPv4 header (checksum filled in, TTL 64, DF set like Linux) and an 8-byte UDP
+//! header (checksum 0, which IPv4 allows), so the forwarder sees what a kernel would have
+//! sent.
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use engine::wire::ipv4::{protocol, Ecn, Ipv4Packet};
-use engine::wire::udp::UdpPacket;
-
-pub const HEADERS: usize = 28;
+use wire::ipv4::{protocol, Ecn, Ipv4Packet, Ipv4Repr};
+use wire::udp::UdpPacket;
 
 /// A UDP datagram as one endpoint sends or receives it.
 #[derive(Debug, Clone)]
@@ -21,24 +20,13 @@ pub struct Datagram {
 impl Datagram {
     /// The IPv4 packet carrying it; `ident` is the IP identification field.
     pub fn to_packet(&self, ident: u16) -> Vec<u8> {
-        let total = HEADERS + self.payload.len();
-        let mut p = vec![0u8; total];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-        p[4..6].copy_from_slice(&ident.to_be_bytes());
-        p[6] = 0x40; // don't fragment
-        p[8] = 64;
-        p[9] = protocol::UDP;
-        p[12..16].copy_from_slice(&self.src.ip().octets());
-        p[16..20].copy_from_slice(&self.dst.ip().octets());
-        p[20..22].copy_from_slice(&self.src.port().to_be_bytes());
-        p[22..24].copy_from_slice(&self.dst.port().to_be_bytes());
-        p[24..26].copy_from_slice(&((8 + self.payload.len()) as u16).to_be_bytes());
-        p[HEADERS..].copy_from_slice(&self.payload);
-        let mut ip = Ipv4Packet::new_unchecked(&mut p[..]);
-        ip.set_ecn(self.ecn);
-        ip.fill_checksum();
-        p
+        let ip = Ipv4Repr {
+            ecn: self.ecn,
+            ident,
+            ..Ipv4Repr::new(*self.src.ip(), *self.dst.ip(), protocol::UDP)
+        };
+        wire::build::udp(&ip, self.src.port(), self.dst.port(), &self.payload, false)
+            .expect("a datagram the simulator's endpoints send fits an IPv4 packet")
     }
 
     /// The datagram in an IPv4 packet the network delivered; None if it is not UDP.
@@ -47,14 +35,12 @@ impl Datagram {
         if ip.protocol() != protocol::UDP {
             return None;
         }
-        let l4 = ip.payload();
-        let udp = UdpPacket::new_checked(l4).ok()?;
-        let len = (udp.length() as usize).clamp(8, l4.len());
+        let udp = UdpPacket::new_checked(ip.payload()).ok()?;
         Some(Datagram {
             src: SocketAddrV4::new(ip.src_addr(), udp.src_port()),
             dst: SocketAddrV4::new(ip.dst_addr(), udp.dst_port()),
             ecn: ip.ecn(),
-            payload: l4[8..len].to_vec(),
+            payload: udp.payload().to_vec(),
         })
     }
 }
@@ -79,7 +65,7 @@ mod tests {
         let p = d.to_packet(9);
         assert_eq!(p.len(), 128);
         assert!(Ipv4Packet::new_checked(&p[..]).unwrap().verify_checksum());
-        let key = engine::wire::flow_key(&p).unwrap();
+        let key = wire::flow_key(&p).unwrap();
         assert_eq!((key.sport, key.dport, key.proto), (40000, 5201, 17));
         let back = Datagram::from_packet(&p).unwrap();
         assert_eq!(

@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use engine::forwarder::{Forwarder, Hosts};
 use linkem::Nanos;
 
-use engine::wire::flow_key;
+use wire::flow_key;
 
 use crate::endpoint::Endpoint;
 

@@ -1,18 +1,12 @@
 //! One TCP segment as the stack takes and gives it: header fields and options typed,
 //! sequence numbers as on the wire (32-bit), and the ECN codepoint of the IP header that
-//! carries it. `parse`/`emit` convert to and from the TCP header's bytes (the IP header
-//! is the driver's).
+//! carries it. `parse`/`emit` convert to and from the TCP header's bytes through the
+//! `wire` crate's `TcpRepr` (the IP header is the driver's).
+
+use wire::tcp::{SackBlocks, TcpPacket, TcpRepr};
 
 /// Header flags (the low byte of the flags field).
-pub mod flags {
-    pub const FIN: u8 = 0x01;
-    pub const SYN: u8 = 0x02;
-    pub const RST: u8 = 0x04;
-    pub const PSH: u8 = 0x08;
-    pub const ACK: u8 = 0x10;
-    pub const ECE: u8 = 0x40;
-    pub const CWR: u8 = 0x80;
-}
+pub use wire::tcp::flags;
 
 /// Most SACK blocks one segment carries: 40 option bytes, 12 for timestamps (with
 /// padding), 8 per block + 2 → 3 (Linux sends 4 without timestamps).
@@ -50,127 +44,58 @@ impl Segment {
         self.payload.len() as u32 + u32::from(self.has(flags::SYN)) + u32::from(self.has(flags::FIN))
     }
 
-    /// Length of its TCP header with options, padded to 4 bytes.
-    pub fn header_len(&self) -> usize {
-        20 + self.options_len().div_ceil(4) * 4
+    /// The header as the wire crate's values.
+    fn repr(&self) -> TcpRepr {
+        TcpRepr {
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+            seq: self.seq,
+            ack: self.ack,
+            flags: self.flags,
+            window: self.window,
+            mss: self.mss,
+            window_scale: self.window_scale,
+            sack_permitted: self.sack_permitted,
+            sack: SackBlocks::new(&self.sack).expect("at most MAX_SACK_BLOCKS SACK blocks"),
+            timestamps: self.timestamps,
+        }
     }
 
-    fn options_len(&self) -> usize {
-        // Linux's layouts: MSS 4; SACK-permitted 2 and timestamps 10 (packed together as
-        // NOP NOP or SACK_PERM+TS: 12); window scale 3 (+NOP); SACK 2 + 8n (+2 NOPs).
-        let mut n = 0;
-        if self.mss.is_some() {
-            n += 4;
-        }
-        n += match (self.sack_permitted, self.timestamps.is_some()) {
-            (_, true) => 12,
-            (true, false) => 4,
-            (false, false) => 0,
-        };
-        if self.window_scale.is_some() {
-            n += 4;
-        }
-        if !self.sack.is_empty() {
-            n += 4 + 8 * self.sack.len();
-        }
-        n
+    /// Length of its TCP header with options (Linux's layouts), padded to 4 bytes.
+    pub fn header_len(&self) -> usize {
+        self.repr().header_len()
     }
 
     /// The TCP header and payload (checksum left 0: the driver fills it, it needs the IP
     /// addresses).
     pub fn emit(&self) -> Vec<u8> {
-        let hl = self.header_len();
-        let mut b = Vec::with_capacity(hl + self.payload.len());
-        b.extend_from_slice(&self.src_port.to_be_bytes());
-        b.extend_from_slice(&self.dst_port.to_be_bytes());
-        b.extend_from_slice(&self.seq.to_be_bytes());
-        b.extend_from_slice(&self.ack.to_be_bytes());
-        b.push(((hl / 4) as u8) << 4);
-        b.push(self.flags);
-        b.extend_from_slice(&self.window.to_be_bytes());
-        b.extend_from_slice(&[0, 0, 0, 0]);
-        if let Some(mss) = self.mss {
-            b.extend_from_slice(&[2, 4]);
-            b.extend_from_slice(&mss.to_be_bytes());
-        }
-        match (self.sack_permitted, self.timestamps) {
-            (sp, Some((val, ecr))) => {
-                if sp {
-                    b.extend_from_slice(&[4, 2, 8, 10]);
-                } else {
-                    b.extend_from_slice(&[1, 1, 8, 10]);
-                }
-                b.extend_from_slice(&val.to_be_bytes());
-                b.extend_from_slice(&ecr.to_be_bytes());
-            }
-            (true, None) => b.extend_from_slice(&[1, 1, 4, 2]),
-            (false, None) => {}
-        }
-        if let Some(ws) = self.window_scale {
-            b.extend_from_slice(&[1, 3, 3, ws]);
-        }
-        if !self.sack.is_empty() {
-            b.extend_from_slice(&[1, 1, 5, (2 + 8 * self.sack.len()) as u8]);
-            for &(l, r) in &self.sack {
-                b.extend_from_slice(&l.to_be_bytes());
-                b.extend_from_slice(&r.to_be_bytes());
-            }
-        }
-        b.resize(hl, 0);
-        b.extend_from_slice(&self.payload);
+        let r = self.repr();
+        let hl = r.header_len();
+        let mut b = vec![0u8; hl + self.payload.len()];
+        r.emit(&mut b).expect("a segment's options fit the 40 option bytes");
+        b[hl..].copy_from_slice(&self.payload);
         b
     }
 
     /// A TCP header and payload (`ecn` from the IP header); `None` if it is malformed.
     pub fn parse(b: &[u8], ecn: u8) -> Option<Segment> {
-        if b.len() < 20 {
-            return None;
-        }
-        let hl = usize::from(b[12] >> 4) * 4;
-        if hl < 20 || hl > b.len() {
-            return None;
-        }
-        let u16_at = |i: usize| u16::from_be_bytes([b[i], b[i + 1]]);
-        let u32_at = |o: &[u8], i: usize| u32::from_be_bytes([o[i], o[i + 1], o[i + 2], o[i + 3]]);
-        let mut s = Segment {
-            src_port: u16_at(0),
-            dst_port: u16_at(2),
-            seq: u32_at(b, 4),
-            ack: u32_at(b, 8),
-            flags: b[13],
-            window: u16_at(14),
-            payload: b[hl..].to_vec(),
+        let p = TcpPacket::new_checked(b).ok()?;
+        let r = TcpRepr::parse(&p).ok()?;
+        Some(Segment {
+            src_port: r.src_port,
+            dst_port: r.dst_port,
+            seq: r.seq,
+            ack: r.ack,
+            flags: r.flags,
+            window: r.window,
+            mss: r.mss,
+            window_scale: r.window_scale,
+            sack_permitted: r.sack_permitted,
+            timestamps: r.timestamps,
+            sack: r.sack.as_slice().to_vec(),
+            payload: p.payload().to_vec(),
             ecn,
-            ..Segment::default()
-        };
-        let mut o = &b[20..hl];
-        while let Some(&kind) = o.first() {
-            match kind {
-                0 => break,
-                1 => {
-                    o = &o[1..];
-                    continue;
-                }
-                _ => {}
-            }
-            let len = usize::from(*o.get(1)?);
-            if len < 2 || len > o.len() {
-                return None;
-            }
-            let v = &o[2..len];
-            match (kind, v.len()) {
-                (2, 2) => s.mss = Some(u16::from_be_bytes([v[0], v[1]])),
-                (3, 1) => s.window_scale = Some(v[0]),
-                (4, 0) => s.sack_permitted = true,
-                (5, n) if n % 8 == 0 => {
-                    s.sack = v.chunks(8).map(|c| (u32_at(c, 0), u32_at(c, 4))).collect();
-                }
-                (8, 8) => s.timestamps = Some((u32_at(v, 0), u32_at(v, 4))),
-                _ => {}
-            }
-            o = &o[len..];
-        }
-        Some(s)
+        })
     }
 }
 

@@ -28,6 +28,7 @@ RECORD = np.dtype(
         ("flags", "u1"),
         ("tcp_seq", "<u4"),
         ("t_actual_ns", "<u8"),
+        ("payload_len", "<u2"),
     ]
 )
 

@@ -1,5 +1,5 @@
-"""Retransmissions: an estimate from TCP sequence numbers in the log, and the agent's own
-count from TCP_INFO samples."""
+"""Retransmissions: from TCP sequence numbers and payload lengths in the log, and the
+agent's own count from TCP_INFO samples."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import pandas as pd
 from transportlab.artefacts.packetlog import ARRIVAL, FLAG_COPY
 from transportlab.metrics._records import col, take
 from transportlab.metrics.logflows import Flow, flow_mask
-
-MAX_HEADER_BYTES = 80  # 20 B IPv4 header + 60 B, the largest TCP header
 
 
 def unwrap_seq(seq) -> np.ndarray:
@@ -24,27 +22,22 @@ def unwrap_seq(seq) -> np.ndarray:
     return np.concatenate(([s[0]], s[0] + np.cumsum(step)))
 
 
-def retransmissions_from_log(
-    records, flow: Flow, direction: int, event: int = ARRIVAL, header_bytes: int = MAX_HEADER_BYTES
-) -> pd.DataFrame:
-    """ESTIMATE of the flow's TCP retransmissions from the log: the data segments whose
-    sequence range was already (partly) seen at `direction`.
+def retransmissions_from_log(records, flow: Flow, direction: int, event: int = ARRIVAL) -> pd.DataFrame:
+    """The flow's TCP retransmissions seen in the log: the data segments whose sequence
+    range was already (partly) seen at `direction`.
 
     Segments are the flow's records with `event` (default ARRIVAL: at the first direction
     of the path this is the order the sender sent them) at `direction`, original packets
-    only (a duplicate copy is not a retransmission), in time order. The log has no TCP
-    header length, so payload is estimated as size − `header_bytes` (default 80, the
-    largest IPv4+TCP header: the estimated range never reaches past the true one, so an
-    in-order original segment is never flagged); segments with estimated payload ≤ 0 (pure
-    ACKs, SYN, FIN without data) are ignored. A segment is a retransmission when its
-    (unwrapped) start seq is below the highest estimated end (seq + payload) of the earlier
-    segments. Misses a retransmission that only resends the last < header-overestimate
-    bytes of the highest segment; counts reordered originals if measured after a reordering
-    direction. Returns the flagged segments: columns t_ns, packet_id, tcp_seq, size.
+    only (a duplicate copy is not a retransmission), in time order, with their transport
+    payload (`payload_len`, which the engine parsed from the TCP header); segments without
+    payload (pure ACKs, SYN, FIN without data) are ignored. A segment is a retransmission
+    when its (unwrapped) start seq is below the highest end (seq + payload) of the earlier
+    segments. Counts reordered originals if measured after a reordering direction.
+    Returns the flagged segments: columns t_ns, packet_id, tcp_seq, size.
     """
     m = flow_mask(records, flow) & (col(records, "direction") == direction) & (col(records, "event") == event)
     m &= (col(records, "flags") & FLAG_COPY) == 0
-    m &= col(records, "size").astype(np.int64) > header_bytes
+    m &= col(records, "payload_len") > 0
     seg = take(records, m)
     t = col(seg, "t_ns").astype(np.int64)
     order = np.argsort(t, kind="stable")
@@ -52,7 +45,7 @@ def retransmissions_from_log(
     seq_raw = col(seg, "tcp_seq")[order]
     size = col(seg, "size")[order].astype(np.int64)
     seq = unwrap_seq(seq_raw)
-    end = seq + size - header_bytes
+    end = seq + col(seg, "payload_len")[order].astype(np.int64)
     prev_end = np.empty_like(end)
     if len(end):
         prev_end[0] = np.iinfo(np.int64).min
@@ -69,7 +62,7 @@ def retransmissions_from_log(
 
 
 def count_retransmissions_from_log(records, flow: Flow, direction: int, **kwargs) -> int:
-    """Number of segments `retransmissions_from_log` flags (an estimate; same arguments)."""
+    """Number of segments `retransmissions_from_log` flags (same arguments)."""
     return len(retransmissions_from_log(records, flow, direction, **kwargs))
 
 

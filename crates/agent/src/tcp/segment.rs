@@ -2,11 +2,10 @@
 //! payload, and the mapping of sequence numbers to stream offsets. No I/O, so every case
 //! is a unit test.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 
-/// TCP flags this module looks at.
-const FLAG_SYN: u8 = 0x02;
-const FLAG_ACK: u8 = 0x10;
+use wire::ipv4::{protocol, Ipv4Packet};
+use wire::tcp::{flags, TcpPacket};
 
 /// One direction of a connection: segments from `from` to `to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,45 +33,29 @@ pub enum Skip {
 
 /// Parses an IPv4 packet (from its IP header on) and returns the TCP segment if it belongs
 /// to `dir`. A `to` address of 0.0.0.0 matches any destination address (the local address
-/// is not known until connect() chose it).
+/// is not known until connect() chose it). The payload ends at the IP total length (0 is
+/// how a GRO packet over 64 KiB says "the whole buffer": `Ipv4Packet::transport`).
 pub fn parse<'a>(packet: &'a [u8], dir: &Direction) -> Result<Segment<'a>, Skip> {
-    let b = |i: usize| packet.get(i).copied().ok_or(Skip::NotTcp);
-    let u16_at = |i: usize| Ok::<u16, Skip>(u16::from_be_bytes([b(i)?, b(i + 1)?]));
-    if b(0)? >> 4 != 4 || b(9)? != 6 {
-        return Err(Skip::NotTcp);
-    }
-    let ihl = usize::from(b(0)? & 0x0f) * 4;
+    let ip = Ipv4Packet::new_checked(packet).map_err(|_| Skip::NotTcp)?;
     // More fragments, or a fragment offset: not a whole segment.
-    if ihl < 20 || u16_at(6)? & 0x3fff != 0 {
+    if ip.protocol() != protocol::TCP || ip.more_frags() || !ip.is_first_fragment() {
         return Err(Skip::NotTcp);
     }
-    // Total length 0 is how a GRO packet over 64 KiB says "the whole buffer".
-    let total = match usize::from(u16_at(2)?) {
-        0 => packet.len(),
-        n => n.min(packet.len()),
-    };
-    let src = Ipv4Addr::new(b(12)?, b(13)?, b(14)?, b(15)?);
-    let dst = Ipv4Addr::new(b(16)?, b(17)?, b(18)?, b(19)?);
-    let sport = u16_at(ihl)?;
-    let dport = u16_at(ihl + 2)?;
-    if src != *dir.from.ip()
-        || sport != dir.from.port()
-        || dport != dir.to.port()
-        || (!dir.to.ip().is_unspecified() && dst != *dir.to.ip())
+    let t = TcpPacket::new_checked(ip.transport()).map_err(|_| Skip::NotTcp)?;
+    if ip.src_addr() != *dir.from.ip()
+        || t.src_port() != dir.from.port()
+        || t.dst_port() != dir.to.port()
+        || (!dir.to.ip().is_unspecified() && ip.dst_addr() != *dir.to.ip())
     {
         return Err(Skip::OtherFlow);
     }
-    let seq = u32::from_be_bytes([b(ihl + 4)?, b(ihl + 5)?, b(ihl + 6)?, b(ihl + 7)?]);
-    let data_offset = usize::from(b(ihl + 12)? >> 4) * 4;
-    let flags = b(ihl + 13)?;
-    let payload_at = ihl + data_offset;
-    if data_offset < 20 || payload_at > total {
-        return Err(Skip::NotTcp);
-    }
+    let syn_ack = flags::SYN | flags::ACK;
+    // The segment borrows from `packet`, not from the views.
+    let (start, len) = (ip.header_len() + t.header_len(), t.payload().len());
     Ok(Segment {
-        seq,
-        syn_ack: flags & (FLAG_SYN | FLAG_ACK) == FLAG_SYN | FLAG_ACK,
-        payload: &packet[payload_at..total],
+        seq: t.seq_number(),
+        syn_ack: t.flags() & syn_ack == syn_ack,
+        payload: &packet[start..start + len],
     })
 }
 
@@ -117,6 +100,11 @@ impl SeqMap {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::ipv4::Ipv4Repr;
+    use wire::tcp::TcpRepr;
+
+    const FLAG_SYN: u8 = flags::SYN;
+    const FLAG_ACK: u8 = flags::ACK;
 
     fn dir() -> Direction {
         Direction {
@@ -125,23 +113,19 @@ mod tests {
         }
     }
 
-    /// An IPv4/TCP packet with the given addresses, flags, seq and payload.
+    /// An IPv4/TCP packet with the given addresses, flags, seq and payload (a 32-byte TCP
+    /// header: timestamps, as Linux sends).
     fn packet(src: &str, dst: &str, sport: u16, dport: u16, flags: u8, seq: u32, payload: &[u8]) -> Vec<u8> {
-        let mut p = vec![0u8; 20 + 32];
-        p[0] = 0x45;
-        let total = (p.len() + payload.len()) as u16;
-        p[2..4].copy_from_slice(&total.to_be_bytes());
-        p[6] = 0x40; // DF
-        p[9] = 6;
-        p[12..16].copy_from_slice(&src.parse::<Ipv4Addr>().unwrap().octets());
-        p[16..20].copy_from_slice(&dst.parse::<Ipv4Addr>().unwrap().octets());
-        p[20..22].copy_from_slice(&sport.to_be_bytes());
-        p[22..24].copy_from_slice(&dport.to_be_bytes());
-        p[24..28].copy_from_slice(&seq.to_be_bytes());
-        p[32] = 8 << 4; // 32-byte TCP header (timestamps)
-        p[33] = flags;
-        p.extend_from_slice(payload);
-        p
+        let t = TcpRepr {
+            src_port: sport,
+            dst_port: dport,
+            seq,
+            flags,
+            timestamps: Some((1, 2)),
+            ..TcpRepr::default()
+        };
+        let ip = Ipv4Repr::new(src.parse().unwrap(), dst.parse().unwrap(), protocol::TCP);
+        wire::build::tcp(&ip, &t, payload).unwrap()
     }
 
     #[test]

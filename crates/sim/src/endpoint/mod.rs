@@ -24,7 +24,7 @@ use crate::datagram::Datagram;
 
 /// A UDP endpoint's address as `Endpoint::address` gives it.
 pub fn udp(addr: SocketAddrV4) -> (u8, SocketAddrV4) {
-    (engine::wire::ipv4::protocol::UDP, addr)
+    (wire::ipv4::protocol::UDP, addr)
 }
 
 /// The IPv4 packets carrying `datagrams` (IP identification 0: DF is set, as Linux sends

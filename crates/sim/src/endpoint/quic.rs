@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use agent::cc::{CcChoice, Probe};
 use agent_proto::one_way::Reaction;
 use bytes::{Bytes, BytesMut};
-use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
@@ -32,6 +31,7 @@ use quinn_proto::{
     EndpointConfig, Event, ServerConfig, StreamEvent, StreamId, Transmit, VarInt,
 };
 use serde::Serialize;
+use wire::ipv4::Ecn;
 
 use agent_proto::summary::{MessagesSummary, ObjectSummary, ObjectsSummary, QuicStats};
 use agent_proto::transfer::{bps, secs, share};

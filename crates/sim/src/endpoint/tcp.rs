@@ -18,6 +18,7 @@ use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
 use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
+use wire::{Ipv4Packet, TcpPacket};
 
 use agent_proto::transfer::{bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
@@ -133,18 +134,9 @@ struct Meter {
 
 /// (sequence number, sequence space used, ack number if ACK is set) of an IPv4/TCP packet.
 fn tcp_fields(p: &[u8]) -> Option<(u32, u32, Option<u32>)> {
-    let ihl = usize::from(p.first()? & 0x0f) * 4;
-    let total = usize::from(u16::from_be_bytes([*p.get(2)?, *p.get(3)?])).min(p.len());
-    let t = p.get(ihl..total)?;
-    if t.len() < 20 {
-        return None;
-    }
-    let seq = u32::from_be_bytes(t[4..8].try_into().ok()?);
-    let ack = u32::from_be_bytes(t[8..12].try_into().ok()?);
-    let doff = usize::from(t[12] >> 4) * 4;
-    let flags = t[13];
-    let len = t.len().saturating_sub(doff) as u32 + u32::from(flags & 0x02 != 0) + u32::from(flags & 0x01 != 0);
-    Some((seq, len, (flags & 0x10 != 0).then_some(ack)))
+    let ip = Ipv4Packet::new_checked(p).ok()?;
+    let t = TcpPacket::new_checked(ip.transport()).ok()?;
+    Some((t.seq_number(), t.segment_len(), t.ack().then(|| t.ack_number())))
 }
 
 impl Meter {
@@ -557,7 +549,7 @@ struct ClientResults {
 
 impl Endpoint for TcpClient {
     fn address(&self) -> (u8, SocketAddrV4) {
-        (engine::wire::ipv4::protocol::TCP, self.stack.addr)
+        (wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
@@ -726,7 +718,7 @@ struct ServerResults {
 
 impl Endpoint for TcpServer {
     fn address(&self) -> (u8, SocketAddrV4) {
-        (engine::wire::ipv4::protocol::TCP, self.stack.addr)
+        (wire::ipv4::protocol::TCP, self.stack.addr)
     }
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
@@ -815,18 +807,19 @@ impl Endpoint for TcpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wire::ipv4::{protocol, Ipv4Repr};
+    use wire::tcp::flags;
 
     /// An IPv4/TCP packet with `len` payload bytes (flags: ACK, plus SYN if `syn`).
     fn segment(seq: u32, ack: u32, len: usize, syn: bool) -> Vec<u8> {
-        let mut p = vec![0u8; 40 + len];
-        p[0] = 0x45;
-        p[2..4].copy_from_slice(&((40 + len) as u16).to_be_bytes());
-        p[9] = 6;
-        p[24..28].copy_from_slice(&seq.to_be_bytes());
-        p[28..32].copy_from_slice(&ack.to_be_bytes());
-        p[32] = 5 << 4;
-        p[33] = 0x10 | if syn { 0x02 } else { 0 };
-        p
+        let t = wire::tcp::TcpRepr {
+            seq,
+            ack,
+            flags: flags::ACK | if syn { flags::SYN } else { 0 },
+            ..Default::default()
+        };
+        let ip = Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), protocol::TCP);
+        wire::build::tcp(&ip, &t, &vec![0; len]).unwrap()
     }
 
     #[test]
@@ -896,13 +889,14 @@ mod tests {
             let mut out = Vec::new();
             client.poll(now, &mut out);
             for p in &out {
-                let seq = u32::from_be_bytes(p[24..28].try_into().unwrap());
-                if p[33] & 0x02 != 0 {
+                let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+                let seg = TcpPacket::new_checked(ip.transport()).unwrap();
+                let seq = seg.seq_number();
+                if seg.syn() {
                     isn = Some(seq);
                 }
                 let offset = u64::from(seq.wrapping_sub(isn.unwrap()).wrapping_sub(1));
-                let payload = 20 + usize::from(p[32] >> 4) * 4;
-                for (i, &x) in p[payload..].iter().enumerate() {
+                for (i, &x) in seg.payload().iter().enumerate() {
                     if offset + i as u64 >= REQUEST_LEN as u64 {
                         checked += 1;
                         nonzero += u64::from(x != 0);

@@ -11,10 +11,11 @@ use std::net::SocketAddrV4;
 use std::path::Path;
 use std::rc::Rc;
 
-use engine::wire::ipv4::{protocol, Ipv4Packet};
 use linkem::Nanos;
 use serde::Serialize;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
+use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
+use wire::TcpPacket;
 
 use agent_proto::transfer::{bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
@@ -31,37 +32,17 @@ const SAMPLE_INTERVAL: Nanos = 10_000_000;
 /// Bytes written to the send buffer at a time.
 const CHUNK: u64 = 1 << 20;
 
-/// The ones' complement sum of `data` as big-endian words, added to `sum`.
-fn add_words(mut sum: u64, data: &[u8]) -> u64 {
-    let mut words = data.chunks_exact(2);
-    for w in &mut words {
-        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    sum
-}
-
 /// The IPv4 packet carrying `seg` from `src` to `dst` (DF set, TTL 64, both checksums).
 fn to_packet(seg: &Segment, src: SocketAddrV4, dst: SocketAddrV4) -> Vec<u8> {
     let tcp = seg.emit();
-    let total = 20 + tcp.len();
-    let mut p = Vec::with_capacity(total);
-    p.extend_from_slice(&[0x45, seg.ecn & 3]);
-    p.extend_from_slice(&(total as u16).to_be_bytes());
-    p.extend_from_slice(&[0, 0, 0x40, 0, 64, protocol::TCP, 0, 0]);
-    p.extend_from_slice(&src.ip().octets());
-    p.extend_from_slice(&dst.ip().octets());
-    p.extend_from_slice(&tcp);
-    let mut sum = add_words(0, &p[12..20]);
-    sum += u64::from(protocol::TCP) + tcp.len() as u64;
-    sum = add_words(sum, &p[20..]);
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    p[36..38].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    Ipv4Packet::new_unchecked(&mut p[..]).fill_checksum();
+    let mut p = vec![0u8; ipv4::MIN_HEADER_LEN + tcp.len()];
+    let ip = Ipv4Repr {
+        ecn: Ecn::from_bits(seg.ecn),
+        ..Ipv4Repr::new(*src.ip(), *dst.ip(), protocol::TCP)
+    };
+    ip.emit(&mut p, tcp.len()).expect("a segment fits an IPv4 packet");
+    p[ipv4::MIN_HEADER_LEN..].copy_from_slice(&tcp);
+    TcpPacket::new_unchecked(&mut p[ipv4::MIN_HEADER_LEN..]).fill_checksum(*src.ip(), *dst.ip());
     p
 }
 
@@ -71,7 +52,7 @@ fn from_packet(p: &[u8]) -> Option<Segment> {
     if ip.protocol() != protocol::TCP {
         return None;
     }
-    Segment::parse(ip.payload(), ip.ecn() as u8)
+    Segment::parse(ip.transport(), ip.ecn() as u8)
 }
 
 /// One row of the series (the agent's TCP series columns this stack has).
@@ -583,16 +564,13 @@ mod tests {
         let a = SocketAddrV4::new([10, 0, 0, 1].into(), 40000);
         let b = SocketAddrV4::new([10, 0, 0, 2].into(), 5201);
         let p = to_packet(&seg, a, b);
-        assert!(Ipv4Packet::new_checked(&p[..]).unwrap().verify_checksum());
-        // The TCP checksum over the pseudo-header and segment sums to zero.
-        let mut sum = add_words(0, &p[12..20]) + u64::from(protocol::TCP) + (p.len() - 20) as u64;
-        sum = add_words(sum, &p[20..]);
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        assert_eq!(sum, 0xffff);
+        let ip = Ipv4Packet::new_checked(&p[..]).unwrap();
+        assert!(ip.verify_checksum());
+        assert!(TcpPacket::new_checked(ip.transport())
+            .unwrap()
+            .verify_checksum(*a.ip(), *b.ip()));
         assert_eq!(from_packet(&p), Some(seg));
-        let key = engine::wire::flow_key(&p).unwrap();
-        assert_eq!((key.sport, key.dport, key.proto), (40000, 5201, 6));
+        let key = wire::flow_key(&p).unwrap();
+        assert_eq!((key.sport, key.dport, key.proto, key.payload_len), (40000, 5201, 6, 3));
     }
 }

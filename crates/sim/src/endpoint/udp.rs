@@ -7,9 +7,9 @@ use std::path::Path;
 
 use agent_proto::stats;
 use agent_proto::wire::stamp::{Stamp, LEN};
-use engine::wire::ipv4::Ecn;
 use linkem::Nanos;
 use serde::Serialize;
+use wire::ipv4::Ecn;
 
 use super::pacer::{Pacer, Schedule};
 use super::{packets, udp, write_summary, Endpoint};

@@ -11,8 +11,8 @@ Both come from the engine's packet log: arrivals of the flow's data packets on t
 link direction of its path (the server host handed them over) and departures on its last
 (handed over to the client host), sequence numbers
 mapped to stream offsets with the server's ISN (its SYN-ACK, the first packet of the
-flow), payload = IP length − 20 − 32 (IPv4 and a TCP header with timestamps, as Linux
-sends them). A record has arrived when every byte of its frame has.
+flow), each packet's payload the log's `payload_len` (the engine read it from the TCP
+header). A record has arrived when every byte of its frame has.
 
     tlab table hol RESULTS/s2-hol
 """
@@ -27,8 +27,6 @@ from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
 from transportlab.artefacts.rundir import RunDir, RunDirError
 from transportlab.report.tables.common import flows, markdown, run_dirs
-
-TCP_HEADER = 32
 
 
 def completions(raw: Path, flow: dict, record_size: int, count: int, event: int, direction: int) -> np.ndarray:
@@ -45,8 +43,7 @@ def completions(raw: Path, flow: dict, record_size: int, count: int, event: int,
     have = np.zeros(record_size * count, dtype=bool)
     missing = np.full(count, record_size, dtype=np.int64)
     arrived = np.full(count, np.nan)
-    for t, seq, size in zip(actual_time(dep), dep["tcp_seq"], dep["size"]):
-        payload = int(size) - 20 - TCP_HEADER
+    for t, seq, payload in zip(actual_time(dep), dep["tcp_seq"], dep["payload_len"].astype(np.int64)):
         if payload <= 0:
             continue
         start = (int(seq) - isn - 1) % 2**32

@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 use super::{be16, be32, check_len, checksum, set_be16, Error};
 
 pub mod field {
-    use crate::wire::Field;
+    use crate::Field;
 
     /// Version (high nibble) and header length in 32-bit words (low nibble).
     pub const VER_IHL: usize = 0;
@@ -149,6 +149,83 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// on the total length).
     pub fn payload(&self) -> &[u8] {
         &self.buffer.as_ref()[self.header_len()..]
+    }
+
+    /// The bytes after the header up to the total length (or the end of the buffer if it
+    /// is shorter): the transport header and payload. A total length of 0 is how a packet
+    /// that generic receive offload merged past 64 KiB says "the whole buffer".
+    pub fn transport(&self) -> &[u8] {
+        let buf = self.buffer.as_ref();
+        let end = match usize::from(self.total_len()) {
+            0 => buf.len(),
+            n => n.clamp(self.header_len(), buf.len()),
+        };
+        &buf[self.header_len()..end]
+    }
+}
+
+/// An IPv4 header without options, as values: what the lab's hosts send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ipv4Repr {
+    pub src: Ipv4Addr,
+    pub dst: Ipv4Addr,
+    pub protocol: u8,
+    pub ecn: Ecn,
+    pub ident: u16,
+    pub dont_frag: bool,
+    pub ttl: u8,
+}
+
+impl Ipv4Repr {
+    /// A header as Linux sends one with path MTU discovery on: TTL 64, DF set, not ECN
+    /// capable, identification 0.
+    pub fn new(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8) -> Ipv4Repr {
+        Ipv4Repr {
+            src,
+            dst,
+            protocol,
+            ecn: Ecn::NotEct,
+            ident: 0,
+            dont_frag: true,
+            ttl: 64,
+        }
+    }
+
+    /// The header of a checked view (its options, DSCP and fragment offset left out).
+    pub fn parse<T: AsRef<[u8]>>(p: &Ipv4Packet<T>) -> Ipv4Repr {
+        Ipv4Repr {
+            src: p.src_addr(),
+            dst: p.dst_addr(),
+            protocol: p.protocol(),
+            ecn: p.ecn(),
+            ident: p.ident(),
+            dont_frag: p.dont_frag(),
+            ttl: p.ttl(),
+        }
+    }
+
+    /// Writes the 20-byte header, total length `MIN_HEADER_LEN + payload_len` and checksum
+    /// included, over the start of `buf`.
+    pub fn emit(&self, buf: &mut [u8], payload_len: usize) -> Result<(), Error> {
+        check_len(buf, MIN_HEADER_LEN)?;
+        let total = MIN_HEADER_LEN + payload_len;
+        let total = u16::try_from(total).map_err(|_| Error::Truncated {
+            needed: total,
+            got: usize::from(u16::MAX),
+        })?;
+        let b = &mut buf[..MIN_HEADER_LEN];
+        b.fill(0);
+        b[field::VER_IHL] = 0x40 | (MIN_HEADER_LEN / 4) as u8;
+        b[field::DSCP_ECN] = self.ecn.bits();
+        set_be16(b, field::TOTAL_LEN, total);
+        set_be16(b, field::IDENT, self.ident);
+        set_be16(b, field::FLG_OFF, if self.dont_frag { 0x4000 } else { 0 });
+        b[field::TTL] = self.ttl;
+        b[field::PROTOCOL] = self.protocol;
+        b[field::SRC_ADDR].copy_from_slice(&self.src.octets());
+        b[field::DST_ADDR].copy_from_slice(&self.dst.octets());
+        Ipv4Packet::new_unchecked(b).fill_checksum();
+        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
-//! The flow key the packet log records for every packet: addresses, protocol, ports and
-//! the TCP sequence number.
+//! The flow key the packet log records for every packet: addresses, protocol, ports, the
+//! TCP sequence number and the transport payload length.
 
 use super::ipv4::{protocol, Ipv4Packet};
 use super::tcp::{self, TcpPacket};
@@ -14,6 +14,10 @@ pub struct FlowKey {
     pub dport: u16,
     pub proto: u8,
     pub tcp_seq: u32,
+    /// Bytes after the IP header and, where this packet carries a whole one, the TCP or
+    /// UDP header, up to the IP total length: a TCP segment's payload (0 for a pure ACK),
+    /// a UDP datagram's; a fragment's data past its transport header.
+    pub payload_len: u16,
 }
 
 impl FlowKey {
@@ -38,10 +42,13 @@ impl FlowKey {
 /// transport header still gives its ports, and what is missing stays 0.
 pub fn flow_key(pkt: &[u8]) -> Result<FlowKey, Error> {
     let ip = Ipv4Packet::new_checked(pkt)?;
+    let carried = ip.transport();
     let mut key = FlowKey {
         src: u32::from(ip.src_addr()),
         dst: u32::from(ip.dst_addr()),
         proto: ip.protocol(),
+        // A later fragment, or another protocol: every byte after the IP header.
+        payload_len: clamp16(carried.len()),
         ..FlowKey::default()
     };
     if !ip.is_first_fragment() {
@@ -49,27 +56,40 @@ pub fn flow_key(pkt: &[u8]) -> Result<FlowKey, Error> {
     }
     let l4 = ip.payload();
     match key.proto {
-        protocol::TCP if l4.len() >= tcp::field::DST_PORT.end => {
-            let t = TcpPacket::new_unchecked(l4);
-            key.sport = t.src_port();
-            key.dport = t.dst_port();
-            if l4.len() >= tcp::field::SEQ_NUM.end {
-                key.tcp_seq = t.seq_number();
+        protocol::TCP => {
+            if l4.len() >= tcp::field::DST_PORT.end {
+                let t = TcpPacket::new_unchecked(l4);
+                key.sport = t.src_port();
+                key.dport = t.dst_port();
+                if l4.len() >= tcp::field::SEQ_NUM.end {
+                    key.tcp_seq = t.seq_number();
+                }
             }
+            key.payload_len = TcpPacket::new_checked(carried).map_or(0, |t| clamp16(t.payload().len()));
         }
-        protocol::UDP if l4.len() >= udp::field::DST_PORT.end => {
-            let u = UdpPacket::new_unchecked(l4);
-            key.sport = u.src_port();
-            key.dport = u.dst_port();
+        protocol::UDP => {
+            if l4.len() >= udp::field::DST_PORT.end {
+                let u = UdpPacket::new_unchecked(l4);
+                key.sport = u.src_port();
+                key.dport = u.dst_port();
+            }
+            key.payload_len = clamp16(carried.len().saturating_sub(udp::HEADER_LEN));
         }
         _ => {}
     }
     Ok(key)
 }
 
+fn clamp16(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::build;
+    use crate::ipv4::Ipv4Repr;
+    use crate::tcp::TcpRepr;
     use std::net::Ipv4Addr;
 
     #[test]
@@ -81,6 +101,7 @@ mod tests {
             dport: 5000,
             proto: 6,
             tcp_seq: 1,
+            payload_len: 0,
         };
         let same_flow_later = FlowKey { tcp_seq: 99_999, ..key };
         assert_eq!(key.flow_hash(), same_flow_later.flow_hash());
@@ -111,30 +132,40 @@ mod tests {
 
     #[test]
     fn parses_udp_header() {
-        let mut p = vec![0u8; 28];
-        p[0] = 0x45;
-        p[9] = 17;
-        p[12..16].copy_from_slice(&[198, 18, 0, 1]);
-        p[16..20].copy_from_slice(&[198, 18, 0, 2]);
-        p[20..22].copy_from_slice(&5000u16.to_be_bytes());
-        p[22..24].copy_from_slice(&6000u16.to_be_bytes());
+        let (a, b) = (Ipv4Addr::new(198, 18, 0, 1), Ipv4Addr::new(198, 18, 0, 2));
+        let p = build::udp(&Ipv4Repr::new(a, b, 0), 5000, 6000, &[0; 100], false).unwrap();
         let k = flow_key(&p).unwrap();
-        assert_eq!(Ipv4Addr::from(k.dst), Ipv4Addr::new(198, 18, 0, 2));
-        assert_eq!(Ipv4Addr::from(k.src), Ipv4Addr::new(198, 18, 0, 1));
+        assert_eq!((Ipv4Addr::from(k.src), Ipv4Addr::from(k.dst)), (a, b));
         assert_eq!((k.sport, k.dport, k.proto, k.tcp_seq), (5000, 6000, 17, 0));
+        assert_eq!(k.payload_len, 100);
+        // Bytes past the total length (an Ethernet trailer) are not payload.
+        let mut padded = p.clone();
+        padded.extend_from_slice(&[0; 6]);
+        assert_eq!(flow_key(&padded).unwrap().payload_len, 100);
     }
 
     #[test]
-    fn tcp_sequence_number_and_non_first_fragment() {
-        let mut p = vec![0u8; 40];
-        p[0] = 0x45;
-        p[9] = 6;
-        p[24..28].copy_from_slice(&0xdeadbeefu32.to_be_bytes());
-        assert_eq!(flow_key(&p).unwrap().tcp_seq, 0xdeadbeef);
-        p[6] = 0x00;
-        p[7] = 0x10; // fragment offset 16: no transport header here
-        assert_eq!(flow_key(&p).unwrap().sport, 0);
-        assert_eq!(flow_key(&p).unwrap().tcp_seq, 0);
+    fn tcp_sequence_number_payload_and_non_first_fragment() {
+        let ip = Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), 0);
+        let t = TcpRepr {
+            seq: 0xdeadbeef,
+            flags: tcp::flags::ACK,
+            timestamps: Some((1, 2)),
+            ..TcpRepr::default()
+        };
+        let mut p = build::tcp(&ip, &t, &[0; 1448]).unwrap();
+        let k = flow_key(&p).unwrap();
+        assert_eq!(
+            (k.tcp_seq, k.payload_len),
+            (0xdeadbeef, 1448),
+            "the 32-byte header is not payload"
+        );
+        let ack = build::tcp(&ip, &t, &[]).unwrap();
+        assert_eq!(flow_key(&ack).unwrap().payload_len, 0, "a pure ACK");
+        // Fragment offset 16: no transport header here, all of it is the fragment's data.
+        p[7] = 0x02;
+        let k = flow_key(&p).unwrap();
+        assert_eq!((k.sport, k.tcp_seq, k.payload_len), (0, 0, 32 + 1448));
     }
 
     #[test]
@@ -224,7 +255,14 @@ mod tests {
                 p[6] &= 0xe0;
                 p[7] = 0;
             }
-            assert_eq!(flow_key(&p).ok(), literal_offsets(&p), "{p:02x?}");
+            // The literal offsets knew no payload length; it lies within the packet.
+            let key = flow_key(&p).ok();
+            assert!(
+                key.is_none_or(|k| usize::from(k.payload_len) + 20 <= p.len()),
+                "{p:02x?}"
+            );
+            let key = key.map(|k| FlowKey { payload_len: 0, ..k });
+            assert_eq!(key, literal_offsets(&p), "{p:02x?}");
         }
     }
 }
