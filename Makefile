@@ -18,7 +18,7 @@ lint: setup
 	mypy
 
 test: lint
-	# Rust tests with overflow checks and debug assertions (profile `checked`).
+	# Rust tests with overflow checks (profile `checked`; Cargo.toml says why not debug assertions).
 	cargo test --profile checked --quiet
 	python3 -m pytest -q -rA tests --ignore tests/test_scenarios_smoke.py
 	# Every shipped study and scenario, two at a time (they check exit status, metrics and
