@@ -483,10 +483,12 @@ def test_probe_hops_split_each_one_way_trip(tmp_path):
     medians computed by hand."""
     probe = Flow.of("10.0.0.1", "10.0.0.2", 40000, 7000, "udp")
     echo = probe.reverse()
+    ACTUAL = RECORD.names.index("t_actual_ns")
 
     def rec(t, pid, event, direction, flow, actual):
         row = list(r(t, pid, event, direction, 64, flow))
-        return tuple(row) + (actual,) + (0,) * (len(RECORD.names) - len(row) - 1)
+        row[ACTUAL] = actual
+        return tuple(row)
 
     rows = []
     # probe k: sent at S, stamped at S+20+k µs, due 10 ms later, handed over 3+k µs late,
@@ -508,11 +510,11 @@ def test_probe_hops_split_each_one_way_trip(tmp_path):
     path = tmp_path / "p.tlog"
     write_records(path, np.array(rows, dtype=RECORD))
     recs = read_records(path)
-    handed_back = [rows[3][-1], rows[7][-1]]
+    handed_back = [rows[3][ACTUAL], rows[7][ACTUAL]]
     series = pd.DataFrame(
         {
             "send_ns": sends,
-            "echo_ns": [rows[1][-1] + 40_000, rows[5][-1] + 42_000],
+            "echo_ns": [rows[1][ACTUAL] + 40_000, rows[5][ACTUAL] + 42_000],
             "recv_ns": [handed_back[0] + 30_000, handed_back[1] + 31_000],
         }
     )

@@ -31,8 +31,10 @@ def _close_figures():
 
 
 def _departures(direction: int, times_ns, size: int = 1000) -> list[tuple]:
+    # UDP datagrams: the payload is the size less IPv4's 20 and UDP's 8 header bytes.
     return [
-        (int(t), i, 1, 2, 1000, 2000, size, direction, 17, DEPARTURE, 0, 0, 0, 0) for i, t in enumerate(times_ns, 1)
+        (int(t), i, 1, 2, 1000, 2000, size, direction, 17, DEPARTURE, 0, 0, 0, 0, size - 28)
+        for i, t in enumerate(times_ns, 1)
     ]
 
 
