@@ -135,6 +135,10 @@ pub struct Connection {
     retransmits: u32,
     timer: Option<(TimerKind, Nanos)>,
     is_cwnd_limited: bool,
+    /// `sk_pacing_rate` (bytes/s): set at the end of each ACK's `tcp_cong_control`, so
+    /// an ACK's `pkts_acked` sees the rate of the ACK before (nothing paces with it here;
+    /// HyStart reads it).
+    pacing_rate: u64,
     max_packets_out: u32,
     cwnd_usage_seq: u64,
     lsndtime: Nanos,
@@ -206,6 +210,7 @@ impl Connection {
             retransmits: 0,
             timer: None,
             is_cwnd_limited: false,
+            pacing_rate: 0,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             lsndtime: 0,
@@ -378,13 +383,17 @@ impl Connection {
             snd_una: self.snd_una,
             snd_nxt: self.snd_nxt,
             cwnd_limited: self.tcp_is_cwnd_limited(),
-            pacing_rate: self.pacing_rate(),
+            pacing_rate: self.pacing_rate,
         }
     }
 
     /// `tcp_update_pacing_rate`: 200 % of cwnd·mss/srtt in slow start (below half of
     /// ssthresh), 120 % after.
-    fn pacing_rate(&self) -> u64 {
+    fn update_pacing_rate(&mut self) {
+        self.pacing_rate = self.current_pacing_rate();
+    }
+
+    fn current_pacing_rate(&self) -> u64 {
         let srtt8 = self.rtt.srtt8();
         if srtt8 == 0 {
             return 0;
@@ -563,6 +572,11 @@ impl Connection {
         }
         self.timer = None;
         self.retransmits = 0;
+        if self.state == State::SynReceived {
+            // The passive end sets its pacing rate on the handshake's ACK
+            // (tcp_rcv_state_process); the active end first at its first ACK of data.
+            self.update_pacing_rate();
+        }
         self.state = State::Established;
         self.high_seq = self.snd_nxt;
         self.cwnd_usage_seq = self.snd_nxt;
@@ -824,6 +838,7 @@ impl Connection {
             let ctx = self.ctx(now);
             self.cc.cong_avoid(&mut self.win, &ctx, delivered);
         }
+        self.update_pacing_rate();
     }
 
     /// `tcp_rack_reo_wnd`: no reordering is ever seen here, so the window is 0 in

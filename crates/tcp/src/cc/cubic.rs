@@ -128,9 +128,19 @@ impl Cubic {
         (GSO_MAX_SIZE * 4 * 1_000_000 / ctx.pacing_rate).min(1000)
     }
 
+    /// `hystart_update` as Linux 6.x has it: the round is tracked on every ACK in slow
+    /// start, and only then are windows below `hystart_low_window` left out. Rounds thus
+    /// start at the first ACK of a flight (end_seq = snd_nxt then, the flight's end): the
+    /// first delay samples of a round are the head of a flight, which met the least
+    /// queue. (Resetting only once cwnd reaches 16, as kernels before did, starts every
+    /// later round in the middle of a flight, and the round's first samples are the
+    /// queued tail of the one before — a delay exit a round early.)
     fn hystart_update(&mut self, w: &mut Window, ctx: &Context, delay: u64) {
         if ctx.snd_una > self.end_seq {
             self.hystart_reset(ctx);
+        }
+        if w.cwnd < HYSTART_LOW_WINDOW {
+            return;
         }
         let now = ctx.now_us;
         if now.saturating_sub(self.last_ack) <= HYSTART_ACK_DELTA_US {
@@ -268,7 +278,7 @@ impl CongestionOps for Cubic {
         if self.delay_min == 0 || self.delay_min > delay {
             self.delay_min = delay;
         }
-        if self.found.is_none() && w.in_slow_start() && w.cwnd >= HYSTART_LOW_WINDOW {
+        if self.found.is_none() && w.in_slow_start() {
             self.hystart_update(w, ctx, delay);
         }
     }
@@ -367,6 +377,40 @@ mod hystart_tests {
         }
         assert_eq!((c.hystart_exit(), w.ssthresh), (Some(HystartExit::Delay), 40));
         assert!(!w.in_slow_start());
+    }
+
+    /// Rounds are tracked below 16 segments, so each starts at the first ACK of a flight.
+    /// Three flights of 10, 20 and 40 segments (sequence in segments, flight f sent at
+    /// once and ACKed one segment per ACK, 100 µs apart, at f·40 ms); the first 4 ACKs of
+    /// every flight carry an RTT of 40 ms, the rest (the queued tail) 46 ms — above the
+    /// delay exit's 40 + clamp(40/8, 4, 16) = 45 ms. Rounds start at each flight's first
+    /// ACK: each round's 9th sample finds its minimum at 40 ms, so slow start goes on.
+    /// Started only at cwnd 16 (flight 1's 7th ACK, end_seq = snd_nxt = 23), the rounds
+    /// would begin at flight 2's 13th ACK (end_seq 55) and at flight 3's 25th: samples
+    /// 25..=40 of flight 3 are all tail, and the 9th of them (ACK 33, cwnd 72) would exit.
+    #[test]
+    fn hystart_rounds_start_at_a_flights_first_ack() {
+        let mut c = Cubic::default();
+        let mut w = Window::new(10);
+        c.init(&mut w, &ctx(0, 1, 1));
+        // (first segment, segments) of each flight.
+        for (f, (start, len)) in [(1u64, 10u64), (11, 20), (31, 40)].into_iter().enumerate() {
+            let f = f as u64 + 1;
+            for j in 1..=len {
+                let now = f * 40_000 + 100 * j;
+                // Before this ACK: 2 new segments sent per ACK of the flight so far.
+                let snd_nxt = start + len + 2 * (j - 1);
+                w.cwnd = (10u32 << (f - 1)) + j as u32 - 1;
+                let rtt = if j <= 4 { 40_000 } else { 46_000 };
+                c.pkts_acked(&mut w, &ctx(now, start + j, snd_nxt), Some(rtt));
+                if j == 1 {
+                    // The round that begins here ends with this flight.
+                    assert_eq!((c.round_start, c.end_seq), (now, start + len), "flight {f}");
+                }
+            }
+        }
+        assert_eq!(c.hystart_exit(), None);
+        assert_eq!(w.ssthresh, crate::cc::INFINITE_SSTHRESH);
     }
 
     /// Below 16 segments HyStart does not look at all.
