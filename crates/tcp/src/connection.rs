@@ -444,8 +444,23 @@ impl Connection {
 
     /// A segment with the current acknowledgement, window and options.
     fn segment(&mut self, now: Nanos, seq_off: u64, fl: u8, payload: Vec<u8>) -> Segment {
-        let syn = fl & flags::SYN != 0;
         let window = self.rcv.ack_sent();
+        let sack = self.rcv.sack_blocks().to_vec();
+        self.segment_with(now, seq_off, fl, payload, window, &sack)
+    }
+
+    /// A segment with the current acknowledgement and the given window (bytes) and SACK
+    /// blocks (most recent first).
+    fn segment_with(
+        &mut self,
+        now: Nanos,
+        seq_off: u64,
+        fl: u8,
+        payload: Vec<u8>,
+        window: u64,
+        sack: &[(u64, u64)],
+    ) -> Segment {
+        let syn = fl & flags::SYN != 0;
         let window = if syn {
             window.min(65535) as u16
         } else {
@@ -476,9 +491,7 @@ impl Connection {
             s.sack_permitted = self.state == State::SynSent || self.sack_ok;
         } else if self.sack_ok {
             let irs = self.irs;
-            s.sack = self
-                .rcv
-                .sack_blocks()
+            s.sack = sack
                 .iter()
                 .take(MAX_SACK_BLOCKS_WITH_TIMESTAMPS)
                 .map(|&(l, r)| (irs.wrapping_add(l as u32), irs.wrapping_add(r as u32)))
@@ -1126,7 +1139,6 @@ impl Connection {
 
     /// Runs what is due at `now` and appends the segments to send now to `out`.
     pub fn poll(&mut self, now: Nanos, out: &mut Vec<Segment>) {
-        let first = out.len();
         if self.rst_due {
             self.rst_due = false;
             let seq = self.snd_nxt;
@@ -1162,6 +1174,14 @@ impl Connection {
             }
             State::Established => {}
         }
+        // ACKs a segment's processing sent (the compressed-SACK flush) come first.
+        for early in std::mem::take(&mut self.rcv.early_acks) {
+            let seq = self.snd_nxt;
+            let seg = self.segment_with(now, seq, flags::ACK, Vec::new(), early.window, &early.sack);
+            out.push(seg);
+        }
+        // Whether this poll's data carried the ACK is judged after them.
+        let first = out.len();
         if let Some((kind, at)) = self.timer {
             if at <= now {
                 self.on_timer(now, kind, out);

@@ -33,6 +33,16 @@ pub struct Arrival {
     pub duplicate: bool,
 }
 
+/// An ACK that went out in the middle of a segment's processing, before its SACK block
+/// pushed the oldest one out (`tcp_sack_compress_send_ack`): what it carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlyAck {
+    /// The window it advertises (bytes, before scaling).
+    pub window: u64,
+    /// Its SACK blocks, most recent first.
+    pub sack: Vec<(u64, u64)>,
+}
+
 #[derive(Debug, Clone)]
 pub struct Receiver {
     /// Next sequence offset expected.
@@ -43,6 +53,8 @@ pub struct Receiver {
     fin_at: Option<u64>,
     pub fin_received: bool,
     sack_blocks: Vec<(u64, u64)>,
+    /// ACKs sent while a segment was processed, to go out before anything it causes.
+    pub early_acks: Vec<EarlyAck>,
     ready: VecDeque<u8>,
     /// Bytes the application has read in all.
     pub read_total: u64,
@@ -91,6 +103,7 @@ impl Receiver {
             fin_at: None,
             fin_received: false,
             sack_blocks: Vec::new(),
+            early_acks: Vec::new(),
             ready: VecDeque::new(),
             read_total: 0,
             rcv_wnd: initial.min(window_clamp),
@@ -147,7 +160,16 @@ impl Receiver {
         &self.sack_blocks
     }
 
+    /// `tcp_sack_new_ofo_skb`: the block joins (and coalesces) those it touches, or goes
+    /// first; when that pushes out the oldest of four while ACKs are being compressed,
+    /// the ACK owed goes out first, so no block the sender has not seen is forgotten.
     fn sack_add(&mut self, mut s: u64, mut e: u64) {
+        let joins = self.sack_blocks.iter().any(|&(bs, be)| !(be < s || bs > e));
+        if !joins && self.sack_blocks.len() >= SACK_BLOCKS && self.compressed_ack > 0 {
+            let sack = self.sack_blocks.clone();
+            let window = self.ack_sent();
+            self.early_acks.push(EarlyAck { window, sack });
+        }
         self.sack_blocks.retain(|&(bs, be)| {
             if be < s || bs > e {
                 true

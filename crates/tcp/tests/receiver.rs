@@ -116,3 +116,47 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
     }
     assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
 }
+
+/// Every other segment lost (a queue overflowing in slow start): each arrival starts a
+/// SACK block of its own. Segments 18, 20, 22 are ACKed at once (the first three beyond
+/// the hole); 24 is compressed (no ACK; the 1 ms timer armed, srtt/20 = 1 ms). 26 makes a
+/// fifth block: the ACK owed goes out first, with the blocks before it — 24, 22, 20 —
+/// (Linux keeps 4, sends 3 with timestamps), so 24's block reaches the sender; then 26 is
+/// compressed again. Without that flush the sender would first hear of 24 in no ACK at
+/// all once 28 and 30 came (only the newest three fit), and RACK would resend it.
+#[test]
+fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
+    let (mut server, una) = accepted();
+    let mut t = 100 * MS;
+    for n in 1..=16 {
+        deliver(&mut server, una, n, t);
+        t += MS;
+    }
+    let block = |n: u32| {
+        let s = CLIENT_ISN + 1 + (n - 1) * 1448;
+        (s, s + 1448)
+    };
+    // 17 lost; then only even segments arrive, 10 µs apart (inside the 1 ms timer).
+    let mut sent = Vec::new();
+    for n in [18, 20, 22, 24, 26] {
+        let mut s = data(n, (t / MS) as u32);
+        s.ack = una;
+        server.receive(t, &s);
+        let mut out = Vec::new();
+        server.poll(t, &mut out);
+        sent.push((n, out.iter().map(|a| a.sack.clone()).collect::<Vec<_>>()));
+        t += 10_000;
+    }
+    assert_eq!(
+        sent,
+        vec![
+            (18, vec![vec![block(18)]]),
+            (20, vec![vec![block(20), block(18)]]),
+            (22, vec![vec![block(22), block(20), block(18)]]),
+            (24, vec![]),
+            (26, vec![vec![block(24), block(22), block(20)]]),
+        ]
+    );
+    // The flush cancelled the timer 24 armed; 26 armed it anew, 1 ms after its arrival.
+    assert_eq!(server.next_timeout(), Some(t - 10_000 + MS));
+}
