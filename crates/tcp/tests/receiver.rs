@@ -91,16 +91,23 @@ fn quick_acks_then_every_second_segment_then_the_40_ms_timer() {
     );
 }
 
+/// Segments 1–16 delivered 1 ms apart from 100 ms (all quick-ACKed); returns when the
+/// next would be due.
+fn sixteen_in_order(server: &mut Connection, una: u32) -> Nanos {
+    let mut t = 100 * MS;
+    for n in 1..=16 {
+        deliver(server, una, n, t);
+        t += MS;
+    }
+    t
+}
+
 /// A segment beyond a hole is ACKed at once (with its SACK block), for the first three;
 /// the segment that fills the hole is ACKed at once too.
 #[test]
 fn out_of_order_segments_are_acked_at_once_with_sack() {
     let (mut server, una) = accepted();
-    let mut t = 100 * MS;
-    for n in 1..=16 {
-        deliver(&mut server, una, n, t);
-        t += MS;
-    }
+    let mut t = sixteen_in_order(&mut server, una);
     // 17 lost; 18 and 19 arrive.
     for n in [18, 19] {
         let mut s = data(n, 0);
@@ -127,11 +134,7 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
 #[test]
 fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
     let (mut server, una) = accepted();
-    let mut t = 100 * MS;
-    for n in 1..=16 {
-        deliver(&mut server, una, n, t);
-        t += MS;
-    }
+    let mut t = sixteen_in_order(&mut server, una);
     let block = |n: u32| {
         let s = CLIENT_ISN + 1 + (n - 1) * 1448;
         (s, s + 1448)
