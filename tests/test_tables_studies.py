@@ -85,9 +85,7 @@ def test_burst_yield_as_worked_out():
     # qdelay = 300 − 100 = 200 ms, (200 − 100)/100 = 1, so LEDBAT's rule gives
     # 3000 B × 8 × 1 / 0.3² s² = 266 666.7 bit/s per s.
     rates = _rates({18: 20.0, 19: 20.0, **{20 + k: 20.0 - k for k in range(10)}, 30: 5.0})
-    ping = pd.DataFrame(
-        {"send_ns": [T0 + 19 * S, T0 + 21 * S, T0 + 29 * S], "rtt_ns": [100e6, 250e6, 350e6]}
-    )
+    ping = pd.DataFrame({"send_ns": [T0 + 19 * S, T0 + 21 * S, T0 + 29 * S], "rtt_ns": [100e6, 250e6, 350e6]})
     b = burst_yield(rates, ping, T0, (20.0, 30.0), LIBUTP)
     assert (b.before_bps, b.rtt_s) == (20e6, pytest.approx(0.300))
     assert b.fall_bps_per_s == pytest.approx(1e6)

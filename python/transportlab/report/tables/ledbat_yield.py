@@ -90,7 +90,9 @@ def run_rows(run: RunDir, base_rtt_s: float) -> tuple[dict, Ledbat, list[BurstYi
     (long,) = utp
     defaults = IMPLEMENTATIONS.get(long.get("implementation"))
     if defaults is None:
-        raise TableError(f"{run.dir / 'scenario.json'}: flows.{long['name']}.implementation: unknown ({long.get('implementation')!r})")
+        raise TableError(
+            f"{run.dir / 'scenario.json'}: flows.{long['name']}.implementation: unknown ({long.get('implementation')!r})"
+        )
     params = long.get("cc_params") or {}
     cc = Ledbat(
         gain_bytes=float(params.get("gain", defaults["gain"].default)),
