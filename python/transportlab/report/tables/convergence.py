@@ -60,14 +60,15 @@ def crossings(records, t0_ns: int, two: TwoFlows, bin_ns: int) -> tuple[float | 
 def two_flows(run: RunDir) -> TwoFlows:
     """The run's two data flows, from its metrics.json and scenario.json."""
     m = run.metrics
-    names = [n for n, f in m.flows.items() if f.data is not None]
+    keys = {n: f.data for n, f in m.flows.items() if f.data is not None}
+    names = list(keys)
     if len(names) != 2:
         raise TableError(f"{run.dir}: convergence needs exactly two data flows, the run has {len(names)}")
     if m.window is None or m.window.bottleneck is None:
         raise TableError(f"{run.dir / 'metrics.json'}: window.bottleneck: none (the scenario has no analysis window)")
     start = {f.name: f.start_s for f in run.scenario.flows}
     return TwoFlows(
-        flows={n: M.Flow(**m.flows[n].data.model_dump()) for n in names},
+        flows={n: M.Flow(**k.model_dump()) for n, k in keys.items()},
         join_ns=run.t0_ns + int(max(start[n] for n in names) * 1e9),
         bottleneck=run.direction_names.index(m.window.bottleneck),
         first_hop={n: m.flows[n].path[0] for n in names},
