@@ -49,6 +49,9 @@ def test_stack_download_completes_with_qlog_series(tmp_path, implementation):
     assert flow["lost_packets"] > 0
     series = pyarrow.ipc.open_file(raw / "dl-server.arrow").read_all().to_pandas()
     assert len(series) > 10
+    # The qlog covers the whole transfer, not a part of it cut off at the server's stop:
+    # a packet sent at least for every 1500 bytes of the file.
+    assert series["packets_sent"].iloc[-1] >= SIZE / 1500
     cwnd = series["cwnd_bytes"].dropna()
     srtt = series["srtt_us"].dropna()
     assert len(cwnd) and cwnd.max() > 10_000

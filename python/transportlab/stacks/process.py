@@ -10,7 +10,9 @@ import subprocess
 import time
 from pathlib import Path
 
-STOP_WAIT_S = 5.0  # a stack asked to stop gets this long before SIGKILL
+# A stack asked to stop gets this long before SIGKILL: less than the runner gives the end
+# itself (network.live.STOP_GRACE_S), so the end still keeps the qlogs and writes its summary.
+STOP_WAIT_S = 2.0
 READY_TIMEOUT_S = 8.0
 STDERR_TAIL = 5
 # A bulk download's size: more than a run can move (ngtcp2's server is given a larger
