@@ -110,9 +110,21 @@ def test_clean_unregisters_what_a_killed_run_recorded(tmp_path):
     assert name not in kernel_cc.available()
 
 
-def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_queued(tmp_path):
+VEGAS_PARAMS = "cc_params = { alpha = 2, beta = 4, gamma = 1 }"
+
+
+@pytest.fixture(scope="module")
+def tcp_vegas_run(tmp_path_factory) -> tuple[set[str], dict, Path]:
+    """One kernel TCP Vegas run (α = 2, β = 4) for the two tests that check it: the
+    controls registered before it, its metrics and its folder."""
     before = set(kernel_cc.available())
-    m, run_dir = run_one(tmp_path, scenario("tcp", "vegas", "cc_params = { alpha = 2, beta = 4, gamma = 1 }"))
+    m, run_dir = run_one(tmp_path_factory.mktemp("tcp-vegas"), scenario("tcp", "vegas", VEGAS_PARAMS))
+    return before, m, run_dir
+
+
+@pytest.mark.timing  # packets queued within Vegas's band, ±1
+def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_queued(tcp_vegas_run):
+    before, m, run_dir = tcp_vegas_run
     # The agents selected the run's own instance (TCP_CONGESTION reads it back), and
     # teardown unregistered it.
     cc = client_summary(run_dir)["cc"]
@@ -135,16 +147,15 @@ def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_q
     assert float(np.percentile(queued, 99)) <= 4 + 4, np.percentile(queued, 99)
 
 
-def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path):
+@pytest.mark.timing  # mean queueing delays within 2.4 ms
+def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path, tcp_vegas_run):
     """The same Vegas (α = 2, β = 4) in kernel TCP (BPF) and in QUIC (crate `congestion`),
-    same network. Tolerance: the width of the band both steer into, β − α = 2 packets of
-    1500 bytes at 10 Mbit/s = 2.4 ms. Both are correct anywhere in the band, so their
-    means may differ by up to its width; more than that means one is wrong."""
-    params = "cc_params = { alpha = 2, beta = 4, gamma = 1 }"
-    for sub in ("tcp", "quic"):
-        (tmp_path / sub).mkdir()
-    _, tcp_dir = run_one(tmp_path / "tcp", scenario("tcp", "vegas", params))
-    _, quic_dir = run_one(tmp_path / "quic", scenario("quic", "vegas", params))
+    same network (the TCP run is the one the test above checks). Tolerance: the width of
+    the band both steer into, β − α = 2 packets of 1500 bytes at 10 Mbit/s = 2.4 ms. Both
+    are correct anywhere in the band, so their means may differ by up to its width; more
+    than that means one is wrong."""
+    _, _, tcp_dir = tcp_vegas_run
+    _, quic_dir = run_one(tmp_path, scenario("quic", "vegas", VEGAS_PARAMS))
     tcp_ms, _ = steady_queue(tcp_dir)
     quic_ms, _ = steady_queue(quic_dir)
     tolerance_ms = (4 - 2) * PACKET_TIME_MS
@@ -153,6 +164,7 @@ def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path):
     assert diff <= tolerance_ms, f"TCP {np.mean(tcp_ms):.2f} ms vs QUIC {np.mean(quic_ms):.2f} ms"
 
 
+@pytest.mark.timing  # queueing delay under 30 ms
 def test_tcp_delay_correlation_runs_its_instance_and_keeps_a_deep_queue_short(tmp_path):
     """S2's set-up (10 Mbit/s, RTT 10 ms, 1000-packet queue), shortened: CUBIC alone fills
     the queue (1.2 s of delay). Once the correlation window holds bufferbloat's signature

@@ -4,6 +4,7 @@ impairment decisions (the same UDP datagrams lost); an interrupted cluster sweep
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 
@@ -69,9 +70,17 @@ def _received(sweep) -> dict[str, list[int]]:
     }
 
 
-def test_cluster_local_matches_the_plain_runner(tmp_path):
+@pytest.fixture(scope="module")
+def dask_sweep(tmp_path_factory):
+    """The sweep run once through `--cluster local` for the tests below (they copy it
+    before changing it)."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    return _run(tmp, tmp / "dask", "--cluster", "local", "--workers", "1")
+
+
+def test_cluster_local_matches_the_plain_runner(tmp_path, dask_sweep):
     plain = _run(tmp_path, tmp_path / "plain")
-    dask = _run(tmp_path, tmp_path / "dask", "--cluster", "local", "--workers", "1")
+    dask = dask_sweep
     assert sorted(p.relative_to(dask) for p in dask.glob("*/rep-*/DONE")) == sorted(
         p.relative_to(plain) for p in plain.glob("*/rep-*/DONE")
     )
@@ -86,13 +95,14 @@ def test_cluster_local_matches_the_plain_runner(tmp_path):
     assert all(str(d).startswith(str(dask)) for d in run_dirs)
 
 
-def test_cluster_sweep_resumes(tmp_path):
-    sweep = _run(tmp_path, tmp_path / "dask", "--workers", "1")  # --workers implies --cluster local
+def test_cluster_sweep_resumes(tmp_path, dask_sweep):
+    sweep = tmp_path / "dask" / dask_sweep.name
+    shutil.copytree(dask_sweep, sweep)
     done = sorted(sweep.glob("*/rep-*/DONE"))
     kept = done[0].read_text()
     done[1].unlink()  # as if interrupted before this run was analysed
     (done[1].parent / "metrics.json").unlink()
-    _run(tmp_path, tmp_path / "dask", "--workers", "1")
+    _run(tmp_path, tmp_path / "dask", "--workers", "1")  # --workers implies --cluster local
     assert done[0].read_text() == kept  # a finished run is not redone
     assert done[1].is_file() and (done[1].parent / "metrics.json").is_file()
 
