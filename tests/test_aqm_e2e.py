@@ -9,7 +9,7 @@ import pytest
 from tlab_cli import run_one
 from transportlab.artefacts import packetlog
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 
 def scenario(queue: str, flows: int = 1, ecn_hosts: bool = True) -> str:

@@ -33,6 +33,7 @@ SCENARIO = textwrap.dedent(
 )
 
 
+@pytest.mark.timing  # emulated and simulated rates within 5 %
 def test_both_ways_agree_on_a_link_bound_transfer(tmp_path):
     """Both modes fill the 10 Mbit/s link (≥ 9 Mbit/s over the flow's time) and their
     throughputs differ by under 5 %: the same link model decides in both; what differs

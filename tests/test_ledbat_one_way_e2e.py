@@ -66,6 +66,7 @@ def received_bps_after(series_path, from_s: float) -> float:
 
 
 @pytest.mark.netns
+@pytest.mark.timing  # one-way delays and throughput under a full reverse queue
 def test_one_way_signal_keeps_throughput_under_reverse_congestion(tmp_path):
     runs = {}
     for signal, cc_params in [("one-way", ""), ("rtt", 'cc_params = { delay_signal = "rtt" }')]:

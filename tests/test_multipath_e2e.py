@@ -51,6 +51,7 @@ def run(tmp_path, **fmt) -> tuple[dict, Path]:
     return run_one(tmp_path, SCENARIO.format(**fmt))
 
 
+@pytest.mark.timing  # goodput above 26 of the legs' 40 Mbit/s
 def test_split_over_two_legs_beats_one_leg(tmp_path):
     m, _ = run(tmp_path, loss="", split="{ batch = 100, ratio = 0.5 }", size="30MB")
     flow = m["flows"]["dl"]

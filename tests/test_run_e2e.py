@@ -52,6 +52,7 @@ SCENARIO = textwrap.dedent(
 )
 
 
+@pytest.mark.timing  # the probes' mean RTT within 0.5 ms
 def test_run_writes_metrics_matching_the_network(tmp_path):
     m, run_dir = run_one(tmp_path, SCENARIO)
     assert run_dir.relative_to(tmp_path / "out").parts == ("e2e", "base", "rep-0")

@@ -14,7 +14,7 @@ import pytest
 
 from transportlab.artefacts.packetlog import DEPARTURE, read_records
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 PERIOD_MS = 500
 OFFSET_MS = 50

@@ -147,6 +147,7 @@ YIELD = textwrap.dedent(
 )
 
 
+@pytest.mark.timing  # LEDBAT's rates over time against its delay target
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_utp_yields_to_a_tcp_burst_and_comes_back(tmp_path, implementation):
     m, run_dir = run_one(tmp_path, YIELD.format(implementation=implementation))
@@ -221,6 +222,7 @@ TARGET = textwrap.dedent(
 )
 
 
+@pytest.mark.timing  # the standing queue's RTT against the target
 def test_a_lower_libutp_target_keeps_a_shorter_queue(tmp_path):
     m, run_dir = run_one(tmp_path, TARGET)
     for name, target_us in (("default", 100_000), ("low", 20_000)):
