@@ -610,7 +610,7 @@ def test_a_choice_parameter_names_its_options(tmp_path):
 def test_a_smoke_run_scales_times_and_the_amounts_that_end_flows_and_probes(tmp_path):
     """`--smoke 3` of a 60 s scenario (k = 1/20): starts, stops and amounts scale by k, so
     an N-byte download sized for the full run still ends within the smoke run; a byte
-    count keeps a floor, a count at least 1; what has no amount (a duration flow's stop,
+    count keeps a floor, a count at least 1; what is no amount of time (a page's objects,
     a queue size) stays as it was."""
     from transportlab.plan.runs import SHORTENED_MIN_BYTES, shortened
 
@@ -661,7 +661,7 @@ count = 100
     assert (s.duration, s.repetitions) == (3.0, 1)
     assert flows["bulk"].bytes == 5_000_000 and flows["bulk"].start == pytest.approx(1.0)
     assert flows["small"].bytes == SHORTENED_MIN_BYTES  # 10 KB scaled, raised to the floor
-    assert flows["objects"].objects.count == 2 and flows["objects"].objects.size == 100_000  # round(2.5)
+    assert flows["objects"].objects.count == 50 and flows["objects"].objects.size == 100_000  # the page as it is
     assert flows["cbr"].count == 1 and flows["cbr"].interval == 0.004  # round(0.5) = 0, at least 1
     assert (flows["timed"].start, flows["timed"].stop, flows["timed"].bytes) == pytest.approx((0.5, 2.0, None))
     assert s.probes[0].count == 5 and s.probes[0].interval == 0.1

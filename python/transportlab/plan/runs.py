@@ -43,9 +43,11 @@ def shortened(s: Scenario, seconds: float) -> Scenario:
     """The scenario squeezed into `seconds`, one repetition: every time in it (flow and
     probe starts and stops, the analysis window and bin) scaled by k = seconds / duration,
     so what overlaps still overlaps, and every amount that ends a flow or a probe (a
-    flow's `bytes`, `count` and `objects.count`, a probe's `count`) by the same k, so a
-    transfer sized for the whole duration ends within the shortened one instead of being
-    cut off by the runner after its grace. For trying a file before running it in full."""
+    flow's `bytes` and `count`, a probe's `count`) by the same k, so a transfer sized for
+    the whole duration ends within the shortened one instead of being cut off by the
+    runner after its grace. A flow's `objects` stay as they are: they are the page the
+    experiment loads (S0 E2's ten objects on ten streams), not an amount of time.
+    For trying a file before running it in full."""
     k = min(1.0, seconds / s.duration)
 
     def fewer(n: int | None) -> int | None:
@@ -61,7 +63,6 @@ def shortened(s: Scenario, seconds: float) -> Scenario:
                 "stop": f.stop * k if f.stop is not None else None,
                 "bytes": smaller(f.bytes),
                 "count": fewer(f.count),
-                "objects": f.objects.model_copy(update={"count": fewer(f.objects.count)}) if f.objects else None,
             }
         )
         for f in s.flows
