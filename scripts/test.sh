@@ -44,7 +44,7 @@ trap 'kill -TERM -- "-$build" 2>/dev/null || true' EXIT
 build_start=$(date +%s)
 
 phase "Python tests not marked timing, two at a time (the Rust tests and fuzz targets build meanwhile: $build_log)"
-python3 -m pytest -q -rA -n 2 --maxschedchunk 1 -m "not timing" tests
+python3 -m pytest -q -rA --durations=15 -n 2 --maxschedchunk 1 -m "not timing" tests
 
 phase "waiting for the build"
 if ! wait "$build"; then
@@ -58,7 +58,7 @@ phase "Rust tests (profile checked: overflow checks; Cargo.toml says why not deb
 cargo test --profile checked --quiet
 
 phase "Python tests marked timing, one at a time"
-python3 -m pytest -q -rA -m timing tests
+python3 -m pytest -q -rA --durations=15 -m timing tests
 
 phase "fuzz targets, ${seconds} s each"
 ./scripts/fuzz.sh "$seconds"
