@@ -48,6 +48,20 @@ protocol = "{protocol}"
 """
 
 
+def download_until_done(flow: str, *, protocol: str, link: str, duration: str, seed: int) -> str:
+    """One download "dl" (the flow's lines `flow`) over `link` both ways; the run ends
+    when the flow is done (`duration` only bounds a broken transfer)."""
+    return one_flow_scenario(
+        flow,
+        name="dl",
+        protocol=protocol,
+        forward=link,
+        reverse=link,
+        duration=duration,
+        settings=f'stop_when = "flows-done"\nseed = {seed}',
+    )
+
+
 def load_one_flow(path: Path, flow: str, **scenario):
     """Writes the scenario (`one_flow_scenario`'s keywords) to `path` and loads it."""
     path.write_text(one_flow_scenario(flow, **scenario))
