@@ -5,8 +5,10 @@ from client to server) come from the defaults here instead of a copy in every fi
 
     scenario("both", link(FWD, {"delay": "10ms"}), flow("quic", cc="cubic"), duration="6s", seed=2)
 
-Values are Python values (str, int, float, bool, list, dict for an inline table); a
-part given as a string is written as it stands (a raw TOML fragment or table)."""
+Values are Python values (str, int, float, bool, list, dict for an inline table), or
+`Raw` text written as it stands (a value under test, right or wrong); a part given as a
+string is written as it stands too (a raw TOML fragment or table; top-level lines only
+as the first part)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,14 @@ from typing import Any
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
+class Raw(str):
+    """TOML text to write as it stands."""
+
+
 def toml_value(value: Any) -> str:
     """`value` as an inline TOML value."""
+    if isinstance(value, Raw):
+        return str(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):
@@ -85,10 +93,10 @@ def scenario(
     name: str,
     *parts: str,
     duration: str,
-    hosts: Iterable[str] = ("client", "server"),
+    hosts: Iterable[str] | Raw = ("client", "server"),
     **settings: Any,
 ) -> str:
     """The scenario text: name, duration, the top-level `settings` (seed, repetitions,
     stop_when, …), hosts, then the parts (links, flows, probes, other tables) in order."""
-    top = {"name": name, "duration": duration} | settings | {"hosts": list(hosts)}
+    top = {"name": name, "duration": duration} | settings | {"hosts": hosts if isinstance(hosts, Raw) else list(hosts)}
     return lines(top) + "".join(parts)
