@@ -91,7 +91,7 @@ def test_engine_pinned_and_hosts_steered(tmp_path, rps):
     end steers its receive work to the others; with it off, neither (and both forward)."""
     topo = two_hosts(Direction(delay=0.002), Direction(delay=0.002))
     cpus = sorted(os.sched_getaffinity(0))
-    with Network(topo, tmp_path, attach="veth", rps=rps) as net:
+    with Network(topo, tmp_path, attach="veth", rps=rps, pin_hosts=True) as net:
         masks = [
             subprocess.run(
                 netns.exec_argv(net.namespace(h), ["cat", f"/sys/class/net/{net.tun_name(h)}/queues/rx-0/rps_cpus"]),
@@ -103,16 +103,61 @@ def test_engine_pinned_and_hosts_steered(tmp_path, rps):
         ]
         pinned = os.sched_getaffinity(net._engine.pid)
         engine_cpu = net.engine_cpu
+        echo = net.start_server("b", agents.echo("0.0.0.0", 7001), tmp_path / "echo.stderr")
+        host_affinity = os.sched_getaffinity(echo.pid)
         rtt = agents.run_probes(net, "a", "b", tmp_path, interval=0.01, count=20)["rtt"]
     assert rtt["count"] == 20
     if rps:
         assert engine_cpu is not None and pinned == {engine_cpu}
         others = sum(1 << c for c in cpus if c != engine_cpu)
         assert all(int(m.replace(",", ""), 16) == others for m in masks), masks
-        assert json.loads((tmp_path / "engine.json").read_text())["cpu"] == engine_cpu
+        # The hosts' processes run on the hosts' CPUs, never beside the engine's thread.
+        assert host_affinity == set(cpus) - {engine_cpu}
+        stats = json.loads((tmp_path / "engine.json").read_text())
+        assert stats["cpu"] == engine_cpu and stats["host_cpus"] == sorted(host_affinity)
     else:
         assert pinned == set(cpus)
         assert all(int(m.replace(",", ""), 16) == 0 for m in masks), masks
+
+
+def _counter(net: Network, host: str, argv: list[str]) -> int:
+    out = subprocess.run(netns.exec_argv(net.namespace(host), argv), capture_output=True, text=True, check=True)
+    return int(out.stdout.strip())
+
+
+def _ip_in_receives(net: Network, host: str) -> int:
+    """The host's IP layer's `InReceives` (/proc/net/snmp, per namespace)."""
+    out = subprocess.run(
+        netns.exec_argv(net.namespace(host), ["cat", "/proc/net/snmp"]), capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    names, values = (line.split() for line in out if line.startswith("Ip:"))
+    return int(values[names.index("InReceives")])
+
+
+@pytest.mark.parametrize("warm_us", [5000.0, 0.0])
+def test_idle_paths_kept_warm_with_frames_the_hosts_discard(tmp_path, warm_us):
+    """While nothing crosses the network the engine sends every host a frame of IEEE's
+    local experimental EtherType once per warm-up interval: it reaches the host's
+    interface and stops there (the host's IP layer receives nothing). Off, none."""
+    topo = two_hosts(Direction(delay=0.001), Direction(delay=0.001))
+    idle_s = 0.5
+    with Network(topo, tmp_path, attach="veth", warm_us=warm_us) as net:
+        rx = [f"/sys/class/net/{net.tun_name(h)}/statistics/rx_packets" for h in ("a", "b")]
+        before = [_counter(net, h, ["cat", path]) for h, path in zip(("a", "b"), rx)]
+        ip_before = [_ip_in_receives(net, h) for h in ("a", "b")]
+        time.sleep(idle_s)
+        after = [_counter(net, h, ["cat", path]) for h, path in zip(("a", "b"), rx)]
+        ip_after = [_ip_in_receives(net, h) for h in ("a", "b")]
+    stats = json.loads((tmp_path / "engine.json").read_text())
+    assert ip_after == ip_before
+    if warm_us == 0:
+        assert stats["warm_frames"] == 0 and after == before
+        return
+    # At most one per host per interval over the engine's life; at least half of what the
+    # idle half second allows (timer wake-ups on a VM are late, never early).
+    per_host = idle_s / (warm_us * 1e-6)
+    assert all(a - b >= per_host / 2 for a, b in zip(after, before)), (before, after)
+    assert stats["warm_frames"] <= 2 * (stats["wall_s"] / (warm_us * 1e-6) + 1)
 
 
 def test_parallel_engines_claim_cpus_of_their_own(tmp_path):

@@ -16,7 +16,14 @@ from transportlab import metrics as M
 from transportlab.artefacts.packetlog import DEPARTURE, RECORD, write_records
 from transportlab.report import render_run, render_sweep, sweep_table
 from transportlab.report.distributions import draw_interarrival, draw_rtt_cdf, interarrival_data
-from transportlab.report.linkplots import draw_leg_throughput, draw_utilisation, leg_throughput_data
+from transportlab.report.linkplots import (
+    draw_leg_throughput,
+    draw_trace_capacity,
+    draw_utilisation,
+    leg_throughput_data,
+    trace_capacity_data,
+    trace_opportunities_ns,
+)
 from transportlab.report.pantheon import draw_pantheon, pantheon_groups, sigma_ellipse
 from transportlab.report.plots import SWEEP_METRICS, pantheon_layout, sweep_plots
 from transportlab.report.rundata import RunData
@@ -178,6 +185,62 @@ def test_utilisation_lines_per_direction():
 def test_no_multipath_no_leg_plot_and_not_listed(tmp_path):
     html = render_run(make_run(tmp_path)).read_text()
     assert "Per-leg throughput" not in html  # does not apply: no multipath direction
+
+
+# ---- a trace's capacity beside the departures --------------------------------------------
+
+
+def test_trace_opportunities_start_at_the_offset_and_repeat():
+    # Period 100 ms, opportunities at 20, 20, 60 and 100 ms; at time 0 the trace stands at
+    # 20 ms: opportunities at 0, 0, 40, 80, then 100, 100, 140, 180 ms…
+    def at(offset_ms, duration_ms):
+        return list(trace_opportunities_ns([20, 20, 60, 100], offset_ms * MS, duration_ms * MS) // MS)
+
+    assert at(20, 200) == [0, 0, 40, 80, 100, 100, 140, 180]
+    # An offset beyond the period wraps; no offset starts at the trace's first line.
+    assert at(120, 100) == [0, 0, 40, 80]
+    assert at(0, 100) == [20, 20, 60]
+
+
+def _trace_run(tmp_path, trace_file):
+    run = make_run(tmp_path)
+    scenario = json.loads((run / "scenario.json").read_text())
+    scenario["links"][0]["forward"] = {"trace": str(trace_file), "trace_offset": 0.02, "delay": 0.0}
+    (run / "scenario.json").write_text(json.dumps(scenario))
+    # Two 1500-byte departures per 100 ms, at 0 and 40 ms of each.
+    times = T0 + np.sort(np.concatenate([np.arange(0, 2000, 100), np.arange(40, 2000, 100)])) * MS
+    write_records(run / "raw" / "packets.tlog", np.array(_departures(0, times, size=1500), dtype=RECORD))
+    return run
+
+
+def test_trace_capacity_per_bin_beside_the_departures(tmp_path):
+    trace = tmp_path / "t.trace"
+    trace.write_text("20\n20\n60\n100\n")
+    rd = RunData.load(_trace_run(tmp_path, trace))
+    panels, problems = trace_capacity_data(rd)
+    assert problems == [] and list(panels) == ["bottleneck.forward"]
+    t, cap = panels["bottleneck.forward"]["trace capacity"]
+    assert len(t) == 40  # 2 s in 50 ms bins
+    # [0, 50) ms: opportunities at 0, 0 and 40 ms; [50, 100): at 80 ms — 1500 B each.
+    assert cap[0] == pytest.approx(3 * 1500 * 8 / 0.05) and cap[1] == pytest.approx(1500 * 8 / 0.05)
+    assert cap[38] == cap[0] and cap[39] == cap[1]
+    _, departed = panels["bottleneck.forward"]["departed"]
+    assert departed[0] == pytest.approx(2 * 1500 * 8 / 0.05) and departed[1] == 0
+    fig = draw_trace_capacity(panels, rd.bin_s, rd.duration_s)
+    (ax,) = fig.axes
+    assert len(ax.get_lines()) == 1 and len(ax.collections) == 1  # departures over the filled capacity
+
+
+def test_trace_capacity_plot_in_the_report_and_a_missing_trace_said(tmp_path):
+    trace = tmp_path / "t.trace"
+    trace.write_text("20\n20\n60\n100\n")
+    run = _trace_run(tmp_path, trace)
+    html = render_run(run).read_text()
+    assert (run / "plots" / "trace_capacity.png").is_file() and "Trace capacity and departures" in html
+    trace.unlink()
+    _, problems = trace_capacity_data(RunData.load(run))
+    assert len(problems) == 1 and "bottleneck.forward" in problems[0] and "t.trace" in problems[0]
+    assert "Trace capacity" not in render_run(make_run(tmp_path, "plain")).read_text()
 
 
 # ---- Pantheon plot -----------------------------------------------------------------------

@@ -209,7 +209,17 @@ def _cmd_query(args) -> int:
 @_scenario_errors
 def _cmd_table(args) -> int:
     """Prints one of the results tables (`transportlab.report.tables`) in Markdown."""
-    from transportlab.report.tables import TableError, bpf, hol, phases, records, web, workloads
+    from transportlab.report.tables import (
+        TableError,
+        bpf,
+        convergence,
+        hol,
+        ledbat_yield,
+        phases,
+        records,
+        web,
+        workloads,
+    )
 
     make = {
         "records": lambda: records.table(Path(args.dir)),
@@ -218,6 +228,8 @@ def _cmd_table(args) -> int:
         "workloads": lambda: workloads.KINDS[args.kind](Path(args.dir)),
         "bpf": lambda: bpf.table(Path(args.dir)),
         "phases": lambda: phases.table(Path(args.dir), args.phases),
+        "convergence": lambda: convergence.table([Path(d) for d in args.dirs], args.bin),
+        "yield": lambda: ledbat_yield.table(Path(args.dir), args.base_rtt),
     }[args.table]
     try:
         print(make())
@@ -421,6 +433,14 @@ def build_parser() -> argparse.ArgumentParser:
     ph = tables.add_parser("phases", help="a run's flows' throughput and probes' RTT per phase (S0 E5)")
     ph.add_argument("dir", metavar="RUN_DIR")
     ph.add_argument("phases", nargs="+", metavar="NAME=START:END", help="times from the run's time 0, e.g. b1=8s:13s")
+    cv = tables.add_parser("convergence", help="S3: seconds from the join to the two flows' first crossing, per run")
+    cv.add_argument("dirs", nargs="+", metavar="FOLDER")
+    cv.add_argument(
+        "--bin", type=float, metavar="SECONDS", help="throughput bin width (default 1, as the S3 files' analysis.bin)"
+    )
+    yl = tables.add_parser("yield", help="S0 E5: the uTP flow's fall in each burst against LEDBAT's rule")
+    yl.add_argument("dir", metavar="FOLDER")
+    yl.add_argument("--base-rtt", type=float, metavar="MS", help="the path's base RTT (default 100, S0 E5's)")
     tab.set_defaults(func=_cmd_table)
     pc = sub.add_parser("pcap", help="list a run's pcapng capture, or extract one link direction's packets")
     pc.add_argument("run", help="a run directory (holding raw/capture.pcapng)")

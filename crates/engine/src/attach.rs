@@ -76,6 +76,20 @@ impl Egress {
             Ok(())
         }
     }
+
+    /// Sends the host a frame its stack discards on arrival (EtherType 0x88B5, IEEE's
+    /// local experimental type: no protocol handler takes it, no IP layer sees it), to keep
+    /// the hand-over path warm; `false` when there is no such path (TUN) or it failed.
+    pub fn send_warm(&self) -> bool {
+        let Egress::Packet { fd, header } = self else {
+            return false;
+        };
+        let mut frame = [0u8; 60];
+        frame[..12].copy_from_slice(&header[..12]);
+        frame[12..14].copy_from_slice(&ETH_P_LOCAL_EXPERIMENTAL.to_be_bytes());
+        // SAFETY: the frame is valid for its length.
+        unsafe { libc::write(*fd, frame.as_ptr().cast(), frame.len()) == frame.len() as isize }
+    }
 }
 
 const SOL_PACKET: libc::c_int = 263;
@@ -90,6 +104,7 @@ const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_TS_SOFTWARE: u32 = 1 << 29;
 const ETH_P_ALL: u16 = 0x0003;
 const ETH_P_IP: u16 = 0x0800;
+const ETH_P_LOCAL_EXPERIMENTAL: u16 = 0x88B5;
 const ETH_HLEN: usize = 14;
 
 const FRAME_SIZE: u32 = 2048;

@@ -52,6 +52,12 @@ pub struct Config {
     /// before each due time.
     #[serde(default = "default_true")]
     pub calibrate_spin: bool,
+    /// While no packet has come or gone for this long (ns), the engine sends each veth host
+    /// a frame its stack discards on arrival (`attach::Egress::send_warm`), once per
+    /// interval: a hand-over path left idle for 100 ms or more costs the next packet tens
+    /// of µs more on a VM (docs/architecture.md, "What this machine kind does"). 0: off.
+    #[serde(default)]
+    pub warm_interval_ns: u64,
     /// A network namespace (a name under /run/netns, or a path) the engine enters before
     /// opening the hosts' veth ends, so no other stack sees them.
     #[serde(default)]

@@ -26,6 +26,8 @@ const TOKEN_TIMER: u64 = u64::MAX;
 const SPIN_BUSY_CAP_NS: u64 = 700_000_000;
 const RT_BUSY_CAP_NS: u64 = 850_000_000;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
+/// A warm-up frame is not sent when a packet is due within the spin plus this.
+const WARM_CLEARANCE_NS: u64 = 300_000;
 const TOKEN_CONTROL: u64 = u64::MAX - 2;
 /// Large enough for any packet a TUN device hands over (its MTU may be raised to 64 KiB).
 const MAX_PACKET: usize = 65_536;
@@ -216,6 +218,10 @@ fn run(cfg: Config) -> Result<(), String> {
     let mut spinning_since: Option<u64> = None;
     let all_rings = rings.iter().all(Option::is_some);
     let mut polled_at = 0u64;
+    // Idle hand-over paths kept warm (`Config::warm_interval_ns`): since the last arrival
+    // or warm-up, and how many warm-up frames went out.
+    let warm_ns = cfg.warm_interval_ns;
+    let (mut last_active, mut warm_frames) = (clock::now_ns(), 0u64);
     'main: loop {
         let now = clock::now_ns();
         if now - offset_at > 1_000_000_000 {
@@ -231,6 +237,9 @@ fn run(cfg: Config) -> Result<(), String> {
             }
         }
         frames.sort_by_key(|(f, _)| f.stamp);
+        if !frames.is_empty() {
+            last_active = now;
+        }
         for (f, host) in &frames {
             let ring = rings[*host].as_ref().expect("a ring");
             let (frame, _) = ring.bytes(f.slot);
@@ -302,6 +311,16 @@ fn run(cfg: Config) -> Result<(), String> {
         }
         let spin_ns = spin.ns();
         let spin_now = if budget_left { spin_ns } else { 0 };
+        if warm_ns > 0
+            && now >= last_active + warm_ns
+            && fwd.next_due().is_none_or(|due| due > now + spin_ns + WARM_CLEARANCE_NS)
+        {
+            for host in &fwd.hosts_mut().egress {
+                warm_frames += u64::from(host.send_warm());
+            }
+            last_active = now;
+        }
+        let warm_at = (warm_ns > 0).then(|| last_active + warm_ns);
         let timeout_ms = match fwd.next_due() {
             Some(due) if due <= now => 0,
             // With every host on a ring the spin polls the rings' status words and the
@@ -325,13 +344,16 @@ fn run(cfg: Config) -> Result<(), String> {
                 if !budget_left && due - now <= spin_ns {
                     exhausted += 1;
                 }
-                timer.arm_at(due - spin_now).map_err(|e| format!("timerfd: {e}"))?;
-                armed_for = Some(due - spin_now);
+                let at = warm_at.map_or(due - spin_now, |w| w.min(due - spin_now));
+                timer.arm_at(at).map_err(|e| format!("timerfd: {e}"))?;
+                armed_for = Some(at);
                 -1
             }
             None => {
-                timer.arm_at(0).map_err(|e| format!("timerfd: {e}"))?;
-                armed_for = None;
+                timer
+                    .arm_at(warm_at.unwrap_or(0))
+                    .map_err(|e| format!("timerfd: {e}"))?;
+                armed_for = warm_at;
                 -1
             }
         };
@@ -417,6 +439,7 @@ fn run(cfg: Config) -> Result<(), String> {
         wall_s: (clock::now_ns() - started) as f64 * 1e-9,
         cpu_s: clock::cpu_time_s(),
         egress_retries: fwd.hosts_mut().retries,
+        warm_frames,
         egress_error: fwd.hosts_mut().last_error.take(),
         log_error: None,
     };

@@ -186,6 +186,9 @@ pub struct RunStats {
     #[serde(default)]
     pub egress_error: Option<String>,
     pub log_error: Option<String>,
+    /// Frames sent to keep idle hand-over paths warm (`Config::warm_interval_ns`).
+    #[serde(default)]
+    pub warm_frames: u64,
 }
 
 #[cfg(test)]

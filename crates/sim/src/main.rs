@@ -222,6 +222,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         wall_s: wall.elapsed().as_secs_f64(),
         cpu_s: wall.elapsed().as_secs_f64(),
         egress_retries: 0,
+        warm_frames: 0,
         egress_error: None,
         log_error: None,
     };

@@ -46,6 +46,16 @@ DEFAULT_RPS = os.environ.get("TLAB_RPS", "on") != "off"
 CPU_LATENCY_DEVICE = Path("/dev/cpu_dma_latency")
 _cpu_latency = os.environ.get("TLAB_CPU_LATENCY", "0")
 DEFAULT_CPU_LATENCY_US: int | None = None if _cpu_latency == "off" else int(_cpu_latency)
+# TLAB_PIN_HOSTS=on runs the hosts' processes (agents, stacks) on the hosts' CPUs — all
+# but the engine's — instead of anywhere. Measured (bench/engine, sparse rows) and not the
+# default: it removed some > 1 ms stalls of sparse probes, but the added delay did not fall
+# and the hosts' stacks sharing the remaining CPU cut a 2 Gbit/s flow to 0.81 of the link.
+DEFAULT_PIN_HOSTS = os.environ.get("TLAB_PIN_HOSTS", "off") == "on"
+# While nothing crosses the network for this long, the engine sends each host a frame its
+# stack discards, once per interval, so the next hand-over does not find a path left cold
+# for 100 ms or a second (docs/architecture.md, "What this machine kind does"; the engine's
+# `warm_interval_ns`). TLAB_WARM_US=0: off.
+DEFAULT_WARM_US = float(os.environ.get("TLAB_WARM_US", "5000"))
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
@@ -98,8 +108,12 @@ class Network:
         capture: tuple[int, tuple[str, ...]] | None = None,
         rps: bool | None = None,
         cpu_latency_us: int | None | str = "default",
+        pin_hosts: bool | None = None,
+        warm_us: float | None = None,
     ):
         self.topology = topology
+        self.pin_hosts = DEFAULT_PIN_HOSTS if pin_hosts is None else pin_hosts
+        self.warm_us = DEFAULT_WARM_US if warm_us is None else warm_us
         # µs (None: no request); see DEFAULT_CPU_LATENCY_US.
         self.cpu_latency_us = DEFAULT_CPU_LATENCY_US if cpu_latency_us == "default" else cpu_latency_us
         self._cpu_latency_fd: int | None = None
@@ -215,6 +229,10 @@ class Network:
         for host in self.topology.hosts:
             self._create_host(host)
         if self.attach == "floor":
+            # The floor's hosts share the CPUs a live network's hosts get (all but the
+            # engine's, the first), so the two are compared on the same footing.
+            cpus = sorted(os.sched_getaffinity(0))
+            self.host_cpus = set(cpus[1:]) if len(cpus) > 1 else set()
             return self._create_floor()
         attach = self._attach_config if self.attach == "veth" else self._tun_fds
         config = self.topology.engine_config(attach, self.seed, str(self.log_path), str(self.stats_path))
@@ -230,6 +248,7 @@ class Network:
                 "directions": [index[n] for n in names],
             }
         config["spin_ns"] = int(self.spin_us * 1000)
+        config["warm_interval_ns"] = int(self.warm_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config["cpu"] = self.engine_cpu
         config_path = self.workdir / "engine-config.json"
@@ -348,6 +367,9 @@ class Network:
         """Starts `argv` inside `host`; it is stopped at teardown if still running."""
         if host not in self.topology.hosts:
             raise NetworkError(f"no host {host!r}")
+        if self.pin_hosts and self.host_cpus:
+            # `taskset` execs in place, as `ip netns exec` does: the PID stays the command's.
+            argv = ["taskset", "-c", ",".join(map(str, sorted(self.host_cpus))), *argv]
         proc = subprocess.Popen(netns.exec_argv(self.namespace(host), argv), start_new_session=True, **kwargs)
         self._children.append(proc)
         self.record.add_process(proc.pid, argv[0])
@@ -445,6 +467,7 @@ class Network:
                 self.engine_stats["unintended_drops_total"] += sum(v for v in tun_drops.values() if v > 0)
                 self.engine_stats["cpu"] = self.engine_cpu
                 self.engine_stats["cpu_latency_us"] = self.cpu_latency_us
+                self.engine_stats["host_cpus"] = sorted(self.host_cpus) if self.pin_hosts else None
                 self.stats_path.write_text(json.dumps(self.engine_stats, indent=1))
         for fd in self._tun_fds.values():
             os.close(fd)

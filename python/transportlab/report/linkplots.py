@@ -1,6 +1,6 @@
 """Link plots of one run: throughput of each leg of a multipath direction over time
-(legs are log directions of their own, docs/packet-log.md) and the utilisation of each
-link direction over time. Data gathering (`*_data`) and drawing (`draw_*`) are separate,
+(legs are log directions of their own, docs/packet-log.md), the utilisation of each
+link direction over time, and a trace-driven direction's capacity beside what left it. Data gathering (`*_data`) and drawing (`draw_*`) are separate,
 so the drawing is tested on hand-made inputs."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from transportlab import metrics as M
 from transportlab.report.figures import Plot, not_applicable, skip
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
+from transportlab.scenario.traces import TraceError, load_trace
 
 # (time in s from scenario start, value) per series
 Series = tuple[np.ndarray, np.ndarray]
@@ -152,4 +153,107 @@ def plot_utilisation(rd: RunData, out: Path, colors: Colors) -> Plot:
     return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
-__all__ = ["plot_leg_throughput", "plot_utilisation", "draw_leg_throughput", "draw_utilisation"]
+# ---- a trace's capacity beside what left the link --------------------------------------
+
+# Bytes one trace opportunity delivers (Mahimahi's; linkem's `OPPORTUNITY_BYTES`).
+OPPORTUNITY_BYTES = 1500
+
+
+def trace_opportunities_ns(trace_ms, offset_ns: int, duration_ns: int) -> np.ndarray:
+    """Scenario times (ns) of a trace's delivery opportunities in [0, duration): trace time
+    0 is the scenario's time 0, where the trace stands at `offset_ns` (modulo its period,
+    which is its last timestamp); the trace repeats. Integer ns, as the link model counts."""
+    ms = np.asarray(trace_ms, dtype=np.int64) * 1_000_000
+    period = int(ms[-1])
+    phase = offset_ns % period
+    cycles = (duration_ns + phase) // period + 1
+    t = np.concatenate([ms + k * period for k in range(cycles + 1)]) - phase
+    return t[(t >= 0) & (t < duration_ns)]
+
+
+def trace_capacity_caption(bin_s: float) -> str:
+    return (
+        f"For each trace-driven link direction, per bin of {bin_s * 1e3:g} ms: the capacity the trace offers "
+        f"(its delivery opportunities in the bin × {OPPORTUNITY_BYTES} bytes, from the trace file with trace time "
+        f"0 at the scenario's time 0, shifted by the direction's trace_offset) and the bits of every departure "
+        f"from the direction (all flows; the model's due times t_ns). Opportunities no packet was waiting for are "
+        f"wasted, so the departures stay at or below the capacity bin by bin, up to a packet spanning a bin edge."
+    )
+
+
+def trace_capacity_data(rd: RunData) -> tuple[dict[str, dict[str, Series]], list[str]]:
+    """Trace-driven direction name → {"trace capacity": (t_s, bit/s), "departed": (t_s,
+    bit/s)}, and the reasons directions were left out (a trace file no longer readable)."""
+    if rd.records is None or rd.duration_s is None:
+        return {}, []
+    out: dict[str, dict[str, Series]] = {}
+    problems: list[str] = []
+    bin_ns = _bins(rd)
+    bin_s = bin_ns / 1e9
+    for index, name in sorted(rd.direction_names.items()):
+        spec = rd.link_spec(index)
+        if not spec.get("trace"):
+            continue
+        try:
+            trace_ms = load_trace(spec["trace"])
+        except TraceError as e:
+            problems.append(f"{name}: {e}")
+            continue
+        duration_ns = int(round(rd.duration_s * 1e9))
+        offset_ns = int(round(float(spec.get("trace_offset") or 0.0) * 1e9))
+        opportunities = trace_opportunities_ns(trace_ms, offset_ns, duration_ns)
+        bins = -(-duration_ns // bin_ns)
+        counts = np.bincount(opportunities // bin_ns, minlength=bins)
+        capacity = counts * OPPORTUNITY_BYTES * 8 / bin_s
+        starts = np.arange(bins) * bin_s
+        out[name] = {"trace capacity": (starts, capacity.astype(np.float64)), "departed": _direction_bps(rd, index)}
+    return out, problems
+
+
+def draw_trace_capacity(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None = None):
+    """One panel per trace-driven direction: the capacity as a filled step, departures over it."""
+    peak = max((float(v.max()) for p in panels.values() for _, v in p.values() if len(v)), default=0.0)
+    div, unit = rate_scale(peak)
+    fig, axes = figure(len(panels), 1, figsize=(9.0, 3.6 * len(panels)), squeeze=False)
+    for ax, (name, series) in zip(axes[:, 0], panels.items()):
+        for label, (t, v) in series.items():
+            if not len(t):
+                continue
+            x, y = np.append(t, t[-1] + bin_s), np.append(v, v[-1]) / div
+            if label == "trace capacity":
+                ax.fill_between(x, y, step="post", color="0.85", label=label)
+            else:
+                ax.step(x, y, where="post", color="C0", lw=1.3, label=label)
+        ax.set_ylabel(f"rate ({unit})")
+        ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
+        ax.set_xlabel("time since scenario start (s)")
+        if duration_s:
+            ax.set_xlim(0, duration_s)
+        ax.set_title(f"Trace capacity and departures of {name}")
+        legend_below(ax)
+    fig.tight_layout()
+    return fig
+
+
+def plot_trace_capacity(rd: RunData, out: Path, colors: Colors) -> Plot:
+    key, title = "trace_capacity", "Trace capacity and departures over time"
+    caption = trace_capacity_caption(rd.bin_s)
+    if rd.records is None:
+        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
+    if not any(rd.link_spec(i).get("trace") for i in rd.direction_names):
+        return not_applicable(key, title, caption, "the run has no trace-driven link direction")
+    panels, problems = trace_capacity_data(rd)
+    if not panels:
+        return skip(key, title, caption, "; ".join(problems) or "no trace-driven direction to draw")
+    fig = draw_trace_capacity(panels, rd.bin_s, rd.duration_s)
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+
+
+__all__ = [
+    "plot_leg_throughput",
+    "plot_trace_capacity",
+    "plot_utilisation",
+    "draw_leg_throughput",
+    "draw_trace_capacity",
+    "draw_utilisation",
+]

@@ -23,7 +23,7 @@ from transportlab import metrics as M
 from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED
 from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
 from transportlab.report.figures import Plot, close, finish, not_applicable, safe, skip, spans_decades
-from transportlab.report.linkplots import plot_leg_throughput, plot_utilisation
+from transportlab.report.linkplots import plot_leg_throughput, plot_trace_capacity, plot_utilisation
 from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.records import plot_page_time_boxes, plot_record_latency_cdf
 from transportlab.report.rundata import RunData
@@ -271,6 +271,7 @@ RUN_PLOTS = [
     ("interarrival", "Inter-arrival times at the receiver", plot_interarrival),
     ("leg_throughput", "Per-leg throughput over time", plot_leg_throughput),
     ("utilisation", "Link utilisation over time", plot_utilisation),
+    ("trace_capacity", "Trace capacity and departures over time", plot_trace_capacity),
     ("loss_bursts", "VoIP loss bursts", plot_loss_bursts),
     ("delivered_bytes", "Bytes delivered to the application over time", plot_delivered_bytes),
     ("record_latency_boxes", "Record latency per records flow", plot_record_latency_boxes),
