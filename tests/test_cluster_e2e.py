@@ -5,56 +5,33 @@ impairment decisions (the same UDP datagrams lost); an interrupted cluster sweep
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
+from scenario_text import flow, link, scenario, table
+from tlab_cli import tlab, tlab_ok, write_scenario
 from transportlab.artefacts.catalogue import FILE
 from transportlab.artefacts.rundir import read_arrow
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = """
-name = "cluster-check"
-duration = "2s"
-seed = 5
-repetitions = 2
-hosts = ["a", "b"]
-
-[[links]]
-name = "l"
-between = ["a", "b"]
-forward = { rate = "20Mbit", delay = "2ms" }
-reverse = { delay = "2ms" }
-
-[[flows]]
-name = "cbr"
-from = "a"
-to = "b"
-protocol = "udp"
-size = 500
-interval = "4ms"
-count = 300
-
-[sweep]
-"links.l.forward.loss" = ["5%", "20%"]
-"""
+SCENARIO = scenario(
+    "cluster-check",
+    link({"rate": "20Mbit", "delay": "2ms"}, {"delay": "2ms"}, name="l", between=("a", "b")),
+    flow("udp", name="cbr", src="a", dst="b", size=500, interval="4ms", count=300),
+    table("sweep", {"links.l.forward.loss": ["5%", "20%"]}),
+    duration="2s",
+    seed=5,
+    repetitions=2,
+    hosts=["a", "b"],
+)
 # Catalogue columns that depend only on the plan and the impairment decisions (not on timing).
 SAME = ["point", "repetition", "seed", "flow", "bytes_delivered", "loss_rate", "packets_sent_by_data_sender"]
 
 
 def _run(tmp_path, out, *extra):
-    path = tmp_path / "scenario.toml"
-    path.write_text(SCENARIO)
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--quiet", *extra],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("run", write_scenario(tmp_path, SCENARIO), "--out", out, "--quiet", *extra, timeout=600)
     return out / "cluster-check"
 
 
@@ -108,13 +85,9 @@ def test_cluster_sweep_resumes(tmp_path, dask_sweep):
 
 
 def test_bad_cluster_arguments(tmp_path):
-    path = tmp_path / "scenario.toml"
-    path.write_text(SCENARIO)
-    base = [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "o"), "--quiet"]
-    res = subprocess.run(base + ["--workers", "0"], capture_output=True, text=True, timeout=60)
+    base = ["run", write_scenario(tmp_path, SCENARIO), "--out", tmp_path / "o", "--quiet"]
+    res = tlab(*base, "--workers", "0", timeout=60)
     assert res.returncode == 2 and "--workers must be at least 1" in res.stderr
-    res = subprocess.run(
-        base + ["--cluster", "tcp://127.0.0.1:9", "--workers", "2"], capture_output=True, text=True, timeout=60
-    )
+    res = tlab(*base, "--cluster", "tcp://127.0.0.1:9", "--workers", "2", timeout=60)
     assert res.returncode == 2 and "--workers is for --cluster local" in res.stderr
     assert not list((tmp_path / "o").glob("**/rep-*"))  # refused before any run started

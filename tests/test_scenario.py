@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import scenario_text as st
 from transportlab.plan.resolve import resolve, to_topology
 from transportlab.plan.topology import GilbertElliott
 from transportlab.scenario import (
@@ -40,27 +41,10 @@ def doc(
     flow: str = "",
     extra: str = "",
 ) -> str:
-    return f"""
-name = "t"
-duration = {duration}
-hosts = {hosts}
-{top}
-
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = {{ {fwd} }}
-reverse = {{ {rev} }}
-
-[[flows]]
-name = "bulk"
-from = "{frm}"
-to = "{to}"
-protocol = "{protocol}"
-{flow}
-
-{extra}
-"""
+    """The one-flow scenario the checks below vary, with the raw TOML of each part."""
+    bottleneck = st.link(st.Raw(f"{{ {fwd} }}"), st.Raw(f"{{ {rev} }}"))
+    bulk = st.flow(protocol, src=frm, dst=to, extra=flow)
+    return st.scenario("t", top + "\n", bottleneck, bulk, extra, duration=st.Raw(duration), hosts=st.Raw(hosts))
 
 
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
