@@ -17,14 +17,11 @@ lint: setup
 	ruff format --check python tests bench scripts
 	mypy
 
+# Rust tests (profile `checked`: overflow checks), Python tests (those marked `timing` one at
+# a time, the rest with every shipped study and scenario two at a time) and the fuzz
+# targets; scripts/test.sh says in which order and why.
 test: lint
-	# Rust tests with overflow checks (profile `checked`; Cargo.toml says why not debug assertions).
-	cargo test --profile checked --quiet
-	python3 -m pytest -q -rA tests --ignore tests/test_scenarios_smoke.py
-	# Every shipped study and scenario, two at a time (they check exit status, metrics and
-	# unintended drops, not timing, so sharing the cores does not weaken them).
-	python3 -m pytest -q -rA -n 2 tests/test_scenarios_smoke.py
-	./scripts/fuzz.sh $(FUZZ_SECONDS)
+	./scripts/test.sh $(FUZZ_SECONDS)
 
 fuzz: setup
 	./scripts/fuzz.sh $(FUZZ_SECONDS)

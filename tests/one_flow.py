@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import scenario_text as st
 from transportlab.scenario import ScenarioError, load_scenario
 
 
@@ -27,25 +28,22 @@ def one_flow_scenario(
     """The scenario text; `forward` / `reverse` are the link directions' inline tables'
     contents, `flow` the flow's extra lines, `settings` extra top-level lines (e.g.
     `stop_when`, `seed`)."""
-    return f"""
-name = "t"
-duration = "{duration}"
-{settings}
-hosts = ["client", "server"]
+    path = st.link(st.Raw(f"{{ {forward} }}"), st.Raw(f"{{ {reverse} }}"), name="path")
+    return st.scenario("t", settings + "\n", path, st.flow(protocol, name=name, extra=flow), duration=duration)
 
-[[links]]
-name = "path"
-between = ["client", "server"]
-forward = {{ {forward} }}
-reverse = {{ {reverse} }}
 
-[[flows]]
-name = "{name}"
-from = "client"
-to = "server"
-protocol = "{protocol}"
-{flow}
-"""
+def download_until_done(flow: str, *, protocol: str, link: str, duration: str, seed: int) -> str:
+    """One download "dl" (the flow's lines `flow`) over `link` both ways; the run ends
+    when the flow is done (`duration` only bounds a broken transfer)."""
+    return one_flow_scenario(
+        flow,
+        name="dl",
+        protocol=protocol,
+        forward=link,
+        reverse=link,
+        duration=duration,
+        settings=f'stop_when = "flows-done"\nseed = {seed}',
+    )
 
 
 def load_one_flow(path: Path, flow: str, **scenario):

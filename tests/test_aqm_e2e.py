@@ -1,53 +1,30 @@
 """Queue disciplines and ECN end to end: kernel TCP through the engine's AQMs in
 namespaces, checked from the run's metrics and packet log."""
 
-import textwrap
-
 import numpy as np
 import pytest
 
+from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import run_one
 from transportlab.artefacts import packetlog
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 
-def scenario(queue: str, flows: int = 1, ecn_hosts: bool = True) -> str:
+def aqm_scenario(queue: dict, flows: int = 1, ecn_hosts: bool = True) -> str:
     """A 10 Mbit/s, RTT 10 ms bottleneck with `queue`, `flows` CUBIC bulk flows and a
     10 ms ping from client to server, 6 s."""
-    sysctls = (
-        '[sysctls.client]\n"net.ipv4.tcp_ecn" = 1\n[sysctls.server]\n"net.ipv4.tcp_ecn" = 1\n' if ecn_hosts else ""
-    )
-    bulk = "".join(
-        f'[[flows]]\nname = "bulk{i}"\nfrom = "client"\nto = "server"\nprotocol = "tcp"\ncc = "cubic"\n'
-        for i in range(flows)
-    )
-    return (
-        textwrap.dedent(
-            f"""
-            name = "aqm"
-            duration = "6s"
-            seed = 3
-            hosts = ["client", "server"]
-
-            [analysis]
-            bottleneck = "bottleneck"
-
-            [[links]]
-            name = "bottleneck"
-            between = ["client", "server"]
-            forward = {{ rate = "10Mbit", delay = "5ms", queue = {queue} }}
-            reverse = {{ delay = "5ms" }}
-
-            [[probes]]
-            name = "ping"
-            from = "client"
-            to = "server"
-            interval = "10ms"
-            """
-        )
-        + sysctls
-        + bulk
+    ecn = [table(f"sysctls.{host}", {"net.ipv4.tcp_ecn": 1}) for host in ("client", "server")] if ecn_hosts else []
+    bulk = [flow("tcp", name=f"bulk{i}", cc="cubic") for i in range(flows)]
+    return scenario(
+        "aqm",
+        table("analysis", {"bottleneck": "bottleneck"}),
+        link({"rate": "10Mbit", "delay": "5ms", "queue": queue}, {"delay": "5ms"}),
+        probe("10ms"),
+        *ecn,
+        *bulk,
+        duration="6s",
+        seed=3,
     )
 
 
@@ -61,7 +38,7 @@ def test_codel_with_ecn_marks_instead_of_dropping(tmp_path):
     dropped by the AQM, and does not retransmit; the standing queue stays near CoDel's
     5 ms target (median queueing delay < 15 ms, where the 1000-packet drop-tail queue of
     the same set-up sits at ~600 ms)."""
-    m, run_dir = run_one(tmp_path, scenario('{ packets = 1000, discipline = "codel", ecn = true }'))
+    m, run_dir = run_one(tmp_path, aqm_scenario({"packets": 1000, "discipline": "codel", "ecn": True}))
     bulk, link = m["flows"]["bulk0"], m["links"]["bottleneck.forward"]
     assert bulk["marks"] > 0 and link["marks"] >= bulk["marks"]
     assert bulk["drops"].get("aqm_drop", 0) == 0 and bulk["retransmissions"] == 0, bulk
@@ -74,7 +51,7 @@ def test_codel_with_ecn_marks_instead_of_dropping(tmp_path):
 def test_codel_without_ecn_drops(tmp_path):
     """The same hosts, CoDel without ECN: the AQM drops (reason 4), marks nothing, and the
     flow retransmits what it lost."""
-    m, run_dir = run_one(tmp_path, scenario('{ packets = 1000, discipline = "codel" }'))
+    m, run_dir = run_one(tmp_path, aqm_scenario({"packets": 1000, "discipline": "codel"}))
     bulk = m["flows"]["bulk0"]
     assert bulk["marks"] == 0 and not ce_departures(run_dir).any()
     assert bulk["drops"].get("aqm_drop", 0) > 0 and bulk["retransmissions"] > 0, bulk
@@ -88,7 +65,7 @@ def test_fq_codel_keeps_a_sparse_flow_near_the_base_rtt(tmp_path):
     its 99th percentile below 20 ms (host scheduling on a loaded machine; one CoDel queue
     for all flows measured ~50 ms and drop-tail ~1 s in the same set-up), and the two bulk
     flows share the link fairly."""
-    m, _ = run_one(tmp_path, scenario('{ packets = 1000, discipline = "fq_codel" }', flows=2, ecn_hosts=False))
+    m, _ = run_one(tmp_path, aqm_scenario({"packets": 1000, "discipline": "fq_codel"}, flows=2, ecn_hosts=False))
     ping = m["probes"]["ping"]
     assert ping["rtt_ms"]["p50_ms"] < 12.0 and ping["rtt_ms"]["p99_ms"] < 20.0, ping["rtt_ms"]
     assert ping["lost"] == 0

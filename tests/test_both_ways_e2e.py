@@ -2,51 +2,36 @@
 link-bound QUIC transfer the two agree."""
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
+from scenario_text import flow, link, scenario
+from tlab_cli import tlab_ok, write_scenario
+
 pytestmark = pytest.mark.netns
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "both"
-    duration = "6s"
-    seed = 2
-    hosts = ["client", "server"]
-
-    [[links]]
-    name = "bottleneck"
-    between = ["client", "server"]
-    forward = { rate = "10Mbit", delay = "10ms", queue = { packets = 50 } }
-    reverse = { delay = "10ms" }
-
-    [[flows]]
-    name = "bulk"
-    from = "client"
-    to = "server"
-    protocol = "quic"
-    cc = "cubic"
-    """
+SCENARIO = scenario(
+    "both",
+    link({"rate": "10Mbit", "delay": "10ms", "queue": {"packets": 50}}, {"delay": "10ms"}),
+    flow("quic", cc="cubic"),
+    duration="6s",
+    seed=2,
 )
 
 
+def run_both(tmp_path, text: str, name: str):
+    """`tlab run --both` on `text` (must exit 0): its result and output folder."""
+    out = tmp_path / "out"
+    res = tlab_ok("run", write_scenario(tmp_path, text, f"{name}.toml"), "--out", out, "--both", "--quiet", timeout=300)
+    return res, out
+
+
+@pytest.mark.timing  # emulated and simulated rates within 5 %
 def test_both_ways_agree_on_a_link_bound_transfer(tmp_path):
     """Both modes fill the 10 Mbit/s link (≥ 9 Mbit/s over the flow's time) and their
     throughputs differ by under 5 %: the same link model decides in both; what differs
     is the hosts (real kernels and quinn on sockets vs quinn-proto in virtual time)."""
-    path = tmp_path / "both.toml"
-    path.write_text(SCENARIO)
-    out = tmp_path / "out"
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--both", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    res, out = run_both(tmp_path, SCENARIO, "both")
     rates = {}
     for mode, run in (("emulated", out / "both"), ("simulated", out / "simulated" / "both")):
         m = json.loads((run / "base" / "rep-0" / "metrics.json").read_text())
@@ -66,33 +51,13 @@ def test_both_ways_agree_on_a_link_bound_transfer(tmp_path):
         assert f'id="plot-{key}"' in report, key
 
 
-KEYS_SCENARIO = textwrap.dedent(
-    """
-    name = "keys"
-    duration = "3s"
-    seed = 3
-    hosts = ["client", "server"]
-
-    [[links]]
-    name = "path"
-    between = ["client", "server"]
-    forward = { rate = "20Mbit", delay = "5ms", queue = { packets = 100 } }
-    reverse = { delay = "5ms" }
-
-    [[flows]]
-    name = "q"
-    from = "client"
-    to = "server"
-    protocol = "quic"
-    cc = "cubic"
-
-    [[flows]]
-    name = "t"
-    from = "client"
-    to = "server"
-    protocol = "tcp"
-    cc = "cubic"
-    """
+KEYS_SCENARIO = scenario(
+    "keys",
+    link({"rate": "20Mbit", "delay": "5ms", "queue": {"packets": 100}}, {"delay": "5ms"}, name="path"),
+    flow("quic", name="q", cc="cubic"),
+    flow("tcp", name="t", cc="cubic"),
+    duration="3s",
+    seed=3,
 )
 
 # What every client's and every served connection's results hold, emulated or simulated
@@ -111,23 +76,14 @@ def test_emulated_and_simulated_summaries_use_one_set_of_names(tmp_path):
     summary (envelope, results, a served connection, QUIC's counters) is a key of the
     emulated one (the agent measures more: sockets, CPU), bar the simulator's own
     `simulated` and `stack`; and both hold the transfer's fields."""
-    path = tmp_path / "keys.toml"
-    path.write_text(KEYS_SCENARIO)
-    out = tmp_path / "out"
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--both", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    _, out = run_both(tmp_path, KEYS_SCENARIO, "keys")
     raw = {
         "emulated": out / "keys" / "base" / "rep-0" / "raw",
         "simulated": out / "simulated" / "keys" / "base" / "rep-0" / "raw",
     }
-    for flow, proto in (("q", "quic"), ("t", "tcp")):
+    for name, proto in (("q", "quic"), ("t", "tcp")):
         for end in ("client", "server"):
-            emu, sim = (json.loads((raw[m] / f"{flow}-{end}.json").read_text()) for m in ("emulated", "simulated"))
+            emu, sim = (json.loads((raw[m] / f"{name}-{end}.json").read_text()) for m in ("emulated", "simulated"))
             where = f"{proto}-{end}"
             assert sim["simulated"] is True and "simulated" not in emu, where
             assert _keys(sim) - {"simulated"} <= _keys(emu), (where, _keys(sim) - _keys(emu))

@@ -9,33 +9,25 @@ from pathlib import Path
 
 import pytest
 
+from scenario_text import flow, link, scenario
 from transportlab import contract
 from transportlab.network import kernel_cc
 from transportlab.scenario import ScenarioError, load_scenario
 
-SCENARIO = """
-name = "t"
-duration = "5s"
-hosts = ["client", "server"]
 
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = {{ rate = "10Mbit", delay = "5ms", queue = {{ packets = 100 }} }}
-reverse = {{ delay = "5ms" }}
-
-[[flows]]
-name = "bulk"
-from = "client"
-to = "server"
-protocol = "tcp"
-{flow}
-"""
+def bulk_scenario(flow_lines: str) -> str:
+    """One TCP bulk flow with `flow_lines` (its cc and cc_params) over 10 Mbit/s, RTT 10 ms."""
+    return scenario(
+        "t",
+        link({"rate": "10Mbit", "delay": "5ms", "queue": {"packets": 100}}, {"delay": "5ms"}),
+        flow("tcp", extra=flow_lines),
+        duration="5s",
+    )
 
 
 def write(tmp_path: Path, flow: str) -> Path:
     path = tmp_path / "s.toml"
-    path.write_text(SCENARIO.format(flow=flow))
+    path.write_text(bulk_scenario(flow))
     return path
 
 

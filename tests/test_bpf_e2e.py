@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import json
 import secrets
-import textwrap
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tlab_cli import run_one
+from scenario_text import flow, link, scenario
+from tlab_cli import run_one, tlab
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir
 from transportlab.network import clean, kernel_cc
@@ -27,28 +28,13 @@ PACKET_TIME_MS = FULL_PACKET_BYTES * 8 / RATE_BPS * 1e3  # 1.2 ms at 10 Mbit/s
 STEADY_FROM_S = 5.0  # slow start and Vegas's first rounds are over by then (20 ms RTT)
 
 
-def scenario(protocol: str, cc: str, params: str = "", duration_s: int = 15) -> str:
-    return textwrap.dedent(
-        f"""
-        name = "bpf-e2e"
-        duration = "{duration_s}s"
-        seed = 3
-        hosts = ["client", "server"]
-
-        [[links]]
-        name = "bottleneck"
-        between = ["client", "server"]
-        forward = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = 100 }} }}
-        reverse = {{ delay = "10ms" }}
-
-        [[flows]]
-        name = "bulk"
-        from = "client"
-        to = "server"
-        protocol = "{protocol}"
-        cc = "{cc}"
-        {params}
-        """
+def bulk_scenario(protocol: str, cc: str, params: str = "", duration_s: int = 15) -> str:
+    return scenario(
+        "bpf-e2e",
+        link({"rate": "10Mbit", "delay": "10ms", "queue": {"packets": 100}}, {"delay": "10ms"}),
+        flow(protocol, cc=cc, extra=params),
+        duration=f"{duration_s}s",
+        seed=3,
     )
 
 
@@ -110,9 +96,21 @@ def test_clean_unregisters_what_a_killed_run_recorded(tmp_path):
     assert name not in kernel_cc.available()
 
 
-def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_queued(tmp_path):
+VEGAS_PARAMS = "cc_params = { alpha = 2, beta = 4, gamma = 1 }"
+
+
+@pytest.fixture(scope="module")
+def tcp_vegas_run(tmp_path_factory) -> tuple[set[str], dict, Path]:
+    """One kernel TCP Vegas run (α = 2, β = 4) for the two tests that check it: the
+    controls registered before it, its metrics and its folder."""
     before = set(kernel_cc.available())
-    m, run_dir = run_one(tmp_path, scenario("tcp", "vegas", "cc_params = { alpha = 2, beta = 4, gamma = 1 }"))
+    m, run_dir = run_one(tmp_path_factory.mktemp("tcp-vegas"), bulk_scenario("tcp", "vegas", VEGAS_PARAMS))
+    return before, m, run_dir
+
+
+@pytest.mark.timing  # packets queued within Vegas's band, ±1
+def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_queued(tcp_vegas_run):
+    before, m, run_dir = tcp_vegas_run
     # The agents selected the run's own instance (TCP_CONGESTION reads it back), and
     # teardown unregistered it.
     cc = client_summary(run_dir)["cc"]
@@ -135,16 +133,15 @@ def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_q
     assert float(np.percentile(queued, 99)) <= 4 + 4, np.percentile(queued, 99)
 
 
-def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path):
+@pytest.mark.timing  # mean queueing delays within 2.4 ms
+def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path, tcp_vegas_run):
     """The same Vegas (α = 2, β = 4) in kernel TCP (BPF) and in QUIC (crate `congestion`),
-    same network. Tolerance: the width of the band both steer into, β − α = 2 packets of
-    1500 bytes at 10 Mbit/s = 2.4 ms. Both are correct anywhere in the band, so their
-    means may differ by up to its width; more than that means one is wrong."""
-    params = "cc_params = { alpha = 2, beta = 4, gamma = 1 }"
-    for sub in ("tcp", "quic"):
-        (tmp_path / sub).mkdir()
-    _, tcp_dir = run_one(tmp_path / "tcp", scenario("tcp", "vegas", params))
-    _, quic_dir = run_one(tmp_path / "quic", scenario("quic", "vegas", params))
+    same network (the TCP run is the one the test above checks). Tolerance: the width of
+    the band both steer into, β − α = 2 packets of 1500 bytes at 10 Mbit/s = 2.4 ms. Both
+    are correct anywhere in the band, so their means may differ by up to its width; more
+    than that means one is wrong."""
+    _, _, tcp_dir = tcp_vegas_run
+    _, quic_dir = run_one(tmp_path, bulk_scenario("quic", "vegas", VEGAS_PARAMS))
     tcp_ms, _ = steady_queue(tcp_dir)
     quic_ms, _ = steady_queue(quic_dir)
     tolerance_ms = (4 - 2) * PACKET_TIME_MS
@@ -153,6 +150,7 @@ def test_kernel_tcp_vegas_and_quic_vegas_agree_on_queueing_delay(tmp_path):
     assert diff <= tolerance_ms, f"TCP {np.mean(tcp_ms):.2f} ms vs QUIC {np.mean(quic_ms):.2f} ms"
 
 
+@pytest.mark.timing  # queueing delay under 30 ms
 def test_tcp_delay_correlation_runs_its_instance_and_keeps_a_deep_queue_short(tmp_path):
     """S2's set-up (10 Mbit/s, RTT 10 ms, 1000-packet queue), shortened: CUBIC alone fills
     the queue (1.2 s of delay). Once the correlation window holds bufferbloat's signature
@@ -160,7 +158,7 @@ def test_tcp_delay_correlation_runs_its_instance_and_keeps_a_deep_queue_short(tm
     dither (12 ms at this rate); 30 ms, 25 packets, leaves as much again for the fit's
     error, and is still 40 times less than the full queue."""
     text = (
-        scenario("tcp", "delay-correlation", "cc_params = { window = 32, threshold = 0.9 }", duration_s=10)
+        bulk_scenario("tcp", "delay-correlation", "cc_params = { window = 32, threshold = 0.9 }", duration_s=10)
         .replace('delay = "10ms"', 'delay = "5ms"')
         .replace("packets = 100", "packets = 1000")
     )
@@ -180,24 +178,19 @@ def test_tcp_delay_correlation_runs_its_instance_and_keeps_a_deep_queue_short(tm
 
 
 def test_the_command_line_loads_lists_and_unloads():
-    import subprocess
-    import sys
-
     name = f"tlab_veg_{secrets.token_hex(3)}"
 
-    def tlab(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "transportlab", "bpf", *args], capture_output=True, text=True, timeout=60
-        )
+    def bpf(*args: str) -> subprocess.CompletedProcess:
+        return tlab("bpf", *args, timeout=60)
 
-    bad = tlab("load", name, "vegas", "alpha=9")
+    bad = bpf("load", name, "vegas", "alpha=9")
     assert bad.returncode == 1 and "vegas's alpha = 9: must not exceed beta (4)" in bad.stderr
     assert name not in kernel_cc.available()
-    ok = tlab("load", name, "vegas", "alpha=1", "beta=3")
+    ok = bpf("load", name, "vegas", "alpha=1", "beta=3")
     try:
         assert ok.returncode == 0, ok.stderr
         assert ok.stdout.strip() == str(kernel_cc.pin_path(name)) and name in kernel_cc.available()
-        assert name in tlab("list").stdout.split()
+        assert name in bpf("list").stdout.split()
     finally:
-        assert tlab("unload", name).returncode == 0
+        assert bpf("unload", name).returncode == 0
     assert name not in kernel_cc.available()

@@ -2,40 +2,30 @@
 raw/capture.pcapng, which tshark reads packet for packet as the packet log has them."""
 
 import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from tlab_cli import run_one
+from scenario_text import flow, link, scenario, table
+from tlab_cli import run_one, tlab_ok
 from transportlab.artefacts import packetlog, pcapng
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "capture"
-    duration = "3s"
-    seed = 2
-    hosts = ["a", "b"]
-    capture = { snaplen = 96 }
-
-    [[links]]
-    name = "ab"
-    between = ["a", "b"]
-    forward = { rate = "10Mbit", delay = "5ms", queue = { packets = 100, discipline = "codel", ecn = true } }
-    reverse = { delay = "5ms" }
-
-    [sysctls.a]
-    "net.ipv4.tcp_ecn" = 1
-
-    [[flows]]
-    name = "bulk"
-    from = "a"
-    to = "b"
-    protocol = "tcp"
-    """
+SCENARIO = scenario(
+    "capture",
+    link(
+        {"rate": "10Mbit", "delay": "5ms", "queue": {"packets": 100, "discipline": "codel", "ecn": True}},
+        {"delay": "5ms"},
+        name="ab",
+        between=("a", "b"),
+    ),
+    table("sysctls.a", {"net.ipv4.tcp_ecn": 1}),
+    flow("tcp", src="a", dst="b"),
+    duration="3s",
+    seed=2,
+    hosts=["a", "b"],
+    capture={"snaplen": 96},
 )
 
 
@@ -82,10 +72,5 @@ def test_capture_holds_every_departure_of_the_direction_and_tshark_reads_it(tmp_
     assert [int(r[3]) == 3 for r in rows] == list(ce)
 
     out = tmp_path / "fw.pcapng"
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "pcap", str(run_dir), "--direction", "ab.forward", "--out", str(out)],
-        capture_output=True,
-        text=True,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("pcap", run_dir, "--direction", "ab.forward", "--out", out)
     assert len(tshark(out, "frame.number")) == len(dep)

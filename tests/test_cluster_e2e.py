@@ -4,56 +4,34 @@ impairment decisions (the same UDP datagrams lost); an interrupted cluster sweep
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import shutil
 
 import pandas as pd
 import pytest
 
+from scenario_text import flow, link, scenario, table
+from tlab_cli import tlab, tlab_ok, write_scenario
 from transportlab.artefacts.catalogue import FILE
 from transportlab.artefacts.rundir import read_arrow
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = """
-name = "cluster-check"
-duration = "2s"
-seed = 5
-repetitions = 2
-hosts = ["a", "b"]
-
-[[links]]
-name = "l"
-between = ["a", "b"]
-forward = { rate = "20Mbit", delay = "2ms" }
-reverse = { delay = "2ms" }
-
-[[flows]]
-name = "cbr"
-from = "a"
-to = "b"
-protocol = "udp"
-size = 500
-interval = "4ms"
-count = 300
-
-[sweep]
-"links.l.forward.loss" = ["5%", "20%"]
-"""
+SCENARIO = scenario(
+    "cluster-check",
+    link({"rate": "20Mbit", "delay": "2ms"}, {"delay": "2ms"}, name="l", between=("a", "b")),
+    flow("udp", name="cbr", src="a", dst="b", size=500, interval="4ms", count=300),
+    table("sweep", {"links.l.forward.loss": ["5%", "20%"]}),
+    duration="2s",
+    seed=5,
+    repetitions=2,
+    hosts=["a", "b"],
+)
 # Catalogue columns that depend only on the plan and the impairment decisions (not on timing).
 SAME = ["point", "repetition", "seed", "flow", "bytes_delivered", "loss_rate", "packets_sent_by_data_sender"]
 
 
 def _run(tmp_path, out, *extra):
-    path = tmp_path / "scenario.toml"
-    path.write_text(SCENARIO)
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--quiet", *extra],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("run", write_scenario(tmp_path, SCENARIO), "--out", out, "--quiet", *extra, timeout=600)
     return out / "cluster-check"
 
 
@@ -69,9 +47,17 @@ def _received(sweep) -> dict[str, list[int]]:
     }
 
 
-def test_cluster_local_matches_the_plain_runner(tmp_path):
+@pytest.fixture(scope="module")
+def dask_sweep(tmp_path_factory):
+    """The sweep run once through `--cluster local` for the tests below (they copy it
+    before changing it)."""
+    tmp = tmp_path_factory.mktemp("cluster")
+    return _run(tmp, tmp / "dask", "--cluster", "local", "--workers", "1")
+
+
+def test_cluster_local_matches_the_plain_runner(tmp_path, dask_sweep):
     plain = _run(tmp_path, tmp_path / "plain")
-    dask = _run(tmp_path, tmp_path / "dask", "--cluster", "local", "--workers", "1")
+    dask = dask_sweep
     assert sorted(p.relative_to(dask) for p in dask.glob("*/rep-*/DONE")) == sorted(
         p.relative_to(plain) for p in plain.glob("*/rep-*/DONE")
     )
@@ -86,25 +72,22 @@ def test_cluster_local_matches_the_plain_runner(tmp_path):
     assert all(str(d).startswith(str(dask)) for d in run_dirs)
 
 
-def test_cluster_sweep_resumes(tmp_path):
-    sweep = _run(tmp_path, tmp_path / "dask", "--workers", "1")  # --workers implies --cluster local
+def test_cluster_sweep_resumes(tmp_path, dask_sweep):
+    sweep = tmp_path / "dask" / dask_sweep.name
+    shutil.copytree(dask_sweep, sweep)
     done = sorted(sweep.glob("*/rep-*/DONE"))
     kept = done[0].read_text()
     done[1].unlink()  # as if interrupted before this run was analysed
     (done[1].parent / "metrics.json").unlink()
-    _run(tmp_path, tmp_path / "dask", "--workers", "1")
+    _run(tmp_path, tmp_path / "dask", "--workers", "1")  # --workers implies --cluster local
     assert done[0].read_text() == kept  # a finished run is not redone
     assert done[1].is_file() and (done[1].parent / "metrics.json").is_file()
 
 
 def test_bad_cluster_arguments(tmp_path):
-    path = tmp_path / "scenario.toml"
-    path.write_text(SCENARIO)
-    base = [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "o"), "--quiet"]
-    res = subprocess.run(base + ["--workers", "0"], capture_output=True, text=True, timeout=60)
+    base = ["run", write_scenario(tmp_path, SCENARIO), "--out", tmp_path / "o", "--quiet"]
+    res = tlab(*base, "--workers", "0", timeout=60)
     assert res.returncode == 2 and "--workers must be at least 1" in res.stderr
-    res = subprocess.run(
-        base + ["--cluster", "tcp://127.0.0.1:9", "--workers", "2"], capture_output=True, text=True, timeout=60
-    )
+    res = tlab(*base, "--cluster", "tcp://127.0.0.1:9", "--workers", "2", timeout=60)
     assert res.returncode == 2 and "--workers is for --cluster local" in res.stderr
     assert not list((tmp_path / "o").glob("**/rep-*"))  # refused before any run started

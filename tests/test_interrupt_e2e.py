@@ -7,32 +7,22 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import pytest
 
+from scenario_text import flow, link, scenario, table
 from transportlab.locations import RUN_REGISTRY
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "interrupt"
-    duration = "2s"
-    hosts = ["a", "b"]
-    [[links]]
-    name = "l"
-    between = ["a", "b"]
-    forward = { rate = "10Mbit", delay = "5ms", queue = { packets = 100 } }
-    [[flows]]
-    name = "f"
-    from = "a"
-    to = "b"
-    protocol = "tcp"
-    [sweep]
-    "links.l.forward.delay" = ["5ms", "10ms", "15ms"]
-    """
+SCENARIO = scenario(
+    "interrupt",
+    link({"rate": "10Mbit", "delay": "5ms", "queue": {"packets": 100}}, name="l", between=("a", "b")),
+    flow("tcp", name="f", src="a", dst="b"),
+    table("sweep", {"links.l.forward.delay": ["5ms", "10ms", "15ms"]}),
+    duration="2s",
+    hosts=["a", "b"],
 )
 
 

@@ -6,51 +6,32 @@ queue inflates, backs off; the same in the simulator. A bad `delay_signal` is re
 naming the flow and field."""
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import pyarrow.ipc as ipc
 import pytest
 
-from tlab_cli import run_one
+from scenario_text import flow, link, scenario
+from tlab_cli import run_one, tlab, tlab_ok
 
 # 10 Mbit/s, 10 ms each way, 300-packet queues (≈ 360 ms at 10 Mbit/s). A QUIC LEDBAT
 # upload (libutp flavour, TARGET 100 ms) runs alone for 3 s; then a TCP CUBIC download
 # fills the reverse queue (the LEDBAT flow's acks and echoes cross it, its data does
 # not) for the remaining 9 s. 12 s per run, two runs.
-SCENARIO = textwrap.dedent(
-    """
-    name = "ledbat-one-way-e2e"
-    duration = "12s"
-    seed = 3
-    hosts = ["client", "server"]
+CROSS_TCP = flow("tcp", name="cross", cc="cubic", direction="download", start="3s")
 
-    [[links]]
-    name = "path"
-    between = ["client", "server"]
-    forward = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = 300 }} }}
-    reverse = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = 300 }} }}
 
-    [[flows]]
-    name = "ledbat"
-    from = "client"
-    to = "server"
-    protocol = "quic"
-    cc = "ledbat"
-    {cc_params}
-    direction = "upload"
+def ledbat_scenario(cc_params: str, cross: str = CROSS_TCP) -> str:
+    """The LEDBAT upload with `cc_params` (a raw line) and the `cross` traffic from 3 s."""
+    each_way = {"rate": "10Mbit", "delay": "10ms", "queue": {"packets": 300}}
+    return scenario(
+        "ledbat-one-way-e2e",
+        link(each_way, each_way, name="path"),
+        flow("quic", name="ledbat", cc="ledbat", direction="upload", extra=cc_params),
+        cross,
+        duration="12s",
+        seed=3,
+    )
 
-    [[flows]]
-    name = "cross"
-    from = "client"
-    to = "server"
-    protocol = "tcp"
-    cc = "cubic"
-    direction = "download"
-    start = "3s"
-    """
-)
 
 # The throughput compared: what the LEDBAT flow's receiver read from 5 s (the reverse
 # queue full) to the end.
@@ -66,11 +47,12 @@ def received_bps_after(series_path, from_s: float) -> float:
 
 
 @pytest.mark.netns
+@pytest.mark.timing  # one-way delays and throughput under a full reverse queue
 def test_one_way_signal_keeps_throughput_under_reverse_congestion(tmp_path):
     runs = {}
     for signal, cc_params in [("one-way", ""), ("rtt", 'cc_params = { delay_signal = "rtt" }')]:
         (tmp_path / signal).mkdir()
-        m, run_dir = run_one(tmp_path / signal, SCENARIO.format(cc_params=cc_params))
+        m, run_dir = run_one(tmp_path / signal, ledbat_scenario(cc_params))
         raw = run_dir / "raw"
         client = json.loads((raw / "ledbat-client.json").read_text())["results"]
         server = json.loads((raw / "ledbat-server.json").read_text())["results"]["connections"][0]
@@ -113,13 +95,8 @@ def test_one_way_signal_keeps_throughput_under_reverse_congestion(tmp_path):
 
 def test_a_bad_delay_signal_is_refused_naming_the_flow_and_field(tmp_path):
     scenario = tmp_path / "bad.toml"
-    scenario.write_text(SCENARIO.format(cc_params='cc_params = { delay_signal = "owd" }'))
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(scenario), "--out", str(tmp_path / "out"), "--simulate"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    scenario.write_text(ledbat_scenario('cc_params = { delay_signal = "owd" }'))
+    res = tlab("run", scenario, "--out", tmp_path / "out", "--simulate", timeout=60)
     assert res.returncode != 0
     assert "ledbat" in res.stderr and "cc_params.delay_signal" in res.stderr, res.stderr
     assert "one of one-way, rtt (got 'owd')" in res.stderr, res.stderr
@@ -128,23 +105,16 @@ def test_a_bad_delay_signal_is_refused_naming_the_flow_and_field(tmp_path):
 # The simulator runs the same exchange in virtual time (deterministic: one run each).
 # Its TCP (smoltcp) does not fill the reverse queue, so the cross traffic is UDP at
 # 12 Mbit/s from server to client, over the reverse direction's 10 Mbit/s.
-CROSS_TCP = 'name = "cross"\nfrom = "client"\nto = "server"\nprotocol = "tcp"\ncc = "cubic"\ndirection = "download"'
-CROSS_UDP = 'name = "cross"\nfrom = "server"\nto = "client"\nprotocol = "udp"\nsize = "1200B"\nrate = "12Mbit"'
+CROSS_UDP = flow("udp", name="cross", src="server", dst="client", size="1200B", rate="12Mbit", start="3s")
 
 
 def test_one_way_signal_in_the_simulator(tmp_path):
     goodput = {}
     for signal, cc_params in [("one-way", ""), ("rtt", 'cc_params = { delay_signal = "rtt" }')]:
         scenario = tmp_path / f"{signal}.toml"
-        scenario.write_text(SCENARIO.format(cc_params=cc_params).replace(CROSS_TCP, CROSS_UDP))
+        scenario.write_text(ledbat_scenario(cc_params, CROSS_UDP))
         out = tmp_path / signal
-        res = subprocess.run(
-            [sys.executable, "-m", "transportlab", "run", str(scenario), "--out", str(out), "--simulate", "--quiet"],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert res.returncode == 0, res.stderr
+        tlab_ok("run", scenario, "--out", out, "--simulate", "--quiet", timeout=120)
         (raw,) = out.glob("simulated/**/raw")
         client = json.loads((raw / "ledbat-client.json").read_text())["results"]
         server = json.loads((raw / "ledbat-server.json").read_text())["results"]["connections"][0]

@@ -22,7 +22,7 @@ from transportlab.network.live import Network
 from transportlab.plan.topology import Direction, Link, Topology
 from transportlab.run import agents
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 
 def two_hosts(forward: Direction, reverse: Direction) -> Topology:

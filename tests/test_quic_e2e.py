@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from one_flow import one_flow_scenario
+from one_flow import download_until_done
 from tlab_cli import run_one
 from transportlab.contract import controllers
 
@@ -17,15 +17,8 @@ LOSSY = 'rate = "20Mbit", delay = "10ms", queue = { packets = 100 }, loss = "1%"
 
 
 def scenario(cc: str) -> str:
-    return one_flow_scenario(
-        f'cc = "{cc}"\ndirection = "download"\nbytes = "2MB"',
-        name="dl",
-        protocol="quic",
-        forward=LOSSY,
-        reverse=LOSSY,
-        duration="30s",
-        settings='stop_when = "flows-done"\nseed = 3',
-    )
+    flow = f'cc = "{cc}"\ndirection = "download"\nbytes = "2MB"'
+    return download_until_done(flow, protocol="quic", link=LOSSY, duration="30s", seed=3)
 
 
 @pytest.mark.parametrize("cc", controllers("quic"))

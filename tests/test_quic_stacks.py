@@ -170,8 +170,9 @@ def test_json_seq_qlog_to_series_by_hand(tmp_path):
 
 
 def test_aioquic_json_qlog_and_what_a_stack_cannot_say(tmp_path):
-    """aioquic's shape: one JSON document, absolute epoch-ms times, draft-01 `cwnd`; it
-    logs no congestion states, so that column is empty, not zero."""
+    """aioquic's shape as its own QuicLogger writes it: one JSON document, absolute
+    epoch-ms times, draft-01 `cwnd`; it logs no congestion states, so that column is
+    empty, not zero."""
     doc = {
         "qlog_format": "JSON",
         "traces": [
@@ -240,3 +241,48 @@ def test_a_runs_stack_qlogs_become_its_series_once_at_analysis(tmp_path):
     assert Q.last_values(frame)["cwnd_bytes"] == 1000 and Q.last_values(frame)["congestion_events"] is None
     (tmp_path / "dl-server.sqlog").unlink()
     assert Q.ensure_series(tmp_path, "dl-server") == out  # made once
+
+
+def test_aioquic_endpoint_streams_each_connections_qlog_while_it_runs(tmp_path):
+    """The lab's aioquic endpoint writes a connection's events as JSON-SEQ at each flush
+    and holds none of them afterwards, so a stopped server has at most one flush interval
+    of events left to write however long its transfer was; a frame list aioquic fills after
+    logging its packet is written whole; each connection has its own file, in start order."""
+    from transportlab.stacks.aioquic_endpoint import StreamedQlog
+
+    qlog = StreamedQlog(tmp_path / "q", "server")
+    first = qlog.start_trace(is_client=False, odcid=b"\x01\x02")
+    frames: list[dict] = []
+    first.log_event(category="transport", event="packet_received", data={"frames": frames})
+    frames.append({"frame_type": "ack"})  # as aioquic does while it reads the packet
+    first.log_event(category="recovery", event="metrics_updated", data={"cwnd": 13500, "smoothed_rtt": 20.0})
+    qlog.flush()
+    assert len(first._events) == 0  # written, not kept
+    second = qlog.start_trace(is_client=False, odcid=b"\x03")
+    first.log_event(category="recovery", event="packet_lost", data={})
+    second.log_event(category="transport", event="packet_sent", data={})
+    qlog.end_trace(second)  # a connection's end writes it whole and closes its file
+    qlog.close()  # stop: the rest of the connections still open
+    qlog.close()
+    paths = sorted((tmp_path / "q").iterdir())
+    assert [p.name for p in paths] == ["000000_server.sqlog", "000001_server.sqlog"]
+    (one,) = Q.read_traces(paths[0])
+    (two,) = Q.read_traces(paths[1])
+    assert one.vantage_point == "server" and two.vantage_point == "server"
+    assert [(name, data) for _, name, data in one.events] == [
+        ("transport:packet_received", {"frames": [{"frame_type": "ack"}]}),
+        ("recovery:metrics_updated", {"cwnd": 13500, "smoothed_rtt": 20.0}),
+        ("recovery:packet_lost", {}),
+    ]
+    assert [name for _, name, _ in two.events] == ["transport:packet_sent"]
+    s = Q.series(one, Q.QlogClock(epoch_minus_monotonic_ns=0, absolute_epoch_times=True))
+    assert s["cwnd_bytes"].iloc[-1] == 13500 and s["lost_packets"].iloc[-1] == 1
+
+
+def test_a_stack_is_killed_before_the_runner_would_kill_its_end():
+    """The end waits for its stopped stack less than the runner waits for the end, so it
+    always gets to keep the qlogs and write its summary."""
+    from transportlab.network.live import STOP_GRACE_S
+    from transportlab.stacks.process import STOP_WAIT_S
+
+    assert STOP_WAIT_S + 0.5 <= STOP_GRACE_S

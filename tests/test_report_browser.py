@@ -5,61 +5,28 @@ table's scroll box) fails; a screenshot of the first screen is kept beside the r
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
+from scenario_text import flow, link, probe, scenario
+from tlab_cli import tlab_ok, write_scenario
 from transportlab.report.browser import WIDTH, check_page, chromium
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = """
-name = "browser-check"
-duration = "3s"
-seed = 1
-hosts = ["client", "server"]
-
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = { rate = "20Mbit", delay = "5ms", jitter = "1ms", queue = { packets = 100 } }
-reverse = { delay = "5ms" }
-
-[[flows]]
-name = "bulk"
-from = "client"
-to = "server"
-protocol = "tcp"
-cc = "cubic"
-
-[[flows]]
-name = "cbr"
-from = "client"
-to = "server"
-protocol = "udp"
-size = 1000
-interval = "10ms"
-
-[[probes]]
-name = "ping"
-from = "client"
-to = "server"
-interval = "20ms"
-"""
+SCENARIO = scenario(
+    "browser-check",
+    link({"rate": "20Mbit", "delay": "5ms", "jitter": "1ms", "queue": {"packets": 100}}, {"delay": "5ms"}),
+    flow("tcp", cc="cubic"),
+    flow("udp", name="cbr", size=1000, interval="10ms"),
+    probe("20ms"),
+    duration="3s",
+    seed=1,
+)
 
 
 def _run(tmp_path, text: str):
-    path = tmp_path / "scenario.toml"
-    path.write_text(text)
     out = tmp_path / "out"
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(out), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("run", write_scenario(tmp_path, text), "--out", out, "--quiet", timeout=300)
     return out / "browser-check"
 
 
@@ -178,13 +145,7 @@ def test_study_report_in_chromium(tmp_path):
     )
     (folder / "study.toml").write_text(STUDY)
     out = tmp_path / "out"
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "study", str(folder), "--smoke", "--out", str(out), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("study", folder, "--smoke", "--out", out, "--quiet", timeout=300)
     report = out / "browser-study-smoke" / "report.html"
     check = _check(report)
     assert check.title.startswith("transportlab study")

@@ -1,30 +1,19 @@
 """An interrupted sweep resumes: finished runs (with their DONE marker) are kept and
 skipped, unfinished ones are run; seeds are derived per point and repetition."""
 
-import textwrap
-
+from scenario_text import flow, link, scenario, table
 from transportlab import pipeline as runner
 from transportlab.plan.runs import plan
 from transportlab.run.execute import AgentFailure
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "resume"
-    duration = "2s"
-    repetitions = 2
-    hosts = ["a", "b"]
-    [[links]]
-    name = "l"
-    between = ["a", "b"]
-    forward = { rate = "10Mbit" }
-    [[flows]]
-    name = "f"
-    from = "a"
-    to = "b"
-    protocol = "tcp"
-    [sweep]
-    "links.l.forward.rate" = ["5Mbit", "10Mbit"]
-    """
+SCENARIO = scenario(
+    "resume",
+    link({"rate": "10Mbit"}, name="l", between=("a", "b")),
+    flow("tcp", name="f", src="a", dst="b"),
+    table("sweep", {"links.l.forward.rate": ["5Mbit", "10Mbit"]}),
+    duration="2s",
+    repetitions=2,
+    hosts=["a", "b"],
 )
 
 

@@ -2,56 +2,29 @@
 against what the configured network must produce."""
 
 import json
-import textwrap
 
 import pytest
 
 from one_flow import one_flow_scenario
+from scenario_text import flow, link, probe, scenario
 from tlab_cli import run_one
 
 pytestmark = pytest.mark.netns
 
-SCENARIO = textwrap.dedent(
-    """
-    name = "e2e"
-    duration = "6s"
-    seed = 5
-    hosts = ["client", "server", "a", "b"]
-
-    [[links]]
-    name = "bottleneck"
-    between = ["client", "server"]
-    forward = { rate = "10Mbit", delay = "15ms", queue = { packets = 100 } }
-    reverse = { delay = "15ms" }
-
-    [[links]]
-    name = "quiet"
-    between = ["a", "b"]
-    forward = { delay = "25ms" }
-    reverse = { delay = "25ms" }
-
-    [[flows]]
-    name = "bulk"
-    from = "client"
-    to = "server"
-    protocol = "tcp"
-    cc = "cubic"
-
-    [[probes]]
-    name = "ping"
-    from = "server"
-    to = "client"
-    interval = "50ms"
-
-    [[probes]]
-    name = "idle"
-    from = "a"
-    to = "b"
-    interval = "20ms"
-    """
+SCENARIO = scenario(
+    "e2e",
+    link({"rate": "10Mbit", "delay": "15ms", "queue": {"packets": 100}}, {"delay": "15ms"}),
+    link({"delay": "25ms"}, {"delay": "25ms"}, name="quiet", between=("a", "b")),
+    flow("tcp", cc="cubic"),
+    probe("50ms", src="server", dst="client"),
+    probe("20ms", name="idle", src="a", dst="b"),
+    duration="6s",
+    seed=5,
+    hosts=["client", "server", "a", "b"],
 )
 
 
+@pytest.mark.timing  # the probes' mean RTT within 0.5 ms
 def test_run_writes_metrics_matching_the_network(tmp_path):
     m, run_dir = run_one(tmp_path, SCENARIO)
     assert run_dir.relative_to(tmp_path / "out").parts == ("e2e", "base", "rep-0")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+import scenario_text as st
 from transportlab.plan.resolve import resolve, to_topology
 from transportlab.plan.topology import GilbertElliott
 from transportlab.scenario import (
@@ -40,27 +41,10 @@ def doc(
     flow: str = "",
     extra: str = "",
 ) -> str:
-    return f"""
-name = "t"
-duration = {duration}
-hosts = {hosts}
-{top}
-
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = {{ {fwd} }}
-reverse = {{ {rev} }}
-
-[[flows]]
-name = "bulk"
-from = "{frm}"
-to = "{to}"
-protocol = "{protocol}"
-{flow}
-
-{extra}
-"""
+    """The one-flow scenario the checks below vary, with the raw TOML of each part."""
+    bottleneck = st.link(st.Raw(f"{{ {fwd} }}"), st.Raw(f"{{ {rev} }}"))
+    bulk = st.flow(protocol, src=frm, dst=to, extra=flow)
+    return st.scenario("t", top + "\n", bottleneck, bulk, extra, duration=st.Raw(duration), hosts=st.Raw(hosts))
 
 
 def write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
@@ -605,3 +589,67 @@ def test_a_choice_parameter_names_its_options(tmp_path):
     text = doc(protocol="quic", flow='cc = "ledbat"\ncc_params = { flavour = "utorrent" }')
     with pytest.raises(ScenarioError, match=r"ledbat's flavour is one of libutp, libtorrent \(got 'utorrent'\)"):
         load_scenario(write(tmp_path, text))
+
+
+def test_a_smoke_run_scales_times_and_the_amounts_that_end_flows_and_probes(tmp_path):
+    """`--smoke 3` of a 60 s scenario (k = 1/20): starts, stops and amounts scale by k, so
+    an N-byte download sized for the full run still ends within the smoke run; a byte
+    count keeps a floor, a count at least 1; what is no amount of time (a page's objects,
+    a queue size) stays as it was."""
+    from transportlab.plan.runs import SHORTENED_MIN_BYTES, shortened
+
+    text = doc(duration='"60s"', flow='bytes = "100MB"\nstart = "20s"').replace(
+        "[[flows]]",
+        """[[flows]]
+name = "small"
+from = "client"
+to = "server"
+protocol = "tcp"
+bytes = "200KB"
+
+[[flows]]
+name = "objects"
+from = "client"
+to = "server"
+protocol = "tcp"
+objects = { count = 50, size = "100KB" }
+
+[[flows]]
+name = "cbr"
+from = "client"
+to = "server"
+protocol = "udp"
+size = 500
+interval = "4ms"
+count = 10
+
+[[flows]]
+name = "timed"
+from = "client"
+to = "server"
+protocol = "tcp"
+start = "10s"
+stop = "40s"
+
+[[probes]]
+from = "client"
+to = "server"
+interval = "100ms"
+count = 100
+
+[[flows]]""",
+        1,
+    )
+    s = shortened(load_scenario(write(tmp_path, text)), 3.0)
+    flows = {f.name: f for f in s.flows}
+    assert (s.duration, s.repetitions) == (3.0, 1)
+    assert flows["bulk"].bytes == 5_000_000 and flows["bulk"].start == pytest.approx(1.0)
+    assert flows["small"].bytes == SHORTENED_MIN_BYTES  # 10 KB scaled, raised to the floor
+    assert flows["objects"].objects.count == 50 and flows["objects"].objects.size == 100_000  # the page as it is
+    assert flows["cbr"].count == 1 and flows["cbr"].interval == 0.004  # round(0.5) = 0, at least 1
+    assert (flows["timed"].start, flows["timed"].stop, flows["timed"].bytes) == pytest.approx((0.5, 2.0, None))
+    assert s.probes[0].count == 5 and s.probes[0].interval == 0.1
+    assert s.links[0].forward.queue.packets == 100
+    # A scenario already shorter than the smoke's seconds is left as it is.
+    same = shortened(load_scenario(write(tmp_path, doc(duration='"2s"', flow='bytes = "100MB"'))), 3.0)
+    assert same.duration == 2.0 and same.flows[0].bytes == 100_000_000

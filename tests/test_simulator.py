@@ -3,57 +3,45 @@ the engine's own forwarder and link model, QUIC from quinn-proto. No namespaces 
 
 import json
 import subprocess
-import sys
-import textwrap
+from pathlib import Path
 
 import pytest
 
+from scenario_text import flow, link, probe, scenario, table
+from tlab_cli import tlab, write_scenario
 from transportlab.locations import PROJECT_ROOT
 
-LINK = """
-    [[links]]
-    name = "bottleneck"
-    between = ["client", "server"]
-    forward = {{ rate = "10Mbit", delay = "10ms", queue = {{ packets = {queue} }} }}
-    reverse = {{ delay = "10ms" }}
-"""
 
-QUIC = textwrap.dedent(
-    """
-    name = "sim-quic"
-    duration = "10s"
-    seed = 4
-    hosts = ["client", "server"]
-    [analysis]
-    bottleneck = "bottleneck"
-    """
-    + LINK.format(queue=100)
-    + """
-    [[flows]]
-    name = "bulk"
-    from = "client"
-    to = "server"
-    protocol = "quic"
-    cc = "{cc}"
+def bottleneck(queue: dict, reverse: dict | None = None) -> str:
+    """The 10 Mbit/s, 10 ms each way link with `queue`; the reverse direction only delays
+    unless `reverse` says otherwise."""
+    return link({"rate": "10Mbit", "delay": "10ms", "queue": queue}, reverse or {"delay": "10ms"})
 
-    [[probes]]
-    name = "ping"
-    from = "client"
-    to = "server"
-    interval = "100ms"
-    """
-)
+
+def bulk(protocol: str = "quic", cc: str = "cubic", queue: dict | None = None, **fields) -> str:
+    """One bulk flow over the bottleneck (a 100-packet drop-tail queue unless `queue` says
+    otherwise) for 10 s, pinged every 100 ms."""
+    return scenario(
+        "sim-quic",
+        table("analysis", {"bottleneck": "bottleneck"}),
+        bottleneck(queue or {"packets": 100}),
+        flow(protocol, cc=cc, **fields),
+        probe("100ms"),
+        duration="10s",
+        seed=4,
+    )
 
 
 def simulate(tmp_path, text: str, *args: str) -> subprocess.CompletedProcess:
-    path = tmp_path / "scenario.toml"
-    path.write_text(text)
-    return subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "out"), "--simulate", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return tlab("run", write_scenario(tmp_path, text), "--out", tmp_path / "out", "--simulate", *args, timeout=300)
+
+
+def simulate_one(tmp_path, text: str) -> Path:
+    """Simulates `text` (must exit 0) and returns its one run's folder."""
+    res = simulate(tmp_path, text)
+    assert res.returncode == 0, res.stderr
+    (run,) = run_dirs(tmp_path)
+    return run
 
 
 def run_dirs(tmp_path):
@@ -65,9 +53,7 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     """One QUIC bulk flow over 10 Mbit/s with a 100-packet queue for 10 s: the last link
     carries at least 95 % of its rate over the flow's time; the run says it was simulated
     and which stack played QUIC; the probes crossed the loaded queue (RTT above 20 ms)."""
-    res = simulate(tmp_path, QUIC.replace("{cc}", cc))
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
+    run = simulate_one(tmp_path, bulk("quic", cc))
     m = json.loads((run / "metrics.json").read_text())
     flow = m["flows"]["bulk"]
     assert 9.5e6 <= flow["throughput_bps"] <= 10e6 * 1.001, flow["throughput_bps"]
@@ -88,12 +74,9 @@ def test_a_smoltcp_tcp_flow_fills_a_10mbit_link_in_simulation(tmp_path):
     burst of drop-tail losses by retransmission timeouts (no SACK, 1 s minimum RTO): the
     same flow into a 100-packet drop-tail queue measured 6.5 Mbit/s — smoltcp's behaviour,
     which the simulator reports as it is rather than passing it off as Linux."""
-    text = QUIC.replace('protocol = "quic"', 'protocol = "tcp"\n    implementation = "smoltcp"').replace(
-        "queue = { packets = 100 }", 'queue = { packets = 100, discipline = "codel" }'
+    run = simulate_one(
+        tmp_path, bulk("tcp", "cubic", {"packets": 100, "discipline": "codel"}, implementation="smoltcp")
     )
-    res = simulate(tmp_path, text.replace("{cc}", "cubic"))
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
     m = json.loads((run / "metrics.json").read_text())
     assert 9.5e6 <= m["flows"]["bulk"]["throughput_bps"] <= 10e6 * 1.001, m["flows"]["bulk"]
     assert json.loads((run / "scenario.json").read_text())["stacks"] == {"tcp": "smoltcp"}
@@ -115,10 +98,7 @@ def test_the_labs_tcp_fills_a_drop_tail_10mbit_link_in_simulation(tmp_path, cc):
     6.5 Mbit/s here: its losses end in 1 s timeouts), every queue drop repaired by a
     retransmission, none by a timeout's go-back-N; the run records the stack by its
     name, and the series has the window (cwnd) as the kernel's has."""
-    text = QUIC.replace('protocol = "quic"', 'protocol = "tcp"').replace("{cc}", cc)
-    res = simulate(tmp_path, text)
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
+    run = simulate_one(tmp_path, bulk("tcp", cc))
     m = json.loads((run / "metrics.json").read_text())
     flow = m["flows"]["bulk"]
     assert 9.5e6 <= flow["throughput_bps"] <= 10e6 * 1.001, flow
@@ -140,9 +120,7 @@ def test_same_scenario_and_seed_give_a_byte_identical_log_and_equal_metrics(tmp_
     for i in range(2):
         d = tmp_path / str(i)
         d.mkdir()
-        res = simulate(d, QUIC.replace("{cc}", "cubic").replace('protocol = "quic"', f'protocol = "{protocol}"'))
-        assert res.returncode == 0, res.stderr
-        (run,) = run_dirs(d)
+        run = simulate_one(d, bulk(protocol))
         runs.append(run)
     logs = [(r / "raw" / "packets.tlog").read_bytes() for r in runs]
     assert len(logs[0]) > 10_000 and logs[0] == logs[1]
@@ -167,22 +145,7 @@ def test_a_drop_tail_queue_of_n_takes_exactly_n_of_a_burst(tmp_path):
 
 
 def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
-    text = textwrap.dedent(
-        """
-        name = "sim-refused"
-        duration = "2s"
-        hosts = ["client", "server"]
-        """
-        + LINK.format(queue=10)
-        + """
-        [[flows]]
-        name = "web"
-        from = "client"
-        to = "server"
-        protocol = "tcp"
-        cc = "bbr"
-        """
-    )
+    text = scenario("sim-refused", bottleneck({"packets": 10}), flow("tcp", name="web", cc="bbr"), duration="2s")
     res = simulate(tmp_path, text)
     assert res.returncode != 0
     assert (
@@ -203,12 +166,8 @@ def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):
     """quinn sends ECT(0): DualPI2 classifies it classic and, with `ecn`, marks it with
     p_C = p'² instead of dropping; quinn reacts to new CE counts with congestion events
     (at most one per mark); nothing is dropped or lost."""
-    text = QUIC.replace("{cc}", "cubic").replace(
-        "queue = { packets = 100 }", 'queue = { packets = 1000, discipline = "dualpi2", ecn = true }'
-    )
-    res = simulate(tmp_path, text)
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
+    text = bulk("quic", "cubic", {"packets": 1000, "discipline": "dualpi2", "ecn": True})
+    run = simulate_one(tmp_path, text)
     flow = json.loads((run / "metrics.json").read_text())["flows"]["bulk"]
     assert flow["marks"] > 0 and flow["drops"] == {} and flow["lost_packets"] == 0, flow
     assert 0 < flow["congestion_events"] <= flow["marks"]
@@ -222,30 +181,14 @@ def test_quic_constant_rate_messages(tmp_path, direction):
     later), so 3 s less a handshake holds 297–298 deadlines; every message made arrives,
     each one's one-way delay (deadline stamped in it → last byte read) is the 10 ms path
     plus its serialisation (~1 ms) and the packet that may precede it: 10–13 ms."""
-    text = textwrap.dedent(
-        """
-        name = "sim-messages"
-        duration = "4s"
-        hosts = ["client", "server"]
-        """
-        + LINK.format(queue=100)
-        + """
-        [[flows]]
-        name = "msgs"
-        from = "client"
-        to = "server"
-        protocol = "quic"
-        size = 1200
-        rate = "960kbit"
-        stop = "3s"
-        direction = "{direction}"
-        """
-    ).replace("{direction}", direction)
-    if direction == "download":
-        text = text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
-    res = simulate(tmp_path, text)
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
+    reverse = {"rate": "10Mbit", "delay": "10ms"} if direction == "download" else None
+    text = scenario(
+        "sim-messages",
+        bottleneck({"packets": 100}, reverse),
+        flow("quic", name="msgs", size=1200, rate="960kbit", stop="3s", direction=direction),
+        duration="4s",
+    )
+    run = simulate_one(tmp_path, text)
     client = json.loads((run / "raw" / "msgs-client.json").read_text())["results"]
     conn = json.loads((run / "raw" / "msgs-server.json").read_text())["results"]["connections"][0]
     sender, receiver = (client, conn) if direction == "upload" else (conn, client)
@@ -262,48 +205,16 @@ def test_quic_objects_and_several_streams(tmp_path):
     (each whole, a time to first byte above the 20 ms RTT, all 20 served); a 3 000 001-byte
     download on 3 streams (each its share, the remainder on the first, as the agent
     splits it); a 4 s upload on 2 streams (both carry about half)."""
-    text = textwrap.dedent(
-        """
-        name = "sim-streams"
-        duration = "12s"
-        hosts = ["client", "server"]
-        """
-        + LINK.format(queue=100)
-        + """
-        [[flows]]
-        name = "objs"
-        from = "client"
-        to = "server"
-        protocol = "quic"
-        direction = "download"
-        objects = { count = 20, size = 100000 }
-        streams = 4
-
-        [[flows]]
-        name = "multi"
-        from = "client"
-        to = "server"
-        protocol = "quic"
-        direction = "download"
-        bytes = 3000001
-        streams = 3
-        start = "3s"
-
-        [[flows]]
-        name = "up"
-        from = "client"
-        to = "server"
-        protocol = "quic"
-        streams = 2
-        start = "7s"
-        stop = "11s"
-        """
+    objects = {"count": 20, "size": 100000}
+    text = scenario(
+        "sim-streams",
+        bottleneck({"packets": 100}, {"rate": "10Mbit", "delay": "10ms"}),
+        flow("quic", name="objs", direction="download", objects=objects, streams=4),
+        flow("quic", name="multi", direction="download", bytes=3000001, streams=3, start="3s"),
+        flow("quic", name="up", streams=2, start="7s", stop="11s"),
+        duration="12s",
     )
-    res = simulate(
-        tmp_path, text.replace('reverse = { delay = "10ms" }', 'reverse = { rate = "10Mbit", delay = "10ms" }')
-    )
-    assert res.returncode == 0, res.stderr
-    (run,) = run_dirs(tmp_path)
+    run = simulate_one(tmp_path, text)
     raw = run / "raw"
     objs = json.loads((raw / "objs-client.json").read_text())["results"]
     assert objs["mode"] == "objects" and objs["complete"] and objs["objects_completed"] == 20, objs

@@ -4,40 +4,32 @@ report prints — no network needed."""
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from scenario_text import flow, link, scenario, table
+from tlab_cli import tlab
 from transportlab.scenario import ScenarioError, load_points
 from transportlab.study import Design, load_study
 from transportlab.study.report import ci95, fmt_ci
 from transportlab.study.run import plan_study, thinned
 
-SCENARIO = """
-name = "tiny"
-duration = "2s"
-seed = 1
-repetitions = 4
-hosts = ["client", "server"]
-
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = { rate = "10Mbit", delay = "5ms", queue = { packets = 50 } }
-
-[[flows]]
-name = "bulk"
-from = "client"
-to = "server"
-protocol = "tcp"
-cc = "cubic"
-
-[sweep]
-"links.bottleneck.forward.delay" = ["1ms", "2ms", "3ms", "4ms", "5ms", "6ms"]
-"flows.bulk.cc" = ["reno", "cubic", "bbr"]
-"""
+SCENARIO = scenario(
+    "tiny",
+    link({"rate": "10Mbit", "delay": "5ms", "queue": {"packets": 50}}),
+    flow("tcp", cc="cubic"),
+    table(
+        "sweep",
+        {
+            "links.bottleneck.forward.delay": ["1ms", "2ms", "3ms", "4ms", "5ms", "6ms"],
+            "flows.bulk.cc": ["reno", "cubic", "bbr"],
+        },
+    ),
+    duration="2s",
+    seed=1,
+    repetitions=4,
+)
 
 STUDY = """
 name = "tiny"
@@ -119,12 +111,7 @@ def test_cli_refuses_bad_study_and_design_without_traceback(tmp_path):
         ([str(folder), "--design", "huge"], "no design 'huge'"),
         ([str(folder), "--experiment", "two"], "no experiment 'two'"),
     ):
-        res = subprocess.run(
-            [sys.executable, "-m", "transportlab", "study", *args, "--out", str(tmp_path / "out")],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        res = tlab("study", *args, "--out", tmp_path / "out", timeout=60)
         assert res.returncode == 2 and expect in res.stderr and "Traceback" not in res.stderr, res.stderr
     assert not (tmp_path / "out").exists()
 

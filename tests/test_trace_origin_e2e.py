@@ -4,17 +4,16 @@ the trace's delivery opportunities at the same trace time, and the same scenario
 seed deliver the same number of packets in every 100 ms."""
 
 import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from scenario_text import flow, link, scenario
+from tlab_cli import tlab_ok
 from transportlab.artefacts.packetlog import DEPARTURE, read_records
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 PERIOD_MS = 500
 OFFSET_MS = 50
@@ -23,47 +22,22 @@ OFFSET_MS = 50
 # of 6 at one instant, one a millisecond for 31 ms, a gap, a burst of 4, a sparse tail.
 TRACE_MS = [250] * 6 + list(range(260, 291)) + [380] * 4 + list(range(400, 500, 10)) + [PERIOD_MS]
 
-SCENARIO = textwrap.dedent(
-    f"""
-    name = "trace-origin"
-    duration = "3s"
-    seed = 11
-    hosts = ["a", "b"]
-
-    [[links]]
-    name = "cell"
-    between = ["a", "b"]
-    forward = {{ trace = "cell.trace", trace_offset = "{OFFSET_MS}ms", queue = {{ packets = 30 }} }}
-
-    [[flows]]
-    name = "udp"
-    from = "a"
-    to = "b"
-    protocol = "udp"
-    size = 1200
-    rate = "8Mbit"
-    """
+SCENARIO = scenario(
+    "trace-origin",
+    link(
+        {"trace": "cell.trace", "trace_offset": f"{OFFSET_MS}ms", "queue": {"packets": 30}},
+        name="cell",
+        between=("a", "b"),
+    ),
+    flow("udp", name="udp", src="a", dst="b", size=1200, rate="8Mbit"),
+    duration="3s",
+    seed=11,
+    hosts=["a", "b"],
 )
 
 
 def run(tmp_path: Path, out: str, *extra: str) -> Path:
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "transportlab",
-            "run",
-            str(tmp_path / "s.toml"),
-            "--out",
-            str(tmp_path / out),
-            "--quiet",
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert res.returncode == 0, res.stderr
+    tlab_ok("run", tmp_path / "s.toml", "--out", tmp_path / out, "--quiet", *extra, timeout=120)
     (raw,) = (tmp_path / out).glob("**/raw")
     return raw
 

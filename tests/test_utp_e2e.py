@@ -6,14 +6,12 @@ queue it keeps; a bad parameter is refused before anything runs, naming the file
 field."""
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
-from one_flow import one_flow_scenario
-from tlab_cli import run_one
+from one_flow import download_until_done
+from scenario_text import flow, link, probe, scenario, table
+from tlab_cli import run_one, tlab, write_scenario
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir, read_arrow
 from transportlab.report.tables.phases import Phase, flow_throughput, probe_rtt
@@ -31,15 +29,7 @@ LINK = 'rate = "10Mbit", delay = "10ms", queue = { packets = 100 }, loss = "1%"'
 def download(implementation: str, direction: str, extra: str = "") -> str:
     """The scenario text: one uTP flow of 5 MB over the lossy link."""
     flow = f'implementation = "{implementation}"\ndirection = "{direction}"\nbytes = "5MB"\n{extra}'
-    return one_flow_scenario(
-        flow,
-        name="dl",
-        forward=LINK,
-        reverse=LINK,
-        protocol="utp",
-        duration="40s",
-        settings='stop_when = "flows-done"\nseed = 3',
-    )
+    return download_until_done(flow, protocol="utp", link=LINK, duration="40s", seed=3)
 
 
 IMPLEMENTATIONS = ["libtorrent", "libutp"]
@@ -95,61 +85,29 @@ def test_utp_transfer_completes_over_a_lossy_link(tmp_path, implementation, dire
 # shrinks by at most its gain, 3000 bytes, per RTT while the delay is over target, and
 # halves on a loss): measured here, it is under half its solo rate about 10 s into the
 # burst and under a quarter by the burst's last 5 s, which is what the test checks.
-YIELD = textwrap.dedent(
-    """
-    name = "utp-yield"
-    duration = "38s"
-    seed = 5
-    hosts = ["client1", "client2", "server1", "server2"]
-    routers = ["left", "right"]
-
-    [analysis]
-    bottleneck = "bottleneck"
-
-    [[links]]
-    name = "access1"
-    between = ["client1", "left"]
-
-    [[links]]
-    name = "access2"
-    between = ["client2", "left"]
-
-    [[links]]
-    name = "bottleneck"
-    between = ["left", "right"]
-    forward = {{ rate = "10Mbit", delay = "20ms", queue = {{ bdp = 10 }} }}
-    reverse = {{ rate = "10Mbit", delay = "20ms", queue = {{ bdp = 10 }} }}
-
-    [[links]]
-    name = "exit1"
-    between = ["right", "server1"]
-
-    [[links]]
-    name = "exit2"
-    between = ["right", "server2"]
-
-    [[flows]]
-    name = "long"
-    from = "client1"
-    to = "server1"
-    protocol = "utp"
-    implementation = "{implementation}"
-
-    [[flows]]
-    name = "burst"
-    from = "client2"
-    to = "server2"
-    protocol = "tcp"
-    cc = "cubic"
-    start = "8s"
-    stop = "28s"
-    """
-)
+BDP_10 = {"rate": "10Mbit", "delay": "20ms", "queue": {"bdp": 10}}
 
 
+def yield_scenario(implementation: str) -> str:
+    return scenario(
+        "utp-yield",
+        table("analysis", {"bottleneck": "bottleneck"}),
+        *(link(name=f"access{i}", between=(f"client{i}", "left")) for i in (1, 2)),
+        link(BDP_10, BDP_10, between=("left", "right")),
+        *(link(name=f"exit{i}", between=("right", f"server{i}")) for i in (1, 2)),
+        flow("utp", name="long", src="client1", dst="server1", implementation=implementation),
+        flow("tcp", name="burst", src="client2", dst="server2", cc="cubic", start="8s", stop="28s"),
+        duration="38s",
+        seed=5,
+        hosts=["client1", "client2", "server1", "server2"],
+        routers=["left", "right"],
+    )
+
+
+@pytest.mark.timing  # LEDBAT's rates over time against its delay target
 @pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 def test_utp_yields_to_a_tcp_burst_and_comes_back(tmp_path, implementation):
-    m, run_dir = run_one(tmp_path, YIELD.format(implementation=implementation))
+    m, run_dir = run_one(tmp_path, yield_scenario(implementation))
     long, burst = m["flows"]["long"], m["flows"]["burst"]
     assert long["error"] is None and long["utp_verified"] in (True, None)
     run = RunDir(run_dir)
@@ -178,49 +136,19 @@ def test_utp_yields_to_a_tcp_burst_and_comes_back(tmp_path, implementation):
 # 20 ms, a ping every 100 ms throughout. Both fill the link; the standing queue each keeps
 # is its target (measured: ping p50 131.8 ms with the default, 59.9 ms with 20 ms, both
 # at 9.99 Mbit/s).
-TARGET = textwrap.dedent(
-    """
-    name = "libutp-target"
-    duration = "22s"
-    seed = 7
-    hosts = ["client", "server"]
-
-    [analysis]
-    bottleneck = "bottleneck"
-
-    [[links]]
-    name = "bottleneck"
-    between = ["client", "server"]
-    forward = { rate = "10Mbit", delay = "20ms", queue = { bdp = 10 } }
-    reverse = { rate = "10Mbit", delay = "20ms", queue = { bdp = 10 } }
-
-    [[flows]]
-    name = "default"
-    from = "client"
-    to = "server"
-    protocol = "utp"
-    implementation = "libutp"
-    stop = "10s"
-
-    [[flows]]
-    name = "low"
-    from = "client"
-    to = "server"
-    protocol = "utp"
-    implementation = "libutp"
-    start = "11s"
-    stop = "21s"
-    cc_params = { target = 20 }
-
-    [[probes]]
-    name = "ping"
-    from = "client"
-    to = "server"
-    interval = "100ms"
-    """
+TARGET = scenario(
+    "libutp-target",
+    table("analysis", {"bottleneck": "bottleneck"}),
+    link(BDP_10, BDP_10),
+    flow("utp", name="default", implementation="libutp", stop="10s"),
+    flow("utp", name="low", implementation="libutp", start="11s", stop="21s", cc_params={"target": 20}),
+    probe("100ms"),
+    duration="22s",
+    seed=7,
 )
 
 
+@pytest.mark.timing  # the standing queue's RTT against the target
 def test_a_lower_libutp_target_keeps_a_shorter_queue(tmp_path):
     m, run_dir = run_one(tmp_path, TARGET)
     for name, target_us in (("default", 100_000), ("low", 20_000)):
@@ -243,14 +171,8 @@ def test_a_lower_libutp_target_keeps_a_shorter_queue(tmp_path):
 
 
 def test_a_bad_utp_parameter_is_refused_naming_file_flow_and_field(tmp_path):
-    path = tmp_path / "bad.toml"
-    path.write_text(download("libtorrent", "download", "cc_params = { target = -5 }"))
-    res = subprocess.run(
-        [sys.executable, "-m", "transportlab", "run", str(path), "--out", str(tmp_path / "out"), "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    path = write_scenario(tmp_path, download("libtorrent", "download", "cc_params = { target = -5 }"), "bad.toml")
+    res = tlab("run", path, "--out", tmp_path / "out", "--quiet", timeout=60)
     assert res.returncode == 2
     assert f"{path}: flows.dl.cc_params.target: libtorrent's target is 1 to 10000 ms (got -5)" in res.stderr
     assert not (tmp_path / "out").exists()

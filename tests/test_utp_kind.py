@@ -11,35 +11,26 @@ from pathlib import Path
 
 import pytest
 
+from scenario_text import flow, link, scenario
 from transportlab.kinds import Files, kind
 from transportlab.plan.resolve import resolve
 from transportlab.scenario import ScenarioError, load_scenario
 from transportlab.utp_agent.content import BULK_PIECE_LENGTH, Content, bulk_size
 
-SCENARIO = """
-name = "t"
-duration = "20s"
-hosts = ["client", "server"]
 
-[[links]]
-name = "bottleneck"
-between = ["client", "server"]
-forward = {{ rate = "10Mbit", delay = "10ms" }}
-reverse = {{ rate = "10Mbit", delay = "10ms" }}
-
-[[flows]]
-name = "dl"
-from = "client"
-to = "server"
-protocol = "utp"
-direction = "download"
-{flow}
-"""
+def dl_scenario(flow_lines: str, protocol: str = "utp") -> str:
+    """One download "dl" with `flow_lines` over 10 Mbit/s, 10 ms each way."""
+    return scenario(
+        "t",
+        link({"rate": "10Mbit", "delay": "10ms"}, {"rate": "10Mbit", "delay": "10ms"}),
+        flow(protocol, name="dl", direction="download", extra=flow_lines),
+        duration="20s",
+    )
 
 
 def write(tmp_path: Path, flow: str) -> Path:
     path = tmp_path / "s.toml"
-    path.write_text(SCENARIO.format(flow=flow))
+    path.write_text(dl_scenario(flow))
     return path
 
 
@@ -117,17 +108,15 @@ def test_bad_utp_fields_are_refused_naming_the_flow_and_field(tmp_path, flow, ex
 def test_implementation_on_other_kinds(tmp_path):
     path = tmp_path / "s.toml"
     # tcp names its one implementation, the kernel's (a sweep axis may step to it) …
-    path.write_text(SCENARIO.format(flow='implementation = "linux"').replace('protocol = "utp"', 'protocol = "tcp"'))
+    path.write_text(dl_scenario('implementation = "linux"', "tcp"))
     assert load_scenario(path).flows[0].implementation == "linux"
-    path.write_text(
-        SCENARIO.format(flow='implementation = "libtorrent"').replace('protocol = "utp"', 'protocol = "tcp"')
-    )
+    path.write_text(dl_scenario('implementation = "libtorrent"', "tcp"))
     with pytest.raises(
         ScenarioError, match=r"flows\.dl\.implementation: tcp flows are linux \(the kernel.s\) or smoltcp"
     ):
         load_scenario(path)
     # … quic names quinn or a third-party stack (tests/test_quic_stacks.py), udp none.
-    path.write_text(SCENARIO.format(flow='implementation = "quinn"').replace('protocol = "utp"', 'protocol = "udp"'))
+    path.write_text(dl_scenario('implementation = "quinn"', "udp"))
     with pytest.raises(ScenarioError, match=r"flows\.dl\.implementation: implementation is not a field of udp flows"):
         load_scenario(path)
 

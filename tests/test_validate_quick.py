@@ -6,7 +6,7 @@ from rich.console import Console
 
 from transportlab.fidelity.validate import loss, queue
 
-pytestmark = pytest.mark.netns
+pytestmark = [pytest.mark.netns, pytest.mark.timing]
 
 
 def test_loss_within_99_percent_binomial_interval(tmp_path):

@@ -7,37 +7,9 @@
 #![no_main]
 
 use wire::ipv4::{protocol, Ecn, Ipv4Packet, MIN_HEADER_LEN};
+use wire::flow::reference::literal_offsets;
 use wire::{flow_key, Error, FlowKey, TcpPacket, UdpPacket};
 use libfuzzer_sys::fuzz_target;
-
-/// The parser before the typed views (literal offsets), as the reference.
-fn literal_offsets(pkt: &[u8]) -> Option<FlowKey> {
-    if pkt.len() < 20 || pkt[0] >> 4 != 4 {
-        return None;
-    }
-    let ihl = ((pkt[0] & 0x0f) as usize) * 4;
-    if ihl < 20 || pkt.len() < ihl {
-        return None;
-    }
-    let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
-    let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
-    let mut key = FlowKey {
-        src: be32(12),
-        dst: be32(16),
-        proto: pkt[9],
-        ..FlowKey::default()
-    };
-    let first_fragment = be16(6) & 0x1fff == 0;
-    let l4 = &pkt[ihl..];
-    if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {
-        key.sport = u16::from_be_bytes([l4[0], l4[1]]);
-        key.dport = u16::from_be_bytes([l4[2], l4[3]]);
-        if key.proto == 6 && l4.len() >= 8 {
-            key.tcp_seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
-        }
-    }
-    Some(key)
-}
 
 fuzz_target!(|data: &[u8]| {
     let key = flow_key(data);

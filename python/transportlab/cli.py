@@ -353,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const=5.0,
         metavar="SECONDS",
-        help="try the file: its first sweep point once, every time in it scaled into SECONDS (default 5)",
+        help="try the file: its first sweep point once, every time in it (and the bytes and counts that end its flows and probes) scaled into SECONDS (default 5)",
     )
     run.add_argument(
         "--simulate",

@@ -17,29 +17,16 @@ fn tcp_upload_20mb_both_ends_agree() {
         d.file("cli.json"),
         d.file("cli.arrow"),
     );
-    let (srv, port) = start_server(&[
-        "tcp-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--once",
-        "--summary",
-        &srv_sum,
-        "--series",
-        &srv_ser,
-    ]);
+    let (srv, port) = start_server(&cmd(
+        "tcp-server --bind 127.0.0.1:0 --once --summary {} --series {}",
+        &[&srv_sum, &srv_ser],
+    ));
     let to = format!("127.0.0.1:{port}");
     let rc = run(
-        &[
-            "tcp-client",
-            "--connect",
-            &to,
-            "--bytes",
-            "20MB",
-            "--summary",
-            &cli_sum,
-            "--series",
-            &cli_ser,
-        ],
+        &cmd(
+            "tcp-client --connect {} --bytes 20MB --summary {} --series {}",
+            &[&to, &cli_sum, &cli_ser],
+        ),
         LIMIT,
     );
     assert_eq!(rc, 0);
@@ -66,20 +53,13 @@ fn tcp_upload_20mb_both_ends_agree() {
 fn tcp_download_by_bytes() {
     let d = TempDir::new("download");
     let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
+    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
     let to = format!("127.0.0.1:{port}");
     let rc = run(
-        &[
-            "tcp-client",
-            "--connect",
-            &to,
-            "--bytes",
-            "5MB",
-            "--direction",
-            "download",
-            "--summary",
-            &cli_sum,
-        ],
+        &cmd(
+            "tcp-client --connect {} --bytes 5MB --direction download --summary {}",
+            &[&to, &cli_sum],
+        ),
         LIMIT,
     );
     assert_eq!(rc, 0);
@@ -103,20 +83,13 @@ fn tcp_download_by_bytes() {
 fn tcp_objects() {
     let d = TempDir::new("objects");
     let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
+    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
     let to = format!("127.0.0.1:{port}");
     let rc = run(
-        &[
-            "tcp-client",
-            "--connect",
-            &to,
-            "--objects",
-            "10",
-            "--object-size",
-            "64KiB",
-            "--summary",
-            &cli_sum,
-        ],
+        &cmd(
+            "tcp-client --connect {} --objects 10 --object-size 64KiB --summary {}",
+            &[&to, &cli_sum],
+        ),
         LIMIT,
     );
     assert_eq!(rc, 0);
@@ -143,34 +116,16 @@ fn tcp_objects() {
 fn udp_send_recv_count() {
     let d = TempDir::new("udp");
     let (rs, rser, ss) = (d.file("recv.json"), d.file("recv.arrow"), d.file("send.json"));
-    let (recv, port) = start_server(&[
-        "udp-recv",
-        "--bind",
-        "127.0.0.1:0",
-        "--idle-timeout",
-        "500ms",
-        "--duration",
-        "10s",
-        "--summary",
-        &rs,
-        "--series",
-        &rser,
-    ]);
+    let (recv, port) = start_server(&cmd(
+        "udp-recv --bind 127.0.0.1:0 --idle-timeout 500ms --duration 10s --summary {} --series {}",
+        &[&rs, &rser],
+    ));
     let to = format!("127.0.0.1:{port}");
     let rc = run(
-        &[
-            "udp-send",
-            "--to",
-            &to,
-            "--size",
-            "1200",
-            "--rate",
-            "24Mbit",
-            "--count",
-            "1000",
-            "--summary",
-            &ss,
-        ],
+        &cmd(
+            "udp-send --to {} --size 1200 --rate 24Mbit --count 1000 --summary {}",
+            &[&to, &ss],
+        ),
         LIMIT,
     );
     assert_eq!(rc, 0);
@@ -202,31 +157,16 @@ fn udp_send_recv_count() {
 fn probe_against_echo() {
     let d = TempDir::new("probe");
     let (es, ps, pser) = (d.file("echo.json"), d.file("probe.json"), d.file("probe.arrow"));
-    let (echo, port) = start_server(&[
-        "echo",
-        "--bind",
-        "127.0.0.1:0",
-        "--stamp",
-        "--duration",
-        "10s",
-        "--summary",
-        &es,
-    ]);
+    let (echo, port) = start_server(&cmd(
+        "echo --bind 127.0.0.1:0 --stamp --duration 10s --summary {}",
+        &[&es],
+    ));
     let to = format!("127.0.0.1:{port}");
     let rc = run(
-        &[
-            "probe",
-            "--to",
-            &to,
-            "--interval",
-            "2ms",
-            "--count",
-            "200",
-            "--summary",
-            &ps,
-            "--series",
-            &pser,
-        ],
+        &cmd(
+            "probe --to {} --interval 2ms --count 200 --summary {} --series {}",
+            &[&to, &ps, &pser],
+        ),
         LIMIT,
     );
     assert_eq!(rc, 0);
@@ -251,7 +191,7 @@ fn probe_against_echo() {
 fn sigterm_writes_summary() {
     let d = TempDir::new("sigterm");
     let rs = d.file("recv.json");
-    let (recv, _port) = start_server(&["udp-recv", "--bind", "127.0.0.1:0", "--summary", &rs]);
+    let (recv, _port) = start_server(&cmd("udp-recv --bind 127.0.0.1:0 --summary {}", &[&rs]));
     std::thread::sleep(Duration::from_millis(100));
     unsafe { libc::kill(recv.id() as i32, libc::SIGTERM) };
     assert_eq!(wait(recv, LIMIT), 0);
@@ -264,7 +204,7 @@ fn sigterm_writes_summary() {
 fn exit_codes() {
     let d = TempDir::new("exit");
     let s = d.file("x.json");
-    let quiet = |args: &[&str]| {
+    let quiet = |args: &[String]| {
         let c = Command::new(AGENT).args(args).stderr(Stdio::piped()).spawn().unwrap();
         let out = c.wait_with_output().unwrap();
         (
@@ -274,65 +214,36 @@ fn exit_codes() {
     };
     // Bad arguments: 2.
     assert_eq!(
-        quiet(&[
-            "tcp-client",
-            "--connect",
-            "127.0.0.1:9",
-            "--bytes",
-            "10Mbit",
-            "--summary",
-            &s
-        ])
+        quiet(&cmd(
+            "tcp-client --connect 127.0.0.1:9 --bytes 10Mbit --summary {}",
+            &[&s]
+        ))
         .0,
         2
     );
     assert_eq!(
-        quiet(&[
-            "udp-send",
-            "--to",
-            "127.0.0.1:9",
-            "--size",
-            "8",
-            "--count",
-            "1",
-            "--rate",
-            "1Mbit",
-            "--summary",
-            &s
-        ])
+        quiet(&cmd(
+            "udp-send --to 127.0.0.1:9 --size 8 --count 1 --rate 1Mbit --summary {}",
+            &[&s]
+        ))
         .0,
         2
     );
     assert_eq!(
-        quiet(&["probe", "--to", "127.0.0.1:9", "--interval", "1ms", "--summary", &s]).0,
+        quiet(&cmd("probe --to 127.0.0.1:9 --interval 1ms --summary {}", &[&s])).0,
         2
     );
     // Runtime failures: 1, with a one-line message naming the problem.
-    let (code, err) = quiet(&[
-        "tcp-client",
-        "--connect",
-        "127.0.0.1:1",
-        "--bytes",
-        "1MB",
-        "--summary",
-        &s,
-    ]);
+    let (code, err) = quiet(&cmd("tcp-client --connect 127.0.0.1:1 --bytes 1MB --summary {}", &[&s]));
     assert_eq!(code, 1);
     assert!(
         err.contains("cannot connect") && err.trim().lines().count() == 1,
         "{err}"
     );
-    let (code, err) = quiet(&[
-        "tcp-client",
-        "--connect",
-        "127.0.0.1:1",
-        "--bytes",
-        "1MB",
-        "--cc",
-        "no-such-cc",
-        "--summary",
-        &s,
-    ]);
+    let (code, err) = quiet(&cmd(
+        "tcp-client --connect 127.0.0.1:1 --bytes 1MB --cc no-such-cc --summary {}",
+        &[&s],
+    ));
     assert_eq!(code, 1);
     assert!(err.contains("no-such-cc"), "{err}");
 }
@@ -341,21 +252,12 @@ fn exit_codes() {
 fn tcp_tls_upload_and_objects() {
     let d = TempDir::new("tls");
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--tls", "--summary", &ss]);
+    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --tls --summary {}", &[&ss]));
     let connect = format!("127.0.0.1:{port}");
     let c = &connect;
     assert_eq!(
         run(
-            &[
-                "tcp-client",
-                "--connect",
-                c,
-                "--tls",
-                "--bytes",
-                "10MB",
-                "--summary",
-                &cs
-            ],
+            &cmd("tcp-client --connect {} --tls --bytes 10MB --summary {}", &[c, &cs]),
             LIMIT
         ),
         0
@@ -367,18 +269,10 @@ fn tcp_tls_upload_and_objects() {
     assert_eq!(up["results"]["bytes"], 10_000_000);
     assert_eq!(
         run(
-            &[
-                "tcp-client",
-                "--connect",
-                c,
-                "--tls",
-                "--objects",
-                "5",
-                "--object-size",
-                "300kB",
-                "--summary",
-                &cs
-            ],
+            &cmd(
+                "tcp-client --connect {} --tls --objects 5 --object-size 300kB --summary {}",
+                &[c, &cs]
+            ),
             LIMIT
         ),
         0
@@ -388,18 +282,10 @@ fn tcp_tls_upload_and_objects() {
     assert_eq!(obj["results"]["objects_completed"], 5);
     assert_eq!(
         run(
-            &[
-                "tcp-client",
-                "--connect",
-                c,
-                "--tls",
-                "--direction",
-                "download",
-                "--bytes",
-                "3MB",
-                "--summary",
-                &cs
-            ],
+            &cmd(
+                "tcp-client --connect {} --tls --direction download --bytes 3MB --summary {}",
+                &[c, &cs]
+            ),
             LIMIT
         ),
         0

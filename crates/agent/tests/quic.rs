@@ -226,49 +226,30 @@ fn quic_every_controller_builds() {
 fn quic_bad_cc_exits_2_naming_the_flag() {
     let d = TempDir::new("quic-badcc");
     let s = d.file("x.json");
-    let stderr_of = |args: &[&str]| {
+    let stderr_of = |args: &[String]| {
         let out = Command::new(AGENT).args(args).stderr(Stdio::piped()).output().unwrap();
         (
             out.status.code().unwrap(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
-    let (code, err) = stderr_of(&[
-        "quic-client",
-        "--connect",
-        "127.0.0.1:9",
-        "--bytes",
-        "1MB",
-        "--cc",
-        "nope",
-        "--summary",
-        &s,
-    ]);
+    let (code, err) = stderr_of(&cmd(
+        "quic-client --connect 127.0.0.1:9 --bytes 1MB --cc nope --summary {}",
+        &[&s],
+    ));
     assert_eq!(code, 2);
     assert!(err.contains("--cc nope: unknown congestion controller"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    let (code, err) = stderr_of(&[
-        "quic-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--cc",
-        "cubic",
-        "--cc-param",
-        "nonsense=1",
-        "--summary",
-        &s,
-    ]);
+    let (code, err) = stderr_of(&cmd(
+        "quic-server --bind 127.0.0.1:0 --cc cubic --cc-param nonsense=1 --summary {}",
+        &[&s],
+    ));
     assert_eq!(code, 2);
     assert!(err.contains("--cc-param nonsense=1"), "{err}");
-    let (code, err) = stderr_of(&[
-        "quic-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--datagram-size",
-        "1000",
-        "--summary",
-        &s,
-    ]);
+    let (code, err) = stderr_of(&cmd(
+        "quic-server --bind 127.0.0.1:0 --datagram-size 1000 --summary {}",
+        &[&s],
+    ));
     assert_eq!(code, 2);
     assert!(err.contains("--datagram-size 1000"), "{err}");
 }
@@ -277,18 +258,13 @@ fn quic_bad_cc_exits_2_naming_the_flag() {
 fn quic_sigterm_writes_summary() {
     let d = TempDir::new("quic-sigterm");
     let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&["quic-server", "--bind", "127.0.0.1:0", "--summary", &ss]);
+    let (srv, port) = start_server(&cmd("quic-server --bind 127.0.0.1:0 --summary {}", &[&ss]));
     let connect = format!("127.0.0.1:{port}");
     let cli = Command::new(AGENT)
-        .args([
-            "quic-client",
-            "--connect",
-            &connect,
-            "--duration",
-            "30s",
-            "--summary",
-            &cs,
-        ])
+        .args(cmd(
+            "quic-client --connect {} --duration 30s --summary {}",
+            &[&connect, &cs],
+        ))
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));

@@ -11,26 +11,10 @@ use std::process::{Command, Stdio};
 fn records_run(delivery: &str) -> (serde_json::Value, serde_json::Value, i32, String) {
     let d = TempDir::new(&format!("records-{delivery}"));
     let (srv_sum, cli_sum, cli_rec) = (d.file("srv.json"), d.file("cli.json"), d.file("rec.arrow"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
+    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
     let to = format!("127.0.0.1:{port}");
     let out = Command::new(AGENT)
-        .args([
-            "tcp-client",
-            "--connect",
-            &to,
-            "--record-size",
-            "1448",
-            "--record-interval",
-            "10ms",
-            "--duration",
-            "300ms",
-            "--delivery",
-            delivery,
-            "--summary",
-            &cli_sum,
-            "--record-series",
-            &cli_rec,
-        ])
+        .args(cmd("tcp-client --connect {} --record-size 1448 --record-interval 10ms --duration 300ms --delivery {} --summary {} --record-series {}", &[&to, delivery, &cli_sum, &cli_rec]))
         .stderr(Stdio::piped())
         .output()
         .expect("spawn agent");
@@ -186,26 +170,10 @@ fn malformed_frames_are_counted_and_skipped_by_the_client() {
 fn page_run(delivery: &str) -> (serde_json::Value, serde_json::Value) {
     let d = TempDir::new(&format!("page-{delivery}"));
     let (srv_sum, cli_sum, cli_page) = (d.file("srv.json"), d.file("cli.json"), d.file("page.arrow"));
-    let (srv, port) = start_server(&["tcp-server", "--bind", "127.0.0.1:0", "--once", "--summary", &srv_sum]);
+    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
     let to = format!("127.0.0.1:{port}");
     let out = Command::new(AGENT)
-        .args([
-            "tcp-client",
-            "--connect",
-            &to,
-            "--page-primary",
-            "30000",
-            "--page-secondaries",
-            "5000,70000,1",
-            "--duration",
-            "300ms",
-            "--delivery",
-            delivery,
-            "--summary",
-            &cli_sum,
-            "--page-series",
-            &cli_page,
-        ])
+        .args(cmd("tcp-client --connect {} --page-primary 30000 --page-secondaries 5000,70000,1 --duration 300ms --delivery {} --summary {} --page-series {}", &[&to, delivery, &cli_sum, &cli_page]))
         .stderr(Stdio::piped())
         .output()
         .expect("spawn agent");

@@ -118,10 +118,7 @@ impl Cubic {
 
     /// Key `variant`: `rfc9438` (default) or `chromium`.
     pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
-        let mut reader = ParamReader::new(params);
-        let cubic = Self::from_reader(&mut reader, mss)?;
-        reader.finish("cubic")?;
-        Ok(cubic)
+        ParamReader::read_all(params, "cubic", |r| Self::from_reader(r, mss))
     }
 
     /// Reads `variant` only, leaving unknown-key checking to the caller (the

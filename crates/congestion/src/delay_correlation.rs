@@ -95,10 +95,7 @@ impl DelayCorrelation {
     /// [`DEFAULT_SEED`]), `dither_small` (2), `dither_large_min` (10), each 0..=10000
     /// packets, `dither_large_divisor` (16, 1..=1000000), and CUBIC's `variant`.
     pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
-        let mut reader = ParamReader::new(params);
-        let dc = Self::from_reader(&mut reader, mss)?;
-        reader.finish("delay-correlation")?;
-        Ok(dc)
+        ParamReader::read_all(params, "delay-correlation", |r| Self::from_reader(r, mss))
     }
 
     pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64) -> Result<Self, ConfigError> {

@@ -142,10 +142,7 @@ impl Ledbat {
     /// milliseconds, default 100, 0.001..=10000) and `delay_signal` (`one-way` default,
     /// or `rtt`).
     pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
-        let mut reader = ParamReader::new(params);
-        let ledbat = Self::from_reader(&mut reader, mss, now)?;
-        reader.finish("ledbat")?;
-        Ok(ledbat)
+        ParamReader::read_all(params, "ledbat", |r| Self::from_reader(r, mss, now))
     }
 
     pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {

@@ -38,10 +38,7 @@ impl NewReno {
 
     /// NewReno takes no parameters; any key is refused.
     pub fn from_params(params: &Params, mss: u64) -> Result<Self, ConfigError> {
-        let mut reader = ParamReader::new(params);
-        let newreno = Self::from_reader(&mut reader, mss)?;
-        reader.finish("newreno")?;
-        Ok(newreno)
+        ParamReader::read_all(params, "newreno", |r| Self::from_reader(r, mss))
     }
 
     /// Reads nothing: the reader stays empty, and `finish` refuses every key.

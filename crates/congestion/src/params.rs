@@ -73,6 +73,19 @@ impl<'a> ParamReader<'a> {
         }
     }
 
+    /// Reads `algorithm`'s parameters from `params` with `read` (its `from_reader`), then
+    /// refuses any key it did not ask for: what every controller's `from_params` does.
+    pub fn read_all<T>(
+        params: &'a Params,
+        algorithm: &str,
+        read: impl FnOnce(&mut ParamReader<'a>) -> Result<T, ConfigError>,
+    ) -> Result<T, ConfigError> {
+        let mut reader = ParamReader::new(params);
+        let value = read(&mut reader)?;
+        reader.finish(algorithm)?;
+        Ok(value)
+    }
+
     /// The text given for `key`, if any.
     pub fn given(&self, key: &str) -> Option<&'a str> {
         self.params.get(key).map(String::as_str)

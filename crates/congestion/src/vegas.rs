@@ -88,10 +88,7 @@ impl Vegas {
     /// Keys `alpha` (2), `beta` (4), `gamma` (1), in packets, each 0..=1000, with
     /// alpha ≤ beta.
     pub fn from_params(params: &Params, mss: u64, now: Nanos) -> Result<Self, ConfigError> {
-        let mut reader = ParamReader::new(params);
-        let vegas = Self::from_reader(&mut reader, mss, now)?;
-        reader.finish("vegas")?;
-        Ok(vegas)
+        ParamReader::read_all(params, "vegas", |r| Self::from_reader(r, mss, now))
     }
 
     pub(crate) fn from_reader(reader: &mut ParamReader<'_>, mss: u64, now: Nanos) -> Result<Self, ConfigError> {

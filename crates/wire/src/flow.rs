@@ -84,6 +84,43 @@ fn clamp16(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
 }
 
+/// The reference the views are checked against (the `reference` feature; the fuzz
+/// targets enable it).
+#[cfg(any(test, feature = "reference"))]
+pub mod reference {
+    use super::FlowKey;
+
+    /// The parser before the typed views (literal offsets), kept to check that the views
+    /// changed nothing: by the tests here and by the `engine_packet` fuzz target.
+    pub fn literal_offsets(pkt: &[u8]) -> Option<FlowKey> {
+        if pkt.len() < 20 || pkt[0] >> 4 != 4 {
+            return None;
+        }
+        let ihl = ((pkt[0] & 0x0f) as usize) * 4;
+        if ihl < 20 || pkt.len() < ihl {
+            return None;
+        }
+        let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
+        let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
+        let mut key = FlowKey {
+            src: be32(12),
+            dst: be32(16),
+            proto: pkt[9],
+            ..FlowKey::default()
+        };
+        let first_fragment = be16(6) & 0x1fff == 0;
+        let l4 = &pkt[ihl..];
+        if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {
+            key.sport = u16::from_be_bytes([l4[0], l4[1]]);
+            key.dport = u16::from_be_bytes([l4[2], l4[3]]);
+            if key.proto == 6 && l4.len() >= 8 {
+                key.tcp_seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
+            }
+        }
+        Some(key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,35 +240,6 @@ mod tests {
         assert_eq!((k.sport, k.dport), (53, 1234));
     }
 
-    /// The parser before the typed views, kept to check that the views changed nothing.
-    fn literal_offsets(pkt: &[u8]) -> Option<FlowKey> {
-        if pkt.len() < 20 || pkt[0] >> 4 != 4 {
-            return None;
-        }
-        let ihl = ((pkt[0] & 0x0f) as usize) * 4;
-        if ihl < 20 || pkt.len() < ihl {
-            return None;
-        }
-        let be32 = |o: usize| u32::from_be_bytes([pkt[o], pkt[o + 1], pkt[o + 2], pkt[o + 3]]);
-        let be16 = |o: usize| u16::from_be_bytes([pkt[o], pkt[o + 1]]);
-        let mut key = FlowKey {
-            src: be32(12),
-            dst: be32(16),
-            proto: pkt[9],
-            ..FlowKey::default()
-        };
-        let first_fragment = be16(6) & 0x1fff == 0;
-        let l4 = &pkt[ihl..];
-        if first_fragment && (key.proto == 6 || key.proto == 17) && l4.len() >= 4 {
-            key.sport = u16::from_be_bytes([l4[0], l4[1]]);
-            key.dport = u16::from_be_bytes([l4[2], l4[3]]);
-            if key.proto == 6 && l4.len() >= 8 {
-                key.tcp_seq = u32::from_be_bytes([l4[4], l4[5], l4[6], l4[7]]);
-            }
-        }
-        Some(key)
-    }
-
     #[test]
     fn same_keys_as_the_literal_offsets() {
         let mut x: u64 = 0x2545_f491_4f6c_dd1d;
@@ -262,7 +270,7 @@ mod tests {
                 "{p:02x?}"
             );
             let key = key.map(|k| FlowKey { payload_len: 0, ..k });
-            assert_eq!(key, literal_offsets(&p), "{p:02x?}");
+            assert_eq!(key, reference::literal_offsets(&p), "{p:02x?}");
         }
     }
 }

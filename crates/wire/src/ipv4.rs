@@ -35,25 +35,12 @@ pub mod protocol {
 /// same values its queue disciplines decide on.
 pub use linkem::Ecn;
 
-/// A view of an IPv4 packet in `buffer`.
-#[derive(Clone, Debug)]
-pub struct Ipv4Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+crate::view!(
+    /// A view of an IPv4 packet in `buffer`.
+    Ipv4Packet
+);
 
 impl<T: AsRef<[u8]>> Ipv4Packet<T> {
-    /// A view without checks: its accessors panic unless [`Ipv4Packet::check`] passes.
-    pub const fn new_unchecked(buffer: T) -> Ipv4Packet<T> {
-        Ipv4Packet { buffer }
-    }
-
-    /// A view of an IPv4 header that lies entirely inside `buffer`.
-    pub fn new_checked(buffer: T) -> Result<Ipv4Packet<T>, Error> {
-        let p = Ipv4Packet::new_unchecked(buffer);
-        p.check()?;
-        Ok(p)
-    }
-
     /// Version 4, a header length of at least 20 bytes, and that many bytes present.
     /// The total length field is not checked: the engine forwards the bytes the TUN
     /// device handed over, and keys the packet the same whatever that field says.
@@ -70,10 +57,6 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
             return Err(Error::BadHeaderLen { header_len });
         }
         check_len(buf, header_len)
-    }
-
-    pub fn into_inner(self) -> T {
-        self.buffer
     }
 
     pub fn version(&self) -> u8 {

@@ -20,6 +20,50 @@
 //! are what is forwarded), a GRO packet's total length 0 at the tap, a flow key from a
 //! truncated transport header — and ECN as the link model's type.
 
+/// A typed view over a byte buffer: the struct and what every header's view has, the
+/// constructors (`new_checked` passes the type's own `check`) and `into_inner`; with
+/// `ports`, the transport headers' source and destination ports (their first four bytes).
+macro_rules! view {
+    ($(#[$doc:meta])* $name:ident $(, $ports:ident)?) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $name<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> $name<T> {
+            /// A view without checks: an accessor panics if its field lies past the
+            /// buffer (none does once `check` passes).
+            pub const fn new_unchecked(buffer: T) -> $name<T> {
+                $name { buffer }
+            }
+
+            /// A view whose header lies inside `buffer` (its `check` passes).
+            pub fn new_checked(buffer: T) -> Result<$name<T>, $crate::Error> {
+                let p = $name::new_unchecked(buffer);
+                p.check()?;
+                Ok(p)
+            }
+
+            pub fn into_inner(self) -> T {
+                self.buffer
+            }
+
+            $($crate::view!(@$ports);)?
+        }
+    };
+    (@ports) => {
+        pub fn src_port(&self) -> u16 {
+            $crate::be16(self.buffer.as_ref(), field::SRC_PORT)
+        }
+
+        pub fn dst_port(&self) -> u16 {
+            $crate::be16(self.buffer.as_ref(), field::DST_PORT)
+        }
+    };
+}
+pub(crate) use view;
+
 pub mod build;
 pub mod flow;
 pub mod ipv4;

@@ -51,25 +51,13 @@ pub mod kind {
 /// Most SACK blocks an option can hold (2 + 4 × 8 of the 40 option bytes).
 pub const MAX_SACK_BLOCKS: usize = 4;
 
-/// A view of a TCP segment in `buffer`.
-#[derive(Clone, Debug)]
-pub struct TcpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+crate::view!(
+    /// A view of a TCP segment in `buffer`.
+    TcpPacket, ports
+);
 
 impl<T: AsRef<[u8]>> TcpPacket<T> {
-    /// A view without checks: an accessor panics if its field lies past the buffer.
-    pub const fn new_unchecked(buffer: T) -> TcpPacket<T> {
-        TcpPacket { buffer }
-    }
-
-    /// A view of a whole TCP header (options included) inside `buffer`.
-    pub fn new_checked(buffer: T) -> Result<TcpPacket<T>, Error> {
-        let p = TcpPacket::new_unchecked(buffer);
-        p.check()?;
-        Ok(p)
-    }
-
+    /// A whole TCP header (options included) inside the buffer.
     pub fn check(&self) -> Result<(), Error> {
         let buf = self.buffer.as_ref();
         check_len(buf, MIN_HEADER_LEN)?;
@@ -78,18 +66,6 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
             return Err(Error::BadHeaderLen { header_len });
         }
         check_len(buf, header_len)
-    }
-
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    pub fn src_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::DST_PORT)
     }
 
     pub fn seq_number(&self) -> u32 {

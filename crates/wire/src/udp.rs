@@ -16,34 +16,15 @@ pub mod field {
 
 pub const HEADER_LEN: usize = field::CHECKSUM.end;
 
-/// A view of a UDP datagram in `buffer`.
-#[derive(Clone, Debug)]
-pub struct UdpPacket<T: AsRef<[u8]>> {
-    buffer: T,
-}
+crate::view!(
+    /// A view of a UDP datagram in `buffer`.
+    UdpPacket, ports
+);
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
-    /// A view without checks: an accessor panics if its field lies past the buffer.
-    pub const fn new_unchecked(buffer: T) -> UdpPacket<T> {
-        UdpPacket { buffer }
-    }
-
-    /// A view of a whole UDP header inside `buffer`.
-    pub fn new_checked(buffer: T) -> Result<UdpPacket<T>, Error> {
-        check_len(buffer.as_ref(), HEADER_LEN)?;
-        Ok(UdpPacket::new_unchecked(buffer))
-    }
-
-    pub fn into_inner(self) -> T {
-        self.buffer
-    }
-
-    pub fn src_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::SRC_PORT)
-    }
-
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buffer.as_ref(), field::DST_PORT)
+    /// A whole UDP header inside the buffer.
+    pub fn check(&self) -> Result<(), Error> {
+        check_len(self.buffer.as_ref(), HEADER_LEN)
     }
 
     /// Header plus payload, in bytes, as the sender stated it.

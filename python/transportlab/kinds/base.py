@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 
 # Fields every flow has, whatever its kind.
 COMMON_FIELDS = frozenset({"name", "from", "to", "protocol", "start", "stop", "port"})
+# The fields of the lab's agent's transfers that tcp and quic flows both take.
+AGENT_TRANSFER_FIELDS = frozenset(
+    {"cc", "cc_params", "direction", "bytes", "objects", "mss", "size", "interval", "delivery", "playout"}
+    | {"implementation", "application"}
+)
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,13 @@ def summary_args(summary: Path, series: Path | None) -> list[str]:
 def duration_arg(seconds: float) -> str:
     """A duration for the agent's command line (whole nanoseconds, at least 1)."""
     return f"{max(1, int(round(seconds * 1e9)))}ns"
+
+
+def bulk_argv(flow) -> list[str]:
+    """A bulk transfer's client arguments: its direction, and `bytes` or, without it, the
+    flow's duration (the agents' shared flags)."""
+    size = ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
+    return ["--direction", flow.direction, *size]
 
 
 def sender_results(client: dict, server: dict) -> tuple[dict, str]:

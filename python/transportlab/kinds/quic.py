@@ -14,10 +14,12 @@ from transportlab import contract
 from transportlab import metrics as M
 from transportlab.artefacts.qlog import ensure_series, last_values
 from transportlab.kinds.base import (
+    AGENT_TRANSFER_FIELDS,
     Endpoints,
     Files,
     FlowKind,
     agent_binary,
+    bulk_argv,
     duration_arg,
     sender_results,
     server_argv,
@@ -43,26 +45,7 @@ GIVE_UP_MARGIN_S = 2.5
 class Quic(FlowKind):
     name = "quic"
     ip_proto = 17
-    fields = frozenset(
-        {
-            "cc",
-            "cc_params",
-            "direction",
-            "bytes",
-            "objects",
-            "streams",
-            "mss",
-            "rcvbuf",
-            "qlog",
-            "rate",
-            "interval",
-            "size",
-            "delivery",
-            "playout",
-            "implementation",
-            "application",
-        }
-    )
+    fields = AGENT_TRANSFER_FIELDS | {"streams", "rcvbuf", "qlog", "rate"}
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
@@ -213,10 +196,7 @@ class Quic(FlowKind):
                 flow.direction,
             ]
         else:
-            client += ["--direction", flow.direction]
-            client += (
-                ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
-            )
+            client += bulk_argv(flow)
             if flow.streams > 1:
                 client += ["--streams", str(flow.streams)]
         return Endpoints(server, client)

@@ -11,11 +11,13 @@ from typing import Any
 from transportlab import contract
 from transportlab import metrics as M
 from transportlab.kinds.base import (
+    AGENT_TRANSFER_FIELDS,
     COMMON_FIELDS,
     Endpoints,
     Files,
     FlowKind,
     agent_binary,
+    bulk_argv,
     duration_arg,
     sender_results,
     server_argv,
@@ -56,26 +58,7 @@ DELIVERIES = ("ordered", "unordered")
 class Tcp(FlowKind):
     name = "tcp"
     ip_proto = 6
-    fields = frozenset(
-        {
-            "cc",
-            "cc_params",
-            "direction",
-            "bytes",
-            "objects",
-            "mss",
-            "tls",
-            "playout",
-            "tcp_info_interval",
-            "size",
-            "interval",
-            "delivery",
-            "page",
-            "implementation",
-            "application",
-            "http_server",
-        }
-    )
+    fields = AGENT_TRANSFER_FIELDS | {"tls", "tcp_info_interval", "page", "http_server"}
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
@@ -229,10 +212,7 @@ class Tcp(FlowKind):
         elif flow.delivery is not None:
             client += records_argv(flow, files)
         else:
-            client += ["--direction", flow.direction]
-            client += (
-                ["--bytes", str(flow.bytes)] if flow.bytes else ["--duration", duration_arg(flow.end - flow.start)]
-            )
+            client += bulk_argv(flow)
         return Endpoints(server, client)
 
     def metrics(self, run, flow, client, server) -> dict[str, Any]:

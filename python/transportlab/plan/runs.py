@@ -35,16 +35,46 @@ def _point_dir(label: str) -> str:
     return label.replace("/", "_").replace(" ", "") or "base"
 
 
+# The least a shortened N-byte flow still moves: dozens of packets, so it has a window to grow.
+SHORTENED_MIN_BYTES = 64 * 1024
+
+
 def shortened(s: Scenario, seconds: float) -> Scenario:
     """The scenario squeezed into `seconds`, one repetition: every time in it (flow and
-    probe starts and stops, the analysis window and bin) scaled by seconds / duration, so
-    what overlaps still overlaps. For trying a file before running it in full."""
+    probe starts and stops, the analysis window and bin) scaled by k = seconds / duration,
+    so what overlaps still overlaps, and every amount that ends a flow or a probe (a
+    flow's `bytes` and `count`, a probe's `count`) by the same k, so a transfer sized for
+    the whole duration ends within the shortened one instead of being cut off by the
+    runner after its grace. A flow's `objects` stay as they are: they are the page the
+    experiment loads (S0 E2's ten objects on ten streams), not an amount of time.
+    For trying a file before running it in full."""
     k = min(1.0, seconds / s.duration)
+
+    def fewer(n: int | None) -> int | None:
+        return None if n is None else max(1, round(n * k))
+
+    def smaller(n: int | None) -> int | None:
+        return None if n is None else min(n, max(SHORTENED_MIN_BYTES, round(n * k)))
+
     flows = [
-        f.model_copy(update={"start": f.start * k, "stop": f.stop * k if f.stop is not None else None}) for f in s.flows
+        f.model_copy(
+            update={
+                "start": f.start * k,
+                "stop": f.stop * k if f.stop is not None else None,
+                "bytes": smaller(f.bytes),
+                "count": fewer(f.count),
+            }
+        )
+        for f in s.flows
     ]
     probes = [
-        p.model_copy(update={"start": p.start * k, "until": p.until * k if p.until is not None else None})
+        p.model_copy(
+            update={
+                "start": p.start * k,
+                "until": p.until * k if p.until is not None else None,
+                "count": fewer(p.count),
+            }
+        )
         for p in s.probes
     ]
     a = s.analysis

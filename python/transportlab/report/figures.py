@@ -1,6 +1,6 @@
 """What every plot module shares: the `Plot` record a plot function returns, the skipped
 plot, the guard that turns an unexpected error into a skipped plot, the run's time axis,
-and the rule for a logarithmic axis."""
+the rule for a logarithmic axis, and the one way a drawn plot is finished and saved."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from transportlab.report.rundata import RunData
+from transportlab.report.style import legend, legend_below, save
 
 # An axis is logarithmic when its positive values span more than this many decades.
 LOG_AXIS_DECADES = 1.5
@@ -48,6 +49,30 @@ def time_axis(ax, rd: RunData) -> None:
     ax.set_xlabel("time since scenario start (s)")
     if rd.duration_s:
         ax.set_xlim(0, rd.duration_s)
+
+
+def finish(
+    fig,
+    ax,
+    out: Path,
+    key: str,
+    title: str,
+    caption: str,
+    *,
+    rd: RunData | None = None,
+    legend_at: str | None = "below",
+) -> Plot:
+    """A drawn plot finished: the run's time axis (when `rd` is given), the title, the
+    legend ("below" the axis, a matplotlib location, or None for none), saved as
+    out/<key>.png."""
+    if rd is not None:
+        time_axis(ax, rd)
+    ax.set_title(title)
+    if legend_at == "below":
+        legend_below(ax)
+    elif legend_at is not None:
+        legend(ax, loc=legend_at)
+    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
 
 
 def spans_decades(values, decades: float = LOG_AXIS_DECADES) -> bool:

@@ -22,12 +22,12 @@ import pandas as pd
 from transportlab import metrics as M
 from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED
 from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
-from transportlab.report.figures import Plot, close, not_applicable, safe, skip, spans_decades, time_axis
+from transportlab.report.figures import Plot, close, finish, not_applicable, safe, skip, spans_decades
 from transportlab.report.linkplots import plot_leg_throughput, plot_trace_capacity, plot_utilisation
 from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.records import plot_page_time_boxes, plot_record_latency_cdf
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend, legend_below, rate_scale, save
+from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
 from transportlab.report.table import parse_value
 from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
 
@@ -87,10 +87,7 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         ax.axhline(cap / div, color="0.35", ls="--", lw=1, label=f"capacity of {rd.direction_name(b)}")
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
-    time_axis(ax, rd)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, rd=rd)
 
 
 def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
@@ -139,10 +136,7 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         )
     ax.set_ylabel("queueing delay (ms)")
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-    time_axis(ax, rd)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, rd=rd)
 
 
 def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -188,10 +182,7 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    time_axis(ax, rd)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, rd=rd)
 
 
 def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -228,9 +219,7 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_xlabel("one-way delay (ms)")
     ax.set_ylabel("fraction of packets ≤ x")
     ax.set_ylim(0, 1.01)
-    ax.set_title(title)
-    legend(ax, loc="upper left")
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, legend_at="upper left")
 
 
 def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -269,10 +258,7 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
         return skip(key, title, caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
     ax.set_ylabel("cwnd (kB)")
     ax.set_ylim(bottom=0)
-    time_axis(ax, rd)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, rd=rd)
 
 
 RUN_PLOTS = [

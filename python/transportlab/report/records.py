@@ -15,8 +15,8 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import read_arrow, receiver_records
-from transportlab.report.figures import Plot, not_applicable, skip
-from transportlab.report.style import Colors, figure, legend_below, save
+from transportlab.report.figures import Plot, finish, not_applicable, skip
+from transportlab.report.style import Colors, figure
 
 CAPTION = (
     "Empirical CDF of the per-record latency (delivery to the application − the sender's "
@@ -67,9 +67,7 @@ def plot_record_latency_cdf(df: pd.DataFrame, out: Path) -> Plot:
     ax.set_xlabel("record latency (ms, log)")
     ax.set_ylabel("fraction of records sent ≤ x")
     ax.set_ylim(0, 1.01)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, CAPTION, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, CAPTION)
 
 
 PAGE_CAPTION = (
@@ -107,5 +105,4 @@ def plot_page_time_boxes(df: pd.DataFrame, out: Path) -> Plot:
     ax.set_xticks(range(1, len(names) + 1))
     ax.set_xticklabels([f"{n or 'default'}\n({len(data[n])} pages)" for n in names], fontsize=8)
     ax.set_ylabel("page time (ms)")
-    ax.set_title(title)
-    return Plot(key, title, PAGE_CAPTION, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, PAGE_CAPTION, legend_at=None)

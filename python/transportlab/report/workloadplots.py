@@ -13,9 +13,9 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import receiver_records
-from transportlab.report.figures import Plot, close, not_applicable, spans_decades, time_axis
+from transportlab.report.figures import Plot, close, finish, not_applicable, spans_decades
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend, legend_below, save
+from transportlab.report.style import Colors, figure
 
 
 def records_series(rd: RunData) -> Iterator[tuple[str, pd.DataFrame]]:
@@ -51,9 +51,7 @@ def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylabel("fraction of bursts ≤ x")
     ax.set_xlim(left=0)
     ax.set_ylim(0, 1.01)
-    ax.set_title(title)
-    legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption)
 
 
 def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -80,10 +78,7 @@ def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
         return not_applicable(key, title, caption, "no records flow")
     ax.set_ylabel("delivered (MB)")
     ax.set_ylim(bottom=0)
-    time_axis(ax, rd)
-    ax.set_title(title)
-    legend(ax, loc="upper left")
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, rd=rd, legend_at="upper left")
 
 
 def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -108,5 +103,4 @@ def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylabel("record latency (ms)")
     if spans_decades(np.concatenate(data)):
         ax.set_yscale("log")
-    ax.set_title(title)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return finish(fig, ax, out, key, title, caption, legend_at=None)

@@ -7,19 +7,22 @@ does what the lab's flows need, as `tlab-quic-go` does for quic-go:
         [--upload N] [--duration SECONDS] [--cc reno|cubic]
 
 The server answers GET /N with N bytes and POST with the count of the body's bytes. Each
-end writes its connection's qlog (aioquic's QuicLogger, JSON) into --qlog-dir when the
-connection ends. The client prints one JSON line: timings in CLOCK_MONOTONIC ns and the
+end writes each connection's qlog into --qlog-dir as JSON-SEQ while the connection runs
+(`StreamedQlog`). The client prints one JSON line: timings in CLOCK_MONOTONIC ns and the
 bytes moved."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 from urllib.parse import urlparse
 
 from aioquic.asyncio import QuicConnectionProtocol, connect, serve
@@ -27,7 +30,7 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
-from aioquic.quic.logger import QuicLogger
+from aioquic.quic.logger import QLOG_VERSION, QuicLogger, QuicLoggerTrace
 
 CHUNK = 256 * 1024
 # Bytes queued ahead of the network per stream: enough that the sender never waits on
@@ -36,7 +39,7 @@ AHEAD = 4 * 2**20
 WINDOW = 64 * 2**20  # flow-control windows as quinn's, so they do not limit a transfer
 
 
-def configuration(is_client: bool, cc: str, datagram_size: int | None) -> QuicConfiguration:
+def configuration(is_client: bool, cc: str, datagram_size: int | None, qlog: QuicLogger | None) -> QuicConfiguration:
     config = QuicConfiguration(
         is_client=is_client,
         alpn_protocols=H3_ALPN,
@@ -44,7 +47,7 @@ def configuration(is_client: bool, cc: str, datagram_size: int | None) -> QuicCo
         max_data=WINDOW,
         max_stream_data=WINDOW,
         idle_timeout=30.0,
-        quic_logger=QuicLogger(),
+        quic_logger=qlog,
         # The lab's servers use a self-signed certificate made for the run.
         verify_mode=False if is_client else None,
     )
@@ -53,14 +56,85 @@ def configuration(is_client: bool, cc: str, datagram_size: int | None) -> QuicCo
     return config
 
 
-def write_qlog(logger: QuicLogger | None, folder: Path | None, side: str) -> None:
-    if folder is None or logger is None:
+RS = "\x1e"  # JSON-SEQ's record separator
+QLOG_FLUSH_S = 0.2
+_encode = json.JSONEncoder(separators=(",", ":")).encode
+
+
+class StreamedQlog(QuicLogger):
+    """Each connection's qlog written as JSON-SEQ while the connection runs, as quic-go,
+    ngtcp2 and quinn write theirs. aioquic's own QuicLogger keeps every event of every
+    connection in memory until the program writes them: after a large transfer that
+    took the server seconds once it was asked to stop, longer than the runner waits for
+    a stopped end (network.live.STOP_GRACE_S), and the server's qlog was lost.
+
+    `flush` writes the events logged since the last flush; the endpoints call it every
+    QLOG_FLUSH_S from the event loop, between packets, because aioquic fills a received
+    packet's frame list after it has logged the packet. A connection's end writes the rest
+    of its qlog and closes the file; `close` (at stop) does so for those still open."""
+
+    def __init__(self, folder: Path, side: str) -> None:
+        super().__init__()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder, self.side = folder, side
+        self._files: dict[QuicLoggerTrace, TextIO] = {}
+        self._started = 0
+
+    def start_trace(self, is_client: bool, odcid: bytes) -> QuicLoggerTrace:
+        trace = super().start_trace(is_client, odcid)
+        # Numbered in the order connections start (the stack end keeps them in name order).
+        f = open(self.folder / f"{self._started:06d}_{self.side}.sqlog", "w")  # noqa: SIM115 (closed at the trace's end)
+        self._started += 1
+        head = {k: v for k, v in trace.to_dict().items() if k != "events"}
+        f.write(RS + _encode({"qlog_format": "JSON-SEQ", "qlog_version": QLOG_VERSION, "trace": head}) + "\n")
+        self._files[trace] = f
+        return trace
+
+    def _write(self, trace: QuicLoggerTrace, f: TextIO) -> None:
+        events = trace._events  # aioquic 1.7.2's queue of the trace's event dicts
+        while events:
+            f.write(RS + _encode(events.popleft()) + "\n")
+        f.flush()
+
+    def flush(self) -> None:
+        for trace, f in self._files.items():
+            self._write(trace, f)
+
+    def end_trace(self, trace: QuicLoggerTrace) -> None:
+        f = self._files.pop(trace, None)
+        if f is None:
+            return  # written and closed already (`close`)
+        self._write(trace, f)
+        f.close()
+        self._traces.remove(trace)
+
+    def close(self) -> None:
+        for trace in list(self._files):
+            self.end_trace(trace)
+
+
+def open_qlog(folder: Path | None, side: str) -> StreamedQlog | None:
+    return StreamedQlog(folder, side) if folder is not None else None
+
+
+async def _flush_every(qlog: StreamedQlog) -> None:
+    while True:
+        await asyncio.sleep(QLOG_FLUSH_S)
+        qlog.flush()
+
+
+@contextlib.contextmanager
+def streaming(qlog: StreamedQlog | None) -> Iterator[None]:
+    """Flushes `qlog` every QLOG_FLUSH_S while the block runs, then writes what is left."""
+    if qlog is None:
+        yield
         return
-    folder.mkdir(parents=True, exist_ok=True)
-    data = logger.to_dict()
-    for i, trace in enumerate(data["traces"]):
-        path = folder / f"{i}_{side}.qlog"
-        path.write_text(json.dumps({**data, "traces": [trace]}))
+    flushing = asyncio.ensure_future(_flush_every(qlog))
+    try:
+        yield
+    finally:
+        flushing.cancel()
+        qlog.close()
 
 
 class Endpoint(QuicConnectionProtocol):
@@ -159,22 +233,24 @@ def address(text: str) -> tuple[str, int]:
 
 
 async def run_server(args) -> int:
-    config = configuration(False, args.cc, args.datagram_size)
+    qlog = open_qlog(args.qlog_dir, "server")
+    config = configuration(False, args.cc, args.datagram_size, qlog)
     config.load_cert_chain(args.cert, args.key)
     server = await serve(*address(args.bind), configuration=config, create_protocol=Endpoint)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    server.close()
-    write_qlog(config.quic_logger, args.qlog_dir, "server")
+    with streaming(qlog):
+        await stop.wait()
+        server.close()
     return 0
 
 
 async def run_client(args) -> int:
     url = urlparse(args.url)
-    config = configuration(True, args.cc, args.datagram_size)
+    qlog = open_qlog(args.qlog_dir, "client")
+    config = configuration(True, args.cc, args.datagram_size, qlog)
     res: dict = {"connect_start_ns": time.monotonic_ns(), "ended_by": "bytes", "bytes": 0}
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -186,43 +262,45 @@ async def run_client(args) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal)
     error = None
-    async with connect(url.hostname or "", url.port or 443, configuration=config, create_protocol=Endpoint) as proto:
-        assert isinstance(proto, Endpoint)
-        conn = proto
-        stream_id = conn._quic.get_next_available_stream_id()
-        fut = conn.done.setdefault(stream_id, loop.create_future())
-        method = b"POST" if args.upload is not None else b"GET"
-        conn.h3.send_headers(
-            stream_id,
-            [
-                (b":method", method),
-                (b":scheme", b"https"),
-                (b":authority", url.netloc.encode()),
-                (b":path", url.path.encode()),
-            ],
-            end_stream=False,
-        )
-        if args.upload is not None:
-            asyncio.ensure_future(conn.send_body(stream_id, args.upload))
-        else:
-            conn.h3.send_data(stream_id, b"", end_stream=True)
-        conn.transmit()
-        waiters = [asyncio.ensure_future(fut), asyncio.ensure_future(stop.wait())]
-        timeout = args.duration if args.duration else None
-        finished, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if not finished:
-            res["ended_by"] = "duration"
-        for w in waiters:
-            w.cancel()
-        res["end_ns"] = time.monotonic_ns()
-        res["first_byte_ns"] = conn.first_byte_ns
-        res["status"] = conn.status
-        # An upload: what the application handed to aioquic (a bulk one ends with its
-        # duration, before the server could answer).
-        res["bytes"] = conn.sent.get(stream_id, 0) if args.upload is not None else conn.received.get(stream_id, 0)
-        conn.close()
-        await conn.wait_closed()
-    write_qlog(config.quic_logger, args.qlog_dir, "client")
+    with streaming(qlog):
+        async with connect(
+            url.hostname or "", url.port or 443, configuration=config, create_protocol=Endpoint
+        ) as proto:
+            assert isinstance(proto, Endpoint)
+            conn = proto
+            stream_id = conn._quic.get_next_available_stream_id()
+            fut = conn.done.setdefault(stream_id, loop.create_future())
+            method = b"POST" if args.upload is not None else b"GET"
+            conn.h3.send_headers(
+                stream_id,
+                [
+                    (b":method", method),
+                    (b":scheme", b"https"),
+                    (b":authority", url.netloc.encode()),
+                    (b":path", url.path.encode()),
+                ],
+                end_stream=False,
+            )
+            if args.upload is not None:
+                asyncio.ensure_future(conn.send_body(stream_id, args.upload))
+            else:
+                conn.h3.send_data(stream_id, b"", end_stream=True)
+            conn.transmit()
+            waiters = [asyncio.ensure_future(fut), asyncio.ensure_future(stop.wait())]
+            timeout = args.duration if args.duration else None
+            finished, _ = await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if not finished:
+                res["ended_by"] = "duration"
+            for w in waiters:
+                w.cancel()
+            res["end_ns"] = time.monotonic_ns()
+            res["first_byte_ns"] = conn.first_byte_ns
+            res["status"] = conn.status
+            # An upload: what the application handed to aioquic (a bulk one ends with its
+            # duration, before the server could answer).
+            res["bytes"] = conn.sent.get(stream_id, 0) if args.upload is not None else conn.received.get(stream_id, 0)
+            conn.close()
+            await conn.wait_closed()
     print(json.dumps(res), flush=True)
     if error:
         print(f"error: {error}", file=sys.stderr)

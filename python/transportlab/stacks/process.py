@@ -7,10 +7,13 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
-STOP_WAIT_S = 5.0  # a stack asked to stop gets this long before SIGKILL
+# A stack asked to stop gets this long before SIGKILL: less than the runner gives the end
+# itself (network.live.STOP_GRACE_S), so the end still keeps the qlogs and writes its summary.
+STOP_WAIT_S = 2.0
 READY_TIMEOUT_S = 8.0
 STDERR_TAIL = 5
 # A bulk download's size: more than a run can move (ngtcp2's server is given a larger
@@ -124,6 +127,27 @@ def wait_client(proc: subprocess.Popen, give_up_s: float, until_s: float | None,
             break
         time.sleep(0.005)
     return ended_by
+
+
+def run_server(proc: subprocess.Popen, port: int | str, duration_s: float, stopper: Stopper) -> bool:
+    """A started server: says READY (the runner starts the client then), lets it run
+    until it exits, this end is asked to stop, or `duration_s` (0: no limit) is over,
+    stops it, and returns whether it crashed (exited by itself)."""
+    print(f"READY {port}", flush=True)
+    until = time.monotonic() + duration_s if duration_s else float("inf")
+    while proc.poll() is None and not stopper.requested and time.monotonic() < until:
+        time.sleep(0.05)
+    crashed = proc.poll() is not None
+    stop(proc)
+    return crashed
+
+
+def exit_status(error: str | None) -> int:
+    """An end's exit status: 1 with the error on stderr, else 0."""
+    if error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def write_summary(path: Path, summary: dict) -> None:

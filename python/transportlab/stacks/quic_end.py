@@ -21,6 +21,8 @@ from transportlab.stacks.process import (
     BULK_BYTES,
     STALL_S,
     Stopper,
+    exit_status,
+    run_server,
     stop,
     tail,
     wait_client,
@@ -168,12 +170,7 @@ def serve(args, stack: Stack, work: Path) -> int:
         stop(proc)
         print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
         return 1
-    print(f"READY {port}", flush=True)
-    until = time.monotonic() + args.duration if args.duration else float("inf")
-    while proc.poll() is None and not stopper.requested and time.monotonic() < until:
-        time.sleep(0.05)
-    crashed = proc.poll() is not None
-    stop(proc)
+    crashed = run_server(proc, port, args.duration, stopper)
     if clock:
         clock.stop()
     error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
@@ -196,10 +193,7 @@ def serve(args, stack: Stack, work: Path) -> int:
         },
     }
     write_summary(args.summary, summary)
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(error)
 
 
 def fetch(args, stack: Stack, work: Path) -> int:
@@ -290,7 +284,4 @@ def fetch(args, stack: Stack, work: Path) -> int:
         "results": results,
     }
     write_summary(args.summary, summary)
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(error)

@@ -19,6 +19,8 @@ from transportlab.stacks.process import (
     READY_TIMEOUT_S,
     STALL_S,
     Stopper,
+    exit_status,
+    run_server,
     stop,
     tail,
     wait_client,
@@ -83,12 +85,7 @@ def serve(args, work: Path) -> int:
         stop(proc)
         print(f"error: {args.http_server} did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
         return 1
-    print(f"READY {port}", flush=True)
-    until = time.monotonic() + args.duration if args.duration else float("inf")
-    while proc.poll() is None and not stopper.requested and time.monotonic() < until:
-        time.sleep(0.05)
-    crashed = proc.poll() is not None
-    stop(proc)
+    crashed = run_server(proc, port, args.duration, stopper)
     error = f"{args.http_server} exited {proc.returncode}: {tail(err_path)}" if crashed else None
     write_summary(
         args.summary,
@@ -102,10 +99,7 @@ def serve(args, work: Path) -> int:
             "results": {"port": int(port), "cc": args.cc, "http_server": args.http_server, "error": error},
         },
     )
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(error)
 
 
 def fetch(args, work: Path) -> int:
@@ -183,7 +177,4 @@ def fetch(args, work: Path) -> int:
             "results": results,
         },
     )
-    if error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(error)

@@ -309,18 +309,23 @@ fn serve_connection(
     }
 }
 
-fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) -> anyhow::Result<()> {
-    let mut hdr = [0u8; request::TCP_LEN];
-    match read_full(s, &mut hdr)? {
-        Filled::Full => {}
+/// Reads what the client must send whole (`what`, for the error): `false` if this end was
+/// stopped first (the transfer says so), an error if the client closed before the end.
+fn read_whole(s: &mut Stream, buf: &mut [u8], what: &str, t: &mut ServerTransfer) -> anyhow::Result<bool> {
+    match read_full(s, buf)? {
+        Filled::Full => Ok(true),
         Filled::Stopped => {
             t.stopped = true;
-            return Ok(());
+            Ok(false)
         }
-        Filled::Eof(n) => bail!(
-            "client closed the connection after {n} of {} header bytes",
-            request::TCP_LEN
-        ),
+        Filled::Eof(n) => bail!("client closed the connection after {n} of {} {what} bytes", buf.len()),
+    }
+}
+
+fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) -> anyhow::Result<()> {
+    let mut hdr = [0u8; request::TCP_LEN];
+    if !read_whole(s, &mut hdr, "header", t)? {
+        return Ok(());
     }
     let h = Request::decode(Transport::Tcp, &hdr).map_err(|e| anyhow::anyhow!("bad request header: {e}"))?;
     t.header = Some(h);
@@ -397,16 +402,8 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
         },
         Mode::Records => {
             let mut p = [0u8; records_wire::LEN];
-            match read_full(s, &mut p)? {
-                Filled::Full => {}
-                Filled::Stopped => {
-                    t.stopped = true;
-                    return Ok(());
-                }
-                Filled::Eof(n) => bail!(
-                    "client closed the connection after {n} of {} record parameter bytes",
-                    records_wire::LEN
-                ),
+            if !read_whole(s, &mut p, "record parameter", t)? {
+                return Ok(());
             }
             t.bytes_received += p.len() as u64;
             let req = RecordsRequest::decode(&p)?;

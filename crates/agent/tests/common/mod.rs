@@ -2,6 +2,7 @@
 //! `READY <port>` line, waiting with a deadline, reading summaries.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,8 +32,23 @@ impl Drop for TempDir {
     }
 }
 
+/// A command line as a shell line reads: `line`'s words, each `{}` replaced by the next
+/// of `values` (the paths and addresses made at run time).
+pub fn cmd(line: &str, values: &[&str]) -> Vec<String> {
+    let mut values = values.iter();
+    let args = line
+        .split_whitespace()
+        .map(|w| match w {
+            "{}" => values.next().expect("a value for every {}").to_string(),
+            _ => w.to_string(),
+        })
+        .collect();
+    assert!(values.next().is_none(), "more values than {{}} in {line:?}");
+    args
+}
+
 /// Starts a server and returns it with the port from its `READY <port>` line.
-pub fn start_server(args: &[&str]) -> (Child, u16) {
+pub fn start_server(args: &[impl AsRef<OsStr>]) -> (Child, u16) {
     let mut child = Command::new(AGENT)
         .args(args)
         .stdout(Stdio::piped())
@@ -76,7 +92,7 @@ pub fn wait(mut child: Child, limit: Duration) -> i32 {
     }
 }
 
-pub fn run(args: &[&str], limit: Duration) -> i32 {
+pub fn run(args: &[impl AsRef<OsStr>], limit: Duration) -> i32 {
     wait(Command::new(AGENT).args(args).spawn().expect("spawn agent"), limit)
 }
 

@@ -209,14 +209,7 @@ impl<P> Codel<P> {
 
 impl<P: Send> Discipline<P> for Codel<P> {
     fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
-        if !self.limit.admits(self.fifo.backlog().plus(cx.on_wire), packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
-        self.fifo.push(packet, now);
-        Ok(())
+        self.fifo.push_within(self.limit, cx.on_wire, packet, now)
     }
 
     fn dequeue(&mut self, now: Nanos, cx: &mut Context<'_, P>) -> Option<Packet<P>> {

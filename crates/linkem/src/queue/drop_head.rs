@@ -6,7 +6,7 @@
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
-use crate::spec::queue::{Class, Fields, Options};
+use crate::spec::queue::{Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// Drop-head takes no parameters.
@@ -23,14 +23,6 @@ impl Options for DropHeadParams {
         l4s: false,
         default_limit: QueueLimit::Unlimited,
     };
-    const PARAMETERS: &'static [&'static str] = &[];
-    fn read(_: &mut Fields) -> Result<Self, String> {
-        Ok(DropHeadParams)
-    }
-    fn write(&self, _: &mut Fields) {}
-    fn check(&self) -> Result<(), String> {
-        Ok(())
-    }
     fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(DropHead::new(limit))
     }
@@ -71,7 +63,7 @@ impl<P: Send> Discipline<P> for DropHead<P> {
     }
 
     fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
-        self.fifo.pop().map(|(p, _)| p)
+        self.fifo.pop_packet()
     }
 
     fn backlog(&self) -> Backlog {

@@ -3,8 +3,8 @@
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
-use crate::spec::queue::{Class, Fields, Options};
-use crate::{DropReason, Dropped, Nanos, Packet};
+use crate::spec::queue::{Class, Options};
+use crate::{Dropped, Nanos, Packet};
 
 /// Drop-tail takes no parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -20,14 +20,6 @@ impl Options for DropTailParams {
         l4s: false,
         default_limit: QueueLimit::Unlimited,
     };
-    const PARAMETERS: &'static [&'static str] = &[];
-    fn read(_: &mut Fields) -> Result<Self, String> {
-        Ok(DropTailParams)
-    }
-    fn write(&self, _: &mut Fields) {}
-    fn check(&self) -> Result<(), String> {
-        Ok(())
-    }
     fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(DropTail::new(limit))
     }
@@ -54,18 +46,11 @@ impl<P> DropTail<P> {
 
 impl<P: Send> Discipline<P> for DropTail<P> {
     fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
-        if !self.limit.admits(self.fifo.backlog().plus(cx.on_wire), packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
-        self.fifo.push(packet, now);
-        Ok(())
+        self.fifo.push_within(self.limit, cx.on_wire, packet, now)
     }
 
     fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
-        self.fifo.pop().map(|(p, _)| p)
+        self.fifo.pop_packet()
     }
 
     fn backlog(&self) -> Backlog {

@@ -170,6 +170,30 @@ impl<P> Fifo<P> {
         self.items.push_back((packet, at));
     }
 
+    /// Holds `packet` if, with it, the occupancy (what it holds + `on_wire`) stays within
+    /// `limit`, else refuses it (drop-tail's rule, and the last check of CoDel's).
+    pub fn push_within(
+        &mut self,
+        limit: QueueLimit,
+        on_wire: Backlog,
+        packet: Packet<P>,
+        at: Nanos,
+    ) -> Result<(), Dropped<P>> {
+        if !limit.admits(self.backlog.plus(on_wire), packet.size) {
+            return Err(Dropped {
+                packet,
+                reason: DropReason::QueueFull,
+            });
+        }
+        self.push(packet, at);
+        Ok(())
+    }
+
+    /// The head packet, without its enqueue time.
+    pub fn pop_packet(&mut self) -> Option<Packet<P>> {
+        self.pop().map(|(p, _)| p)
+    }
+
     /// The head packet and the time it was enqueued.
     pub fn pop(&mut self) -> Option<(Packet<P>, Nanos)> {
         let (p, at) = self.items.pop_front()?;

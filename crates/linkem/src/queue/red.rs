@@ -212,7 +212,7 @@ impl<P: Send> Discipline<P> for Red<P> {
     }
 
     fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
-        self.fifo.pop().map(|(p, _)| p)
+        self.fifo.pop_packet()
     }
 
     fn backlog(&self) -> Backlog {

@@ -3,6 +3,7 @@
 //! their summaries in the agent's formats (docs/agent.md), so the metrics stage reads a
 //! simulated run like an emulated one.
 
+pub mod bulk;
 pub mod pacer;
 pub mod probe;
 pub mod quic;
@@ -135,6 +136,39 @@ impl<R: Row> Series<R> {
     }
 }
 
+/// How often each end samples its connection for the series, as the agent's default
+/// (`--tcp-info-interval`, `--sample-interval`).
+pub const SAMPLE_INTERVAL: Nanos = 10_000_000;
+
+/// The series' grid: a row at the first poll at or after each `SAMPLE_INTERVAL` deadline
+/// (from the first poll).
+#[derive(Default)]
+pub struct SampleGrid {
+    next: Option<Nanos>,
+}
+
+impl SampleGrid {
+    /// Whether a row is due at `now` (then the next deadline is the grid's next one).
+    pub fn due(&mut self, now: Nanos) -> bool {
+        let due = *self.next.get_or_insert(now);
+        if now < due {
+            return false;
+        }
+        self.next = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+        true
+    }
+
+    /// The next deadline, once sampling began and until it stopped.
+    pub fn next(&self) -> Option<Nanos> {
+        self.next
+    }
+
+    /// No more rows (the connection closed); the next `due` starts a new grid.
+    pub fn stop(&mut self) {
+        self.next = None;
+    }
+}
+
 /// Payload the receiving application of a flow has read, and when it read the first and
 /// the last of it; shared by the flow's two ends, so the client's summary reports what
 /// arrived, as the agent's does from the server's final report.
@@ -169,4 +203,20 @@ pub fn write_summary<R: Serialize>(
 ) -> std::io::Result<()> {
     let doc = Envelope::simulated(subcommand, start_ns, end_ns, stopped_by, results);
     std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_fall_on_the_10ms_grid_from_the_first_poll() {
+        let mut grid = SampleGrid::default();
+        let polls = [5, 6, 10_000_004, 10_000_005, 35_000_000, 40_000_004, 45_000_005];
+        let due: Vec<bool> = polls.iter().map(|&t| grid.due(t)).collect();
+        assert_eq!(due, [true, false, false, true, true, false, true]);
+        assert_eq!(grid.next(), Some(50_000_005));
+        grid.stop();
+        assert!(grid.due(60_000_000) && grid.next() == Some(70_000_000));
+    }
 }

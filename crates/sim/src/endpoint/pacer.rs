@@ -1,7 +1,13 @@
 //! When a constant-rate sender sends (the agent's `udp-send` and `probe`): `burst` sends
 //! back to back at each deadline `start + k·interval` before `end`, at most `count` in all.
 
+use std::net::SocketAddrV4;
+
 use linkem::Nanos;
+use wire::ipv4::Ecn;
+
+use super::packets;
+use crate::datagram::Datagram;
 
 /// What a sender sends: `burst` datagrams of `size` bytes every `interval`, until `count`
 /// datagrams (if given) or the end.
@@ -49,6 +55,30 @@ impl Pacer {
 
     pub fn next_wakeup(&self) -> Option<Nanos> {
         (!self.done()).then_some(self.next)
+    }
+
+    /// Sends what is due by `now` from `src` to `dst` into `out` as packets: `size`-byte
+    /// datagrams (not ECN-capable), `stamp` writing each one's sequence number and
+    /// deadline into its payload.
+    pub fn send_due(
+        &mut self,
+        now: Nanos,
+        (src, dst): (SocketAddrV4, SocketAddrV4),
+        size: usize,
+        mut stamp: impl FnMut(u64, Nanos, &mut [u8]),
+        out: &mut Vec<Vec<u8>>,
+    ) {
+        let datagrams = self.due(now).into_iter().map(|(seq, at)| {
+            let mut payload = vec![0u8; size];
+            stamp(seq, at, &mut payload);
+            Datagram {
+                src,
+                dst,
+                ecn: Ecn::NotEct,
+                payload,
+            }
+        });
+        packets(datagrams, out);
     }
 
     /// The sends due by `now`, in order: (sequence number, deadline).

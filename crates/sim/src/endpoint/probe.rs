@@ -81,22 +81,15 @@ impl Endpoint for Probe {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        for (seq, at) in self.pacer.due(now) {
-            let mut payload = vec![0u8; self.size];
+        let stamp = |seq, send_ns, payload: &mut [u8]| {
             let stamp = ProbeStamp {
                 seq,
-                send_ns: at,
+                send_ns,
                 echo_ns: 0,
             };
-            stamp.emit(&mut payload).expect("payload holds a probe stamp");
-            let d = Datagram {
-                src: self.addr,
-                dst: self.to,
-                ecn: Ecn::NotEct,
-                payload,
-            };
-            packets([d], out);
-        }
+            stamp.emit(payload).expect("payload holds a probe stamp");
+        };
+        self.pacer.send_due(now, (self.addr, self.to), self.size, stamp, out);
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {

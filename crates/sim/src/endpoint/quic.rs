@@ -38,7 +38,9 @@ use agent_proto::transfer::{bps, secs, share};
 use agent_proto::wire::object;
 use agent_proto::wire::request::{Mode, Request, Transport::Quic as QUIC};
 
-use super::{packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Row, Series};
+use super::{
+    packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Row, SampleGrid, Series,
+};
 
 /// The agent's QUIC request, first on the control stream.
 const REQUEST_LEN: usize = QUIC.request_len();
@@ -107,10 +109,6 @@ fn server_crypto() -> Result<rustls::ServerConfig, String> {
     agent::tls::server_config_with(cert.der().to_vec(), key.serialize_der()).map_err(|e| format!("TLS: {e}"))
 }
 
-/// How often each end samples its connection for the series, as the agent's default
-/// `--sample-interval`.
-const SAMPLE_INTERVAL: Nanos = 10_000_000;
-
 /// One row of the series (the agent's QUIC series columns that quinn-proto's statistics
 /// give without the agent's socket counters).
 struct Sample {
@@ -139,7 +137,7 @@ struct Stack {
     out: Vec<Datagram>,
     timeout: Option<Nanos>,
     series: Series<Sample>,
-    next_sample: Option<Nanos>,
+    grid: SampleGrid,
 }
 
 /// One connection's turn in the one-way delay exchange (`agent_proto::one_way`), as the agent's
@@ -194,7 +192,7 @@ impl Stack {
             out: Vec::new(),
             timeout: None,
             series: Series::new(&series, series_schema(&setup.cc)),
-            next_sample: None,
+            grid: SampleGrid::default(),
         }
     }
 
@@ -295,11 +293,10 @@ impl Stack {
     fn sample(&mut self, now: Nanos) {
         let Some(conn) = self.conns.values().next() else { return };
         if conn.is_closed() {
-            self.next_sample = None;
+            self.grid.stop();
             return;
         }
-        let due = *self.next_sample.get_or_insert(now);
-        if now < due {
+        if !self.grid.due(now) {
             return;
         }
         let s = conn.stats();
@@ -315,12 +312,11 @@ impl Stack {
             mtu: u32::from(s.path.current_mtu),
             diagnostics: self.probe.diagnostics.lock().unwrap().clone(),
         });
-        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
     }
 
     /// The next time the stack wants to run: its connections' timers and its sampling.
     fn wake(&self) -> Option<Nanos> {
-        [self.timeout, self.next_sample].into_iter().flatten().min()
+        [self.timeout, self.grid.next()].into_iter().flatten().min()
     }
 }
 

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use linkem::Nanos;
-use serde::Serialize;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::socket::tcp::{CongestionControl, Socket, SocketBuffer, State};
@@ -20,13 +19,8 @@ use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 use wire::{Ipv4Packet, TcpPacket};
 
-use agent_proto::transfer::{bps, secs};
-use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
-
-use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Row, Series};
-
-/// The agent's TCP request, the connection's first bytes.
-const REQUEST_LEN: usize = TCP.request_len();
+use super::bulk::{client_request, serve_request, Progress, SummaryOf, REQUEST_LEN};
+use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -40,6 +34,9 @@ const REQUEST_LEN: usize = TCP.request_len();
 const BUFFER_BYTES: usize = 8 << 20;
 const MTU: usize = 1500;
 const CHUNK: usize = 65536;
+
+/// The stack's name in the summaries.
+const STACK: &str = "smoltcp";
 
 /// The congestion controls smoltcp has, by the lab's names.
 pub const CONTROLLERS: [&str; 2] = ["reno", "cubic"];
@@ -96,10 +93,6 @@ fn seq_lt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
-/// How often each end samples its connection for the series, as the agent's default
-/// `--tcp-info-interval`.
-const SAMPLE_INTERVAL: Nanos = 10_000_000;
-
 /// One row of the series.
 struct Sample {
     t_ns: Nanos,
@@ -129,7 +122,7 @@ struct Meter {
     rttvar_ns: f64,
     min_rtt_ns: Option<Nanos>,
     retransmits: u64,
-    next_sample: Option<Nanos>,
+    grid: SampleGrid,
 }
 
 /// (sequence number, sequence space used, ack number if ACK is set) of an IPv4/TCP packet.
@@ -204,8 +197,7 @@ impl Meter {
     /// Samples at the first poll at or after each deadline of the 10 ms grid (from the
     /// first poll), while the connection is open: the row, when one is due.
     fn sample(&mut self, now: Nanos, bytes: u64) -> Option<Sample> {
-        let due = *self.next_sample.get_or_insert(now);
-        if now < due {
+        if !self.grid.due(now) {
             return None;
         }
         let us = |ns: f64| (ns / 1e3).round() as u64;
@@ -218,7 +210,6 @@ impl Meter {
             bytes_in_flight: self.in_flight(),
             total_retrans: self.retransmits,
         };
-        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
         Some(row)
     }
 }
@@ -352,19 +343,14 @@ impl Stack {
 /// The transfer of one end: what it sent or received, and the request it read.
 #[derive(Default)]
 struct Transfer {
-    upload: bool,
+    /// What the summary reports: direction, bytes, completion, a request not served.
+    p: Progress,
     limit: u64,
     request: Vec<u8>,
-    sent: u64,
-    received: u64,
-    complete: bool,
-    done_ns: Option<Nanos>,
     /// The start of the socket's send buffer in memory ([`Stack::tx_base`]), and the part
     /// of it (offsets) that may hold bytes other than zeros.
     tx_base: usize,
     tx_dirty: Option<(usize, usize)>,
-    /// The server could not serve the request.
-    error: Option<String>,
 }
 
 impl Transfer {
@@ -401,8 +387,8 @@ impl Transfer {
     /// (once the ring comes round to it); the rest is enqueued without touching its pages.
     /// smoltcp sends the same bytes as if every zero had been copied in.
     fn write(&mut self, s: &mut Socket<'static>) {
-        while s.can_send() && self.sent < self.limit {
-            let n = (self.limit - self.sent).min(CHUNK as u64) as usize;
+        while s.can_send() && self.p.sent < self.limit {
+            let n = (self.limit - self.p.sent).min(CHUNK as u64) as usize;
             let (base, dirty) = (self.tx_base, &mut self.tx_dirty);
             let w = s.send(|buf| {
                 let k = buf.len().min(n);
@@ -419,11 +405,11 @@ impl Transfer {
                 (k, k)
             });
             match w {
-                Ok(w) if w > 0 => self.sent += w as u64,
+                Ok(w) if w > 0 => self.p.sent += w as u64,
                 _ => break,
             }
         }
-        if self.sent >= self.limit && s.may_send() {
+        if self.p.sent >= self.limit && s.may_send() {
             s.close();
         }
     }
@@ -431,7 +417,7 @@ impl Transfer {
     /// Reads what arrived (the first `REQUEST_LEN` bytes into `request` if
     /// `want_request`), counting the payload into `delivered`.
     fn read(&mut self, s: &mut Socket<'static>, want_request: bool, delivered: &Cell<Delivered>, now: Nanos) {
-        let before = self.received;
+        let before = self.p.received;
         while s.can_recv() {
             let got = s.recv(|buf| {
                 let mut skip = 0;
@@ -442,11 +428,11 @@ impl Transfer {
                 (buf.len(), buf.len() - skip)
             });
             match got {
-                Ok(n) => self.received += n as u64,
+                Ok(n) => self.p.received += n as u64,
                 Err(_) => break,
             }
         }
-        Delivered::add(delivered, self.received - before, now);
+        Delivered::add(delivered, self.p.received - before, now);
     }
 }
 
@@ -506,7 +492,10 @@ impl TcpClient {
         let series = setup.raw.join(format!("{}-client.arrow", setup.name));
         let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss, &series);
         let transfer = Transfer {
-            upload,
+            p: Progress {
+                upload,
+                ..Progress::default()
+            },
             limit: bytes.unwrap_or(u64::MAX),
             ..Transfer::new(&stack)
         };
@@ -525,26 +514,6 @@ impl TcpClient {
             delivered: setup.delivered,
         })
     }
-}
-
-/// The agent's tcp-client `results`, the fields the simulator has, and the stack that
-/// stood in for the kernel's.
-#[derive(Serialize)]
-struct ClientResults {
-    mode: &'static str,
-    sender: &'static str,
-    cc: String,
-    stack: &'static str,
-    /// Payload the receiving application read (the server's, in an upload).
-    bytes: u64,
-    /// Payload this end wrote and read.
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    completion_s: Option<f64>,
-    goodput_bps: Option<f64>,
-    /// Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
-    retransmits: Option<u64>,
 }
 
 impl Endpoint for TcpClient {
@@ -578,39 +547,32 @@ impl Endpoint for TcpClient {
                 *connected = Some(now);
             }
             if connected.is_some() && !*requested && s.can_send() {
-                // As the agent's client asks: the bytes, or else the time left.
-                let bytes = (t.limit != u64::MAX).then_some(t.limit);
-                let request = Request {
-                    bytes: bytes.unwrap_or(0),
-                    duration_ns: if bytes.is_none() { end.saturating_sub(now) } else { 0 },
-                    ..Request::new(if t.upload { Mode::Upload } else { Mode::Download })
-                };
-                let request = request.encode(TCP).expect("a TCP bulk request");
+                let request = client_request(t.p.upload, t.limit, now, end);
                 *requested = t.send_bytes(s, &request).is_ok();
             }
             if *requested {
-                if t.upload {
+                if t.p.upload {
                     t.write(s);
                 } else {
                     t.read(s, false, &delivered, now);
-                    if !s.may_recv() && !t.complete {
-                        t.complete = true;
-                        t.done_ns = Some(now);
+                    if !s.may_recv() && !t.p.complete {
+                        t.p.complete = true;
+                        t.p.done_ns = Some(now);
                     }
                 }
             }
-            if t.upload && t.sent >= t.limit && delivered.get().bytes >= t.limit && !t.complete {
-                t.complete = true;
-                t.done_ns = delivered.get().last_ns;
+            if t.p.upload && t.p.sent >= t.limit && delivered.get().bytes >= t.limit && !t.p.complete {
+                t.p.complete = true;
+                t.p.done_ns = delivered.get().last_ns;
             }
-            if now >= end || (t.complete && !t.upload) {
+            if now >= end || (t.p.complete && !t.p.upload) {
                 s.abort();
                 *closed = true;
             }
         });
         if self.connected_ns.is_some() {
             let t = &self.transfer;
-            self.stack.sample(now, if t.upload { t.sent } else { t.received });
+            self.stack.sample(now, if t.p.upload { t.p.sent } else { t.p.received });
         }
     }
 
@@ -625,35 +587,20 @@ impl Endpoint for TcpClient {
     }
 
     fn finished(&self) -> bool {
-        self.closed || self.transfer.complete
+        self.closed || self.transfer.p.complete
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
-        let t = &self.transfer;
-        let d = self.delivered.get();
-        let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
-        let results = ClientResults {
-            mode: if t.upload { "upload" } else { "download" },
-            sender: if t.upload { "client" } else { "server" },
-            cc: self.cc.clone(),
-            stack: "smoltcp",
-            bytes: d.bytes,
-            bytes_sent: t.sent,
-            bytes_received: t.received,
-            complete: t.complete,
-            completion_s: t.done_ns.map(|d| secs(d - self.start)),
-            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
-            retransmits: Some(self.stack.meter.retransmits),
-        };
-        let stopped_by = if t.complete { "bytes" } else { "duration" };
         self.stack.series.finish()?;
-        write_summary(
-            &raw.join(format!("{}-client.json", self.name)),
-            "tcp-client",
-            self.start,
+        // Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
+        let retransmits = Some(self.stack.meter.retransmits);
+        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_client(
+            raw,
             end,
-            stopped_by,
-            &results,
+            &self.transfer.p,
+            self.delivered.get(),
+            self.connected_ns,
+            retransmits,
         )
     }
 }
@@ -695,27 +642,6 @@ impl TcpServer {
     }
 }
 
-/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
-/// has.
-#[derive(Serialize)]
-struct ServerConnection {
-    mode: &'static str,
-    sender: &'static str,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    error: Option<String>,
-    retransmits: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct ServerResults {
-    cc: String,
-    stack: &'static str,
-    connections: Vec<ServerConnection>,
-}
-
 impl Endpoint for TcpServer {
     fn address(&self) -> (u8, SocketAddrV4) {
         (wire::ipv4::protocol::TCP, self.stack.addr)
@@ -734,31 +660,27 @@ impl Endpoint for TcpServer {
                 *accepted = true;
             }
             let known = t.request.len() == REQUEST_LEN;
-            if !known || t.upload {
+            if !known || t.p.upload {
                 t.read(s, true, &delivered, now);
                 if t.request.len() == REQUEST_LEN && !known {
-                    match Request::decode(TCP, &t.request).and_then(|r| r.validate().map(|()| r)) {
-                        Ok(r) if matches!(r.mode, Mode::Upload | Mode::Download) => {
-                            t.upload = r.client_sends();
-                            t.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
-                        }
-                        Ok(r) => t.error = Some(format!("{} mode is not simulated", r.mode.name())),
-                        Err(e) => t.error = Some(format!("bad request: {e}")),
+                    match serve_request(&t.request) {
+                        Ok((upload, limit)) => (t.p.upload, t.limit) = (upload, limit),
+                        Err(e) => t.p.error = Some(e),
                     }
                 }
             }
-            if t.request.len() == REQUEST_LEN && !t.upload {
+            if t.request.len() == REQUEST_LEN && !t.p.upload {
                 t.write(s);
-                t.complete = t.sent >= t.limit;
+                t.p.complete = t.p.sent >= t.limit;
             }
-            if t.upload && !s.may_recv() && *accepted && !t.complete && t.request.len() == REQUEST_LEN {
-                t.complete = true;
-                t.done_ns = Some(now);
+            if t.p.upload && !s.may_recv() && *accepted && !t.p.complete && t.request.len() == REQUEST_LEN {
+                t.p.complete = true;
+                t.p.done_ns = Some(now);
             }
         });
         let t = &self.transfer;
         if self.accepted && self.stack.socket().is_active() {
-            let bytes = if t.upload { t.received } else { t.sent };
+            let bytes = if t.p.upload { t.p.received } else { t.p.sent };
             self.stack.sample(now, bytes);
         }
     }
@@ -772,34 +694,14 @@ impl Endpoint for TcpServer {
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
-        let t = &self.transfer;
-        let connections = if self.accepted {
-            vec![ServerConnection {
-                mode: if t.upload { "upload" } else { "download" },
-                sender: if t.upload { "client" } else { "server" },
-                bytes: if t.upload { t.received } else { t.sent },
-                bytes_sent: t.sent,
-                bytes_received: t.received,
-                complete: t.complete,
-                error: t.error.clone(),
-                retransmits: Some(self.stack.meter.retransmits),
-            }]
-        } else {
-            vec![]
-        };
-        let results = ServerResults {
-            cc: self.cc.clone(),
-            stack: "smoltcp",
-            connections,
-        };
         self.stack.series.finish()?;
-        write_summary(
-            &raw.join(format!("{}-server.json", self.name)),
-            "tcp-server",
-            self.start,
+        let retransmits = Some(self.stack.meter.retransmits);
+        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_server(
+            raw,
             end,
-            "once",
-            &results,
+            self.accepted,
+            &self.transfer.p,
+            retransmits,
         )
     }
 }
@@ -807,6 +709,7 @@ impl Endpoint for TcpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::SAMPLE_INTERVAL;
     use wire::ipv4::{protocol, Ipv4Repr};
     use wire::tcp::flags;
 

@@ -12,23 +12,14 @@ use std::path::Path;
 use std::rc::Rc;
 
 use linkem::Nanos;
-use serde::Serialize;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
 use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
 use wire::TcpPacket;
 
-use agent_proto::transfer::{bps, secs};
-use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
-
+use super::bulk::{client_request, serve_request, Progress, SummaryOf, REQUEST_LEN};
 use super::tcp::TcpSetup;
-use super::{series_key_columns, series_key_fields, write_summary, Delivered, Endpoint, Row, Series};
+use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
 
-/// The agent's TCP request, the connection's first bytes.
-const REQUEST_LEN: usize = TCP.request_len();
-
-/// How often each end samples its connection for the series, as the agent's default
-/// `--tcp-info-interval`.
-const SAMPLE_INTERVAL: Nanos = 10_000_000;
 /// Bytes written to the send buffer at a time.
 const CHUNK: u64 = 1 << 20;
 
@@ -139,7 +130,7 @@ struct End {
     peer: SocketAddrV4,
     conn: Connection,
     series: Series<Sample>,
-    next_sample: Option<Nanos>,
+    grid: SampleGrid,
     upload: bool,
     limit: u64,
     request: Vec<u8>,
@@ -159,7 +150,7 @@ impl End {
             peer,
             conn,
             series: Series::new(series, Sample::schema()),
-            next_sample: None,
+            grid: SampleGrid::default(),
             upload: true,
             limit: u64::MAX,
             request: Vec::new(),
@@ -215,12 +206,21 @@ impl End {
 
     /// A series row at the first poll at or after each 10 ms deadline.
     fn sample(&mut self, now: Nanos, bytes: u64) {
-        let due = *self.next_sample.get_or_insert(now);
-        if now < due {
-            return;
+        if self.grid.due(now) {
+            self.series.push(Sample::of(&self.conn, now, bytes));
         }
-        self.series.push(Sample::of(&self.conn, now, bytes));
-        self.next_sample = Some(due + (now - due) / SAMPLE_INTERVAL * SAMPLE_INTERVAL + SAMPLE_INTERVAL);
+    }
+
+    /// The transfer as the summary reports it.
+    fn progress(&self) -> Progress {
+        Progress {
+            upload: self.upload,
+            sent: self.sent,
+            received: self.received,
+            complete: self.complete,
+            done_ns: self.done_ns,
+            error: self.error.clone(),
+        }
     }
 }
 
@@ -284,27 +284,6 @@ impl TcpClient {
     }
 }
 
-/// The agent's tcp-client `results`, the fields the simulator has, and the stack that
-/// played TCP.
-#[derive(Serialize)]
-struct ClientResults {
-    mode: &'static str,
-    sender: &'static str,
-    cc: String,
-    stack: &'static str,
-    /// Payload the receiving application read (the server's, in an upload).
-    bytes: u64,
-    /// Payload this end wrote and read.
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    completion_s: Option<f64>,
-    goodput_bps: Option<f64>,
-    /// The sending end's retransmitted segments (`tcpi_total_retrans`), when the client
-    /// sends, as the agent reports it.
-    retransmits: Option<u64>,
-}
-
 impl Endpoint for TcpClient {
     fn address(&self) -> (u8, SocketAddrV4) {
         (protocol::TCP, self.end.addr)
@@ -328,18 +307,7 @@ impl Endpoint for TcpClient {
             self.connected_ns = Some(now);
         }
         if self.connected_ns.is_some() && !self.requested {
-            // As the agent's client asks: the bytes, or else the time left.
-            let bytes = (e.limit != u64::MAX).then_some(e.limit);
-            let request = Request {
-                bytes: bytes.unwrap_or(0),
-                duration_ns: if bytes.is_none() {
-                    self.stop.saturating_sub(now)
-                } else {
-                    0
-                },
-                ..Request::new(if e.upload { Mode::Upload } else { Mode::Download })
-            };
-            let request = request.encode(TCP).expect("a TCP bulk request");
+            let request = client_request(e.upload, e.limit, now, self.stop);
             self.requested = e.conn.write(&request) == REQUEST_LEN;
         }
         if self.requested {
@@ -384,31 +352,19 @@ impl Endpoint for TcpClient {
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
-        let e = &self.end;
-        let d = self.delivered.get();
-        let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
-        let results = ClientResults {
-            mode: if e.upload { "upload" } else { "download" },
-            sender: if e.upload { "client" } else { "server" },
-            cc: self.cc.clone(),
-            stack: STACK_NAME,
-            bytes: d.bytes,
-            bytes_sent: e.sent,
-            bytes_received: e.received,
-            complete: e.complete,
-            completion_s: e.done_ns.map(|d| secs(d - self.start)),
-            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
-            retransmits: e.upload.then(|| e.conn.stats().total_retrans),
-        };
-        let stopped_by = if e.complete { "bytes" } else { "duration" };
         self.end.series.finish()?;
-        write_summary(
-            &raw.join(format!("{}-client.json", self.name)),
-            "tcp-client",
-            self.start,
+        let e = &self.end;
+        // The sending end's retransmitted segments (`tcpi_total_retrans`), when the client
+        // sends, as the agent reports it.
+        let retransmits = e.upload.then(|| e.conn.stats().total_retrans);
+        let of = SummaryOf::new(&self.name, &self.cc, STACK_NAME, self.start);
+        of.write_client(
+            raw,
             end,
-            stopped_by,
-            &results,
+            &e.progress(),
+            self.delivered.get(),
+            self.connected_ns,
+            retransmits,
         )
     }
 }
@@ -439,27 +395,6 @@ impl TcpServer {
     }
 }
 
-/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
-/// has.
-#[derive(Serialize)]
-struct ServerConnection {
-    mode: &'static str,
-    sender: &'static str,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    error: Option<String>,
-    retransmits: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct ServerResults {
-    cc: String,
-    stack: &'static str,
-    connections: Vec<ServerConnection>,
-}
-
 impl Endpoint for TcpServer {
     fn address(&self) -> (u8, SocketAddrV4) {
         (protocol::TCP, self.end.addr)
@@ -478,13 +413,9 @@ impl Endpoint for TcpServer {
         if !known || e.upload {
             e.read(true, &self.delivered, now);
             if !known && e.request.len() == REQUEST_LEN {
-                match Request::decode(TCP, &e.request).and_then(|r| r.validate().map(|()| r)) {
-                    Ok(r) if matches!(r.mode, Mode::Upload | Mode::Download) => {
-                        e.upload = r.client_sends();
-                        e.limit = if r.bytes == 0 { u64::MAX } else { r.bytes };
-                    }
-                    Ok(r) => e.error = Some(format!("{} mode is not simulated", r.mode.name())),
-                    Err(err) => e.error = Some(format!("bad request: {err}")),
+                match serve_request(&e.request) {
+                    Ok((upload, limit)) => (e.upload, e.limit) = (upload, limit),
+                    Err(err) => e.error = Some(err),
                 }
             }
         }
@@ -512,35 +443,11 @@ impl Endpoint for TcpServer {
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
-        let e = &self.end;
-        let connections = if self.accepted {
-            vec![ServerConnection {
-                mode: if e.upload { "upload" } else { "download" },
-                sender: if e.upload { "client" } else { "server" },
-                bytes: if e.upload { e.received } else { e.sent },
-                bytes_sent: e.sent,
-                bytes_received: e.received,
-                complete: e.complete,
-                error: e.error.clone(),
-                retransmits: (!e.upload).then(|| e.conn.stats().total_retrans),
-            }]
-        } else {
-            vec![]
-        };
-        let results = ServerResults {
-            cc: self.cc.clone(),
-            stack: STACK_NAME,
-            connections,
-        };
         self.end.series.finish()?;
-        write_summary(
-            &raw.join(format!("{}-server.json", self.name)),
-            "tcp-server",
-            self.start,
-            end,
-            "once",
-            &results,
-        )
+        let e = &self.end;
+        let retransmits = (!e.upload).then(|| e.conn.stats().total_retrans);
+        let of = SummaryOf::new(&self.name, &self.cc, STACK_NAME, self.start);
+        of.write_server(raw, end, self.accepted, &e.progress(), retransmits)
     }
 }
 

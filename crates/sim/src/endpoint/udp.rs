@@ -9,10 +9,9 @@ use agent_proto::stats;
 use agent_proto::wire::stamp::{Stamp, LEN};
 use linkem::Nanos;
 use serde::Serialize;
-use wire::ipv4::Ecn;
 
 use super::pacer::{Pacer, Schedule};
-use super::{packets, udp, write_summary, Endpoint};
+use super::{udp, write_summary, Endpoint};
 use crate::datagram::Datagram;
 
 pub struct UdpSender {
@@ -52,18 +51,10 @@ impl Endpoint for UdpSender {
     fn receive(&mut self, _now: Nanos, _packet: &[u8]) {}
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        for (seq, at) in self.pacer.due(now) {
-            let mut payload = vec![0u8; self.size];
-            let stamp = Stamp { seq, send_ns: at };
-            stamp.emit(&mut payload).expect("payload holds a stamp");
-            let d = Datagram {
-                src: self.addr,
-                dst: self.to,
-                ecn: Ecn::NotEct,
-                payload,
-            };
-            packets([d], out);
-        }
+        let stamp = |seq, send_ns, payload: &mut [u8]| {
+            Stamp { seq, send_ns }.emit(payload).expect("payload holds a stamp");
+        };
+        self.pacer.send_due(now, (self.addr, self.to), self.size, stamp, out);
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {

@@ -55,16 +55,24 @@ pub struct Class {
 
 /// A discipline's options: read from and written to a queue's JSON fields, checked, and
 /// built into the discipline. Implemented in each discipline's module.
-pub trait Options: Sized {
+///
+/// The provided `PARAMETERS`, `read`, `write` and `check` are those of a discipline
+/// without parameters; one with parameters has them from [`parameters!`] and its own
+/// `check`.
+pub trait Options: Sized + Default {
     const CLASS: Class;
     /// The JSON names of its parameters, in the order it writes them.
-    const PARAMETERS: &'static [&'static str];
+    const PARAMETERS: &'static [&'static str] = &[];
     /// Takes its parameters out of `f` (the ones not given keep their defaults).
-    fn read(f: &mut Fields) -> Result<Self, String>;
+    fn read(_f: &mut Fields) -> Result<Self, String> {
+        Ok(Self::default())
+    }
     /// Puts every parameter into `f`.
-    fn write(&self, f: &mut Fields);
+    fn write(&self, _f: &mut Fields) {}
     /// Checks the values; errors name the field (`queue.<field>`).
-    fn check(&self) -> Result<(), String>;
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
     /// The discipline for a queue of `limit` in front of `link`; the options are valid.
     fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, link: &Link) -> Box<dyn Discipline<P>>;
 }
