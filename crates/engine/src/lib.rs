@@ -10,6 +10,5 @@ pub mod config;
 pub mod control;
 pub mod forwarder;
 pub mod log;
-pub mod rt_budget;
 pub mod spin;
 pub mod stats;

@@ -17,10 +17,14 @@ use engine::control::{Command, Control};
 use engine::forwarder::{Forwarder, Hosts};
 use engine::spin::{self, Spin};
 use engine::stats::{Calibration, Lateness, RunStats};
-use engine::{capture, log, rt_budget};
+use engine::{capture, log};
 use linkem::Nanos;
 
 const TOKEN_TIMER: u64 = u64::MAX;
+/// Busy time per second after which the forwarding thread stops spinning, and after which
+/// it leaves real-time scheduling for the rest of the second (see the loop).
+const SPIN_BUSY_CAP_NS: u64 = 700_000_000;
+const RT_BUSY_CAP_NS: u64 = 850_000_000;
 const TOKEN_SIGNAL: u64 = u64::MAX - 1;
 /// A warm-up frame is not sent when a packet is due within the spin plus this.
 const WARM_CLEARANCE_NS: u64 = 300_000;
@@ -201,10 +205,15 @@ fn run(cfg: Config) -> Result<(), String> {
     let mut offset_at = clock::now_ns();
     let mut read_delay = Lateness::default();
     let mut stamps_at_ring_write = 0u64;
-    // How much of each 100 ms the thread may spin and run real-time (`rt_budget`: the
-    // kernel stops a real-time thread that runs for most of one of its seconds).
-    let (mut spin_total, mut exhausted) = (0u64, 0u64);
-    let mut budget = rt_budget::Budget::new(clock::now_ns());
+    // A real-time thread busy for more than `kernel.sched_rt_runtime_us` (950 ms) of a
+    // second is stopped for the rest of it (docs/architecture.md, "What this machine kind
+    // does"): measured at 1 Gbit/s, a 40–50 ms stall each second. So the spin stops for
+    // the rest of each second once the thread has spun half of it, or has been busy
+    // (spinning or working, i.e. not sleeping) for `SPIN_BUSY_CAP_NS` of it; and once busy
+    // for `RT_BUSY_CAP_NS` of a second, the thread runs under normal scheduling for the rest
+    // of it. Any second of the kernel's then holds at most that much real-time running.
+    let (mut spin_total, mut spin_window, mut window_start, mut exhausted) = (0u64, 0u64, clock::now_ns(), 0u64);
+    let mut slept_window = 0u64;
     let (mut realtime, mut rt_yields) = (cfg.realtime_priority.is_some(), 0u64);
     let mut spinning_since: Option<u64> = None;
     let all_rings = rings.iter().all(Option::is_some);
@@ -280,18 +289,22 @@ fn run(cfg: Config) -> Result<(), String> {
         // Sleep until the next due packet or the next arrival; the last `spin_ns` before
         // a due time are spent polling, because the kernel's wake-up is late.
         let now = clock::now_ns();
-        if budget.roll(now) {
+        if now - window_start >= 1_000_000_000 {
+            window_start = now;
+            spin_window = 0;
+            slept_window = 0;
             if let (false, Some(prio)) = (realtime, cfg.realtime_priority) {
                 sys::set_realtime(prio).map_err(|e| format!("realtime_priority {prio}: {e}"))?;
                 realtime = true;
             }
         }
         if let Some(s) = spinning_since.take() {
-            budget.spun(now - s);
+            spin_window += now - s;
             spin_total += now - s;
         }
-        let budget_left = budget.may_spin(now);
-        if realtime && budget.must_leave_realtime(now) {
+        let busy_window = (now - window_start).saturating_sub(slept_window);
+        let budget_left = spin_window < 500_000_000 && busy_window < SPIN_BUSY_CAP_NS;
+        if realtime && busy_window >= RT_BUSY_CAP_NS {
             sys::set_normal().map_err(|e| format!("leaving real-time scheduling: {e}"))?;
             realtime = false;
             rt_yields += 1;
@@ -319,7 +332,7 @@ fn run(cfg: Config) -> Result<(), String> {
                     std::hint::spin_loop();
                     t = clock::now_ns();
                 }
-                budget.spun(t - now);
+                spin_window += t - now;
                 spin_total += t - now;
                 continue 'main;
             }
@@ -350,7 +363,7 @@ fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("epoll_wait: {e}"))?;
         polled_at = clock::now_ns();
         if timeout_ms < 0 {
-            budget.slept(polled_at - before);
+            slept_window += polled_at - before;
         }
         for ev in &events[..n] {
             match ev.u64 {

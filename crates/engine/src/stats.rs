@@ -169,12 +169,11 @@ pub struct RunStats {
     /// packet socket does not report): still the kernel's, in the sender's softirq.
     pub stamps_at_ring_write: u64,
     /// Time the forwarding thread spent spinning before due times (s), and how often the
-    /// spin budget (`rt_budget`: half of each 100 ms window) ran out.
+    /// spin budget (half of each second) ran out.
     pub spin_s: f64,
     pub spin_budget_exhausted: u64,
-    /// Windows of 100 ms (`rt_budget`) in which the forwarding thread left real-time
-    /// scheduling for the rest of the window, having been busy for most of it (so the
-    /// kernel never throttles it).
+    /// Seconds in which the forwarding thread left real-time scheduling for the rest of
+    /// the second, having been busy for most of it (so the kernel never throttles it).
     #[serde(default)]
     pub realtime_yields: u64,
     pub wall_s: f64,
