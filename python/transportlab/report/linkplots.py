@@ -53,35 +53,45 @@ def leg_throughput_data(rd: RunData) -> dict[str, dict[str, Series]]:
     return out
 
 
-def draw_leg_throughput(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None = None):
-    """One panel per multipath direction; legs as steps, the merged total dashed."""
+def rate_panels(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None, ylabel: str, title, draw):
+    """One panel per entry of `panels`, rates over time on a shared scale: `draw(ax, label,
+    x, y, colors)` draws each series as steps (x: bin starts and the last bin's end; y in
+    the scale's unit); `ylabel` and `title(name)` label each panel."""
     peak = max((float(v.max()) for p in panels.values() for _, v in p.values() if len(v)), default=0.0)
     div, unit = rate_scale(peak)
     fig, axes = figure(len(panels), 1, figsize=(9.0, 3.6 * len(panels)), squeeze=False)
     for ax, (name, series) in zip(axes[:, 0], panels.items()):
         colors = Colors(series)
         for label, (t, v) in series.items():
-            if not len(t):
-                continue
-            total = label.endswith("(after the merge)")
-            ax.step(
-                np.append(t, t[-1] + bin_s),
-                np.append(v, v[-1]) / div,
-                where="post",
-                color="0.2" if total else colors[label],
-                ls="--" if total else "-",
-                lw=1.1 if total else 1.4,
-                label=label,
-            )
-        ax.set_ylabel(f"throughput ({unit})")
+            if len(t):
+                draw(ax, label, np.append(t, t[-1] + bin_s), np.append(v, v[-1]) / div, colors)
+        ax.set_ylabel(f"{ylabel} ({unit})")
         ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
         ax.set_xlabel("time since scenario start (s)")
         if duration_s:
             ax.set_xlim(0, duration_s)
-        ax.set_title(f"Per-leg throughput of {name}")
+        ax.set_title(title(name))
         legend_below(ax)
     fig.tight_layout()
     return fig
+
+
+def draw_leg_throughput(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None = None):
+    """One panel per multipath direction; legs as steps, the merged total dashed."""
+
+    def draw(ax, label, x, y, colors):
+        total = label.endswith("(after the merge)")
+        ax.step(
+            x,
+            y,
+            where="post",
+            color="0.2" if total else colors[label],
+            ls="--" if total else "-",
+            lw=1.1 if total else 1.4,
+            label=label,
+        )
+
+    return rate_panels(panels, bin_s, duration_s, "throughput", lambda name: f"Per-leg throughput of {name}", draw)
 
 
 def plot_leg_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
@@ -212,27 +222,14 @@ def trace_capacity_data(rd: RunData) -> tuple[dict[str, dict[str, Series]], list
 
 def draw_trace_capacity(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None = None):
     """One panel per trace-driven direction: the capacity as a filled step, departures over it."""
-    peak = max((float(v.max()) for p in panels.values() for _, v in p.values() if len(v)), default=0.0)
-    div, unit = rate_scale(peak)
-    fig, axes = figure(len(panels), 1, figsize=(9.0, 3.6 * len(panels)), squeeze=False)
-    for ax, (name, series) in zip(axes[:, 0], panels.items()):
-        for label, (t, v) in series.items():
-            if not len(t):
-                continue
-            x, y = np.append(t, t[-1] + bin_s), np.append(v, v[-1]) / div
-            if label == "trace capacity":
-                ax.fill_between(x, y, step="post", color="0.85", label=label)
-            else:
-                ax.step(x, y, where="post", color="C0", lw=1.3, label=label)
-        ax.set_ylabel(f"rate ({unit})")
-        ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
-        ax.set_xlabel("time since scenario start (s)")
-        if duration_s:
-            ax.set_xlim(0, duration_s)
-        ax.set_title(f"Trace capacity and departures of {name}")
-        legend_below(ax)
-    fig.tight_layout()
-    return fig
+
+    def draw(ax, label, x, y, colors):
+        if label == "trace capacity":
+            ax.fill_between(x, y, step="post", color="0.85", label=label)
+        else:
+            ax.step(x, y, where="post", color="C0", lw=1.3, label=label)
+
+    return rate_panels(panels, bin_s, duration_s, "rate", lambda name: f"Trace capacity and departures of {name}", draw)
 
 
 def plot_trace_capacity(rd: RunData, out: Path, colors: Colors) -> Plot:
