@@ -18,6 +18,7 @@ def _scenario_errors(fn):
 
     def wrapped(args) -> int:
         from transportlab.artefacts.rundir import RunDirError
+        from transportlab.network.live import NetworkError
         from transportlab.pipeline import RunsFailed
         from transportlab.scenario import ScenarioError, format_error
 
@@ -26,7 +27,8 @@ def _scenario_errors(fn):
         except ScenarioError as e:
             print(format_error(e), file=sys.stderr)
             return 2
-        except (RunDirError, RunsFailed) as e:
+        # A network that cannot be built (a bad TLAB_* setting, no root): torn down by then.
+        except (RunDirError, RunsFailed, NetworkError) as e:
             print(f"tlab: {e}", file=sys.stderr)
             return 1
 

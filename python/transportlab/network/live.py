@@ -55,13 +55,24 @@ DEFAULT_PIN_HOSTS = os.environ.get("TLAB_PIN_HOSTS", "off") == "on"
 # stack discards, once per interval, so the next hand-over does not find a path left cold
 # for 100 ms or a second (docs/architecture.md, "What this machine kind does"; the engine's
 # `warm_interval_ns`). TLAB_WARM_US=0: off.
-DEFAULT_WARM_US = float(os.environ.get("TLAB_WARM_US", "5000"))
+DEFAULT_WARM_US = os.environ.get("TLAB_WARM_US", "5000")
 # The TUN device's packet ring: if the engine falls behind for a moment, the host's
 # packets wait here instead of being dropped (a drop here is an unintended drop).
 TUN_TXQUEUELEN = 10_000
 ENGINE_READY_TIMEOUT_S = 10.0
 STOP_GRACE_S = 3.0
 ENGINE_STOP_GRACE_S = 120.0
+
+
+def _warm_us(value: str) -> float:
+    """`TLAB_WARM_US`: the warm-up interval in µs (0: off)."""
+    try:
+        us = float(value)
+    except ValueError:
+        us = -1.0
+    if not us >= 0 or us == float("inf"):
+        raise NetworkError(f"TLAB_WARM_US must be a number of µs, 0 or more (0: no warm-up frames), not {value!r}")
+    return us
 
 
 def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
@@ -113,7 +124,7 @@ class Network:
     ):
         self.topology = topology
         self.pin_hosts = DEFAULT_PIN_HOSTS if pin_hosts is None else pin_hosts
-        self.warm_us = DEFAULT_WARM_US if warm_us is None else warm_us
+        self.warm_us = _warm_us(DEFAULT_WARM_US) if warm_us is None else warm_us
         # µs (None: no request); see DEFAULT_CPU_LATENCY_US.
         self.cpu_latency_us = DEFAULT_CPU_LATENCY_US if cpu_latency_us == "default" else cpu_latency_us
         self._cpu_latency_fd: int | None = None
@@ -248,7 +259,8 @@ class Network:
                 "directions": [index[n] for n in names],
             }
         config["spin_ns"] = int(self.spin_us * 1000)
-        config["warm_interval_ns"] = int(self.warm_us * 1000)
+        if self.attach == "veth":  # a TUN host has no hand-over path to warm
+            config["warm_interval_ns"] = int(self.warm_us * 1000)
         config["realtime_priority"] = self.realtime_priority
         config["cpu"] = self.engine_cpu
         config_path = self.workdir / "engine-config.json"
@@ -367,10 +379,11 @@ class Network:
         """Starts `argv` inside `host`; it is stopped at teardown if still running."""
         if host not in self.topology.hosts:
             raise NetworkError(f"no host {host!r}")
+        command = argv
         if self.pin_hosts and self.host_cpus:
             # `taskset` execs in place, as `ip netns exec` does: the PID stays the command's.
-            argv = ["taskset", "-c", ",".join(map(str, sorted(self.host_cpus))), *argv]
-        proc = subprocess.Popen(netns.exec_argv(self.namespace(host), argv), start_new_session=True, **kwargs)
+            command = ["taskset", "-c", ",".join(map(str, sorted(self.host_cpus))), *argv]
+        proc = subprocess.Popen(netns.exec_argv(self.namespace(host), command), start_new_session=True, **kwargs)
         self._children.append(proc)
         self.record.add_process(proc.pid, argv[0])
         return proc
