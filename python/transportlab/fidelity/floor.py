@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from transportlab.network.live import Network
 from transportlab.plan.topology import Direction, Link, Topology
 from transportlab.run import agents
@@ -32,3 +35,16 @@ def added_one_way_std_us(rtt_std_ms: float, floor_rtt_std_ms: float) -> float:
     the floor's, split evenly over the two directions (independent, so variances add);
     0 when the emulator's RTT varies no more than the floor's."""
     return math.sqrt(max(rtt_std_ms**2 - floor_rtt_std_ms**2, 0.0) / 2) * 1e3
+
+
+def rtts_us(series: pd.DataFrame | None) -> np.ndarray:
+    """The answered probes' RTTs in µs from a probe agent's series (`send_ns`, `recv_ns`)."""
+    if series is None or series.empty:
+        return np.array([])
+    return (series["recv_ns"] - series["send_ns"]).dropna().to_numpy(np.float64) / 1e3
+
+
+def stalls(rtt_us: np.ndarray) -> int:
+    """Probes back more than 1 ms after the median RTT: the machine's rare stalls, each of
+    which moves a mean over a few dozen probes by tens of µs."""
+    return int(np.sum(rtt_us - np.median(rtt_us) > 1000)) if len(rtt_us) else 0

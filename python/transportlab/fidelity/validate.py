@@ -17,7 +17,7 @@ from rich.table import Table
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE
 from transportlab.artefacts.rundir import RunDir, RunDirError
-from transportlab.fidelity.floor import added_one_way_std_us, added_one_way_us, floor_probes
+from transportlab.fidelity.floor import added_one_way_std_us, added_one_way_us, floor_probes, rtts_us, stalls
 from transportlab.fidelity.machine import cpuidle_driver, timer_lateness
 from transportlab.locations import PROJECT_ROOT
 from transportlab.network.live import DEFAULT_CPU_LATENCY_US
@@ -133,7 +133,7 @@ def delay(out: Path, quick: bool) -> Part:
             f"{(fwd['mean_ms'] - 1e3 * d) * 1e3:.1f}" if fwd else "-",
             f"{added:.1f}",
             f"{added_one_way_us(rtt['p50_ms'], floor['p50_ms'], d):.1f}",
-            str(_stalls(r.dir.series(probe["name"]))),
+            str(stalls(rtts_us(r.dir.series(probe["name"])))),
             f"{added_one_way_std_us(rtt['std_ms'], floor['std_ms']):.1f}",
             f"{hops['stack_to_engine_us']:.1f}" if hops else "-",
             f"{hops['handover_to_read_us']:.1f} / {hops['handover_to_read_reverse_us']:.1f}" if hops else "-",
@@ -151,14 +151,6 @@ def delay(out: Path, quick: bool) -> Part:
         "back): the receiving host's wake-up, outside the link model."
     ]
     return Part("delay", t, ok_all, notes)
-
-
-def _stalls(series) -> int:
-    """Probes whose RTT exceeds the run's median RTT by more than 1 ms."""
-    if series is None or series.empty:
-        return 0
-    rtt = (series["recv_ns"] - series["send_ns"]).dropna().to_numpy(np.float64)
-    return int(np.sum(rtt - np.median(rtt) > 1e6)) if len(rtt) else 0
 
 
 # --- jitter ----------------------------------------------------------------------------
