@@ -12,7 +12,13 @@ import pytest
 from transportlab.artefacts.packetlog import DEPARTURE, RECORD
 from transportlab.metrics import Flow
 from transportlab.report.tables.convergence import TwoFlows, crossings
-from transportlab.report.tables.ledbat_yield import Ledbat, burst_yield, ledbat_fall
+from transportlab.report.tables.ledbat_yield import (
+    TCP_INFINITE_SSTHRESH,
+    Ledbat,
+    burst_yield,
+    ledbat_fall,
+    slow_start_exit,
+)
 
 RUNS = Path(__file__).parent / "data" / "runs"
 S = 1_000_000_000
@@ -88,6 +94,8 @@ def test_burst_yield_as_worked_out():
     ping = pd.DataFrame({"send_ns": [T0 + 19 * S, T0 + 21 * S, T0 + 29 * S], "rtt_ns": [100e6, 250e6, 350e6]})
     b = burst_yield(rates, ping, T0, (20.0, 30.0), LIBUTP)
     assert (b.before_bps, b.rtt_s) == (20e6, pytest.approx(0.300))
+    # over the burst: 20, 19, …, 11 Mbit/s, mean 15.5; the ping sent at 19 s answered in 100 ms
+    assert (b.during_bps, b.rtt_before_s) == (pytest.approx(15.5e6), pytest.approx(0.100))
     assert b.fall_bps_per_s == pytest.approx(1e6)
     assert b.rule_fall_bps_per_s == pytest.approx(3000 * 8 / 0.09)
 
@@ -97,6 +105,13 @@ def test_ledbat_allows_no_fall_under_its_target_and_none_without_pings():
     assert ledbat_fall(Ledbat(1500, 0.100, 0.100), 0.250) == pytest.approx(1500 * 8 * 0.5 / 0.0625)
     b = burst_yield(_rates({k: 10.0 for k in range(19, 30)}), None, T0, (20.0, 30.0), LIBUTP)
     assert b.fall_bps_per_s == pytest.approx(0.0, abs=1e-6) and np.isnan(b.rtt_s) and np.isnan(b.rule_fall_bps_per_s)
+
+
+def test_slow_start_exit_is_the_first_finite_ssthresh():
+    inf = TCP_INFINITE_SSTHRESH
+    assert slow_start_exit(pd.DataFrame({"ssthresh": [inf, inf, 89, 89, 62]})) == 89.0
+    assert np.isnan(slow_start_exit(pd.DataFrame({"ssthresh": [inf, inf]})))  # still in slow start
+    assert np.isnan(slow_start_exit(None))
 
 
 def test_tables_refuse_a_run_they_do_not_fit(capsys):
