@@ -12,6 +12,7 @@ import pytest
 from transportlab.artefacts.packetlog import DEPARTURE, RECORD
 from transportlab.metrics import Flow
 from transportlab.report.tables.convergence import TwoFlows, crossings
+from transportlab.report.tables.hol import sender_window
 from transportlab.report.tables.ledbat_yield import (
     TCP_INFINITE_SSTHRESH,
     Ledbat,
@@ -112,6 +113,15 @@ def test_slow_start_exit_is_the_first_finite_ssthresh():
     assert slow_start_exit(pd.DataFrame({"ssthresh": [inf, inf, 89, 89, 62]})) == 89.0
     assert np.isnan(slow_start_exit(pd.DataFrame({"ssthresh": [inf, inf]})))  # still in slow start
     assert np.isnan(slow_start_exit(None))
+
+
+def test_hol_sender_window_counts_established_samples_only():
+    # five samples: one in SYN-SENT (state 2) with a huge window, four established with
+    # cwnd 4, 6, 8, 10 of which two hold unsent bytes
+    info = pd.DataFrame({"state": [2, 1, 1, 1, 1], "cwnd": [99, 4, 6, 8, 10], "notsent_bytes": [0, 0, 1448, 0, 2896]})
+    (p10, p50, p90), unsent = sender_window(info)
+    assert (p10, p50, p90) == (pytest.approx(4.6), 7.0, pytest.approx(9.4))  # linear between samples
+    assert unsent == 0.5
 
 
 def test_tables_refuse_a_run_they_do_not_fit(capsys):

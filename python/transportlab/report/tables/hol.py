@@ -5,7 +5,9 @@ server host (waiting in its send buffer for the congestion window) and when they
 the client host (that, or waiting for the retransmission of their own bytes), which no
 receiver can undo. The unordered arm's client also assembled the records from the socket's
 stream alone (`stream_ns`): the last columns are what an ordered receiver would have got
-from the same packets in the same run.
+from the same packets in the same run. The sender's side of it: its congestion window
+(10th, 50th, 90th percentile of the server's TCP_INFO samples while established) and the
+share of those samples in which it held bytes it had not sent (`notsent_bytes` > 0).
 
 Both come from the engine's packet log: arrivals of the flow's data packets on the first
 link direction of its path (the server host handed them over) and departures on its last
@@ -22,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
@@ -62,6 +65,20 @@ def completions(raw: Path, flow: dict, record_size: int, count: int, event: int,
     return arrived
 
 
+TCP_ESTABLISHED = 1  # TCP_INFO's tcpi_state
+
+
+def sender_window(tcp_info: pd.DataFrame) -> tuple[tuple[float, float, float], float]:
+    """The sender's cwnd (segments) at the 10th, 50th and 90th percentile of its samples
+    while established, and the share of those samples with unsent bytes in its buffer."""
+    est = tcp_info[tcp_info["state"] == TCP_ESTABLISHED]
+    if est.empty:
+        nan = float("nan")
+        return (nan, nan, nan), nan
+    p10, p50, p90 = np.percentile(est["cwnd"].to_numpy(np.float64), [10, 50, 90])
+    return (float(p10), float(p50), float(p90)), float((est["notsent_bytes"] > 0).mean())
+
+
 def arm_row(run: RunDir) -> dict:
     (name, flow), *_ = flows(run).items()
     raw = run.raw
@@ -84,6 +101,10 @@ def arm_row(run: RunDir) -> dict:
         v = t - send
         return M.late_share(v[np.isfinite(v)], sent, rtt_ns)
 
+    server = run.series(f"{name}-server")
+    if server is None:
+        raise RunDirError(f"{raw / name}-server.arrow: missing")
+    cwnd, unsent = sender_window(server)
     lat = flow["record_latency_ms"]
     stream = (series["stream_ns"] - series["send_ns"]).to_numpy(dtype=float)
     stream = stream[np.isfinite(stream)]
@@ -103,13 +124,16 @@ def arm_row(run: RunDir) -> dict:
         "via_packet": client["via_packet"],
         "loss": flow["loss_rate"],
         "retrans": flow["retransmissions"],
+        "cwnd": cwnd,
+        "unsent": unsent,
     }
 
 
 def table(root: Path) -> str:
     head = ["arm", "records sent", "delivered", "median latency (ms)", "p99 latency (ms)", "late ≥ 1 RTT",
             "left the server late ≥ 1 RTT", "reached the client host late ≥ 1 RTT", "via packet tap",
-            "data packets lost", "retransmissions", "same packets, stream only: median / p99 (ms), late ≥ 1 RTT"]  # fmt: skip
+            "data packets lost", "retransmissions", "same packets, stream only: median / p99 (ms), late ≥ 1 RTT",
+            "sender cwnd p10 / p50 / p90 (segments)", "sender samples with unsent bytes"]  # fmt: skip
     rows = [arm_row(run) for run in run_dirs(root)]
     return "\n".join(
         markdown(
@@ -128,6 +152,8 @@ def table(root: Path) -> str:
                     f"{r['loss']:.2%}",
                     str(r["retrans"]),
                     f"{r['stream_p50_ms']:.1f} / {r['stream_p99_ms']:.1f}, {r['stream_late']:.1%}",
+                    " / ".join(f"{c:.0f}" for c in r["cwnd"]),
+                    f"{r['unsent']:.0%}",
                 ]
                 for r in rows
             ),
