@@ -196,10 +196,10 @@ impl End {
         if want_request && self.request.len() < REQUEST_LEN {
             let mut buf = [0u8; REQUEST_LEN];
             let want = REQUEST_LEN - self.request.len();
-            let n = self.conn.read(&mut buf[..want]);
+            let n = self.conn.read(now, &mut buf[..want]);
             self.request.extend_from_slice(&buf[..n]);
         }
-        let n = self.conn.consume(usize::MAX) as u64;
+        let n = self.conn.consume(now, usize::MAX) as u64;
         self.received += n;
         Delivered::add(delivered, n, now);
     }
