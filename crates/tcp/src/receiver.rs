@@ -6,7 +6,7 @@
 //! timeout (40 ms at its minimum, adapted to the arrival gaps as Linux's `ato`), an
 //! immediate ACK when a hole fills or a duplicate arrives, and out-of-order segments
 //! ACKed at once for the first three then compressed (at most 44, or for 5 % of the RTT
-//! up to 1 ms: `tcp_comp_sack_*`). The receive buffer grows as Linux 6.16+'s autotuning
+//! up to 1 ms: `tcp_comp_sack_*`). The receive buffer grows as Linux 6.18's autotuning
 //! (DRS: `tcp_rcv_space_adjust`, `tcp_rcvbuf_grow`, the receiver's RTT from
 //! `tcp_rcv_rtt_measure[_ts]`), and the window's growth toward it turns quick ACKs on
 //! (`tcp_grow_window`: `icsk_ack.quick |= 1`).
@@ -222,9 +222,9 @@ impl Receiver {
         win_from_space(self.rcvbuf).saturating_sub(held)
     }
 
-    /// `tcp_rcv_space_adjust` (Linux 6.16+), run after each read: once per receiver
+    /// `tcp_rcv_space_adjust` (Linux 6.18), run after each read: once per receiver
     /// RTT, if the application read more than in the RTT before (less what still waits
-    /// in the queue), the buffer grows to let the sender double that.
+    /// in the queue), the buffer grows (`tcp_rcvbuf_grow`).
     fn space_adjust(&mut self, now: Nanos) {
         if self.rcv_rtt_us8 == 0 || (now - self.rcvq_time) / 1000 < self.rcv_rtt_us8 >> 3 {
             return;
@@ -232,17 +232,24 @@ impl Receiver {
         let inq = self.ready.len() as u64;
         let copied = (self.read_total - self.rcvq_seq).saturating_sub(inq);
         if copied > self.rcvq_space {
-            self.rcvq_space = copied;
-            self.rcvbuf_grow();
+            self.rcvbuf_grow(copied);
         }
         self.rcvq_seq = self.read_total;
         self.rcvq_time = now;
     }
 
-    /// `tcp_rcvbuf_grow`: room for twice the last RTT's reads plus the out-of-order
-    /// span, up to `tcp_rmem[2]`; the clamp follows the buffer.
-    fn rcvbuf_grow(&mut self) {
-        let mut rcvwin = self.rcvq_space << 1;
+    /// `tcp_rcvbuf_grow` (6.18, with "tcp: fix too slow tcp_rcvbuf_grow() action"):
+    /// `newval` bytes read in the last RTT against `oldval` in the one before: room for
+    /// twice `newval` ("DRS is always one RTT late") plus twice its growth ratio over
+    /// that (slow start doubles), plus the out-of-order span, up to `tcp_rmem[2]`; the
+    /// clamp follows the buffer.
+    fn rcvbuf_grow(&mut self, newval: u64) {
+        let oldval = self.rcvq_space;
+        self.rcvq_space = newval;
+        let mut rcvwin = newval << 1;
+        if oldval > 0 {
+            rcvwin += (rcvwin * newval.saturating_sub(oldval) / oldval) << 1;
+        }
         if let Some((&s, b)) = self.ofo.last_key_value() {
             rcvwin += s + b.len() as u64 - self.rcv_nxt;
         }
@@ -466,7 +473,7 @@ impl Receiver {
             if len >= 128 {
                 self.grow_window(len);
             }
-            self.rcvbuf_grow();
+            self.rcvbuf_grow(self.rcvq_space);
         }
     }
 
