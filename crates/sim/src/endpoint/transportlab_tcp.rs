@@ -321,10 +321,13 @@ impl Endpoint for TcpClient {
                 }
             }
         }
+        // An upload is done, as for the agent's tcp-client, when the server's FIN comes
+        // back: the server closes its side after reading everything (tcp/client.rs:
+        // shutdown_write, then drain_to_eof).
         let d = self.delivered.get();
-        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && !e.complete {
+        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && e.conn.peer_closed() && !e.complete {
             e.complete = true;
-            e.done_ns = d.last_ns;
+            e.done_ns = Some(now);
         }
         if now >= self.stop || (e.complete && !e.upload) {
             e.conn.abort();
@@ -426,6 +429,8 @@ impl Endpoint for TcpServer {
         if e.upload && e.request.len() == REQUEST_LEN && e.conn.peer_closed() && !e.complete {
             e.complete = true;
             e.done_ns = Some(now);
+            // Everything read: the server closes its side (tcp/server.rs).
+            e.conn.close();
         }
         e.transmit(now, out);
         if self.accepted && e.conn.state() == State::Established {
