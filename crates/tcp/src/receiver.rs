@@ -247,9 +247,11 @@ impl Receiver {
         let oldval = self.rcvq_space;
         self.rcvq_space = newval;
         let mut rcvwin = newval << 1;
-        if oldval > 0 {
-            rcvwin += (rcvwin * newval.saturating_sub(oldval) / oldval) << 1;
-        }
+        // oldval is never 0 once established (at least 10 segments); 0 adds nothing.
+        let grow = (rcvwin * newval.saturating_sub(oldval))
+            .checked_div(oldval)
+            .unwrap_or(0);
+        rcvwin += grow << 1;
         if let Some((&s, b)) = self.ofo.last_key_value() {
             rcvwin += s + b.len() as u64 - self.rcv_nxt;
         }
