@@ -17,7 +17,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::page::{serve_pages, ServedPages};
 use super::records::{send_records, SentRecords};
 use super::sampler::{Progress, Sample, Sampler};
-use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
+use super::transfer::{close_after_sending, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
 use crate::output::{self, bps, secs};
 use crate::sys::Cpu;
@@ -360,13 +360,7 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
             t.first_byte_ns = Some(t.header_ns);
             let (_, stopped) = send_bulk(s, &buf, limit, deadline, counter, &mut t.bytes_sent)?;
             t.last_byte_ns = Some(sys::now_ns());
-            if stopped {
-                t.stopped = true;
-                return Ok(());
-            }
-            s.shutdown_write()?;
-            // Wait for the client to close after it has read everything.
-            match drain_to_eof(s, &mut buf, None)? {
+            match close_after_sending(s, &mut buf, stopped)? {
                 None => t.stopped = true,
                 Some(_) => t.complete = true,
             }
@@ -415,12 +409,7 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
             let (sent, stopped) = send_records(s, req, start, end, counter, &mut t.bytes_sent)?;
             t.records = Some(sent);
             t.last_byte_ns = Some(sys::now_ns());
-            if stopped {
-                t.stopped = true;
-                return Ok(());
-            }
-            s.shutdown_write()?;
-            match drain_to_eof(s, &mut buf, None)? {
+            match close_after_sending(s, &mut buf, stopped)? {
                 None => t.stopped = true,
                 Some(_) => t.complete = true,
             }
