@@ -43,6 +43,19 @@ pub fn envelope<'a, P: Serialize, R: Serialize>(
     Envelope::new(subcommand, params, start_ns, end_ns, stopped_by, results)
 }
 
+/// How a served connection's transfer ended and what it moved: the same fields, in this
+/// order, in every server's `results.connections` (tcp, quic and utp).
+#[derive(Serialize, Default, Debug)]
+pub struct ServedOutcome {
+    pub complete: bool,
+    pub stopped: bool,
+    pub error: Option<String>,
+    /// Payload the receiving application read.
+    pub bytes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
 /// Prints the `READY <port>` line that tells the runner a server is listening.
 pub fn announce_ready(port: u16) {
     let mut out = std::io::stdout().lock();
