@@ -27,6 +27,21 @@ pub fn write_summary(path: &Path, value: &impl Serialize) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// A server's summary written; with `--once`, the connection's error (if any) is then
+/// the server's.
+pub fn write_server_summary(
+    path: &Path,
+    summary: &impl Serialize,
+    once: bool,
+    first_error: Option<String>,
+) -> anyhow::Result<()> {
+    write_summary(path, summary)?;
+    match first_error {
+        Some(e) if once => anyhow::bail!("{e}"),
+        _ => Ok(()),
+    }
+}
+
 pub use agent::series::write_series;
 
 pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary};

@@ -250,13 +250,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     if let Some(p) = &c.message_series {
         series::write_messages(p, &messages)?;
     }
-    output::write_summary(&c.summary, &summary)?;
-    if a.once {
-        if let Some(e) = first_error {
-            bail!("{e}");
-        }
-    }
-    Ok(())
+    output::write_server_summary(&c.summary, &summary, a.once, first_error)
 }
 
 fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {

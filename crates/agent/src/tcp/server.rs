@@ -184,13 +184,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
-    output::write_summary(&a.summary, &summary)?;
-    if a.once {
-        if let Some(e) = first_error {
-            bail!("{e}");
-        }
-    }
-    Ok(())
+    output::write_server_summary(&a.summary, &summary, a.once, first_error)
 }
 
 struct ConnOutcome {
