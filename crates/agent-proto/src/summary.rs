@@ -144,6 +144,47 @@ impl MessagesSummary {
     }
 }
 
+/// A probe's losses, the head of a `probe` summary's `results` (the agent's probe adds
+/// its receive-side counters after them).
+#[derive(Serialize)]
+pub struct ProbeLoss {
+    pub sent: u64,
+    pub received: u64,
+    pub lost: u64,
+    pub loss_rate: Option<f64>,
+}
+
+impl ProbeLoss {
+    /// Of `sent` probes, `received` answered in time.
+    pub fn new(sent: u64, received: u64) -> ProbeLoss {
+        ProbeLoss {
+            sent,
+            received,
+            lost: sent - received,
+            loss_rate: (sent > 0).then(|| (sent - received) as f64 / sent as f64),
+        }
+    }
+}
+
+/// A probe's delays, the tail of a `probe` summary's `results`, in ms.
+#[derive(Serialize)]
+pub struct ProbeDelays {
+    pub rtt: Option<Scaled>,
+    pub owd_forward: Option<Scaled>,
+    pub owd_reverse: Option<Scaled>,
+}
+
+impl ProbeDelays {
+    /// From the answered probes' RTTs and one-way delays each way, in ns.
+    pub fn new(rtt_ns: &[f64], forward_ns: &[f64], reverse_ns: &[f64]) -> ProbeDelays {
+        ProbeDelays {
+            rtt: stats::scaled(rtt_ns, 1e6, "ms"),
+            owd_forward: stats::scaled(forward_ns, 1e6, "ms"),
+            owd_reverse: stats::scaled(reverse_ns, 1e6, "ms"),
+        }
+    }
+}
+
 /// A QUIC connection's counters (`quic` in every QUIC summary), from quinn-proto's
 /// statistics and what the congestion controller's probe saw.
 #[derive(Serialize)]
@@ -241,6 +282,20 @@ mod tests {
         assert_eq!(v["owd"]["mean_ms"], 3.0);
         assert_eq!(v["lateness"]["mean_us"], 2.0);
         assert!(MessagesSummary::new(0, &[], &[]).owd.is_none());
+    }
+
+    #[test]
+    fn probe_loss_and_delays() {
+        let v = serde_json::to_value(ProbeLoss::new(4, 3)).unwrap();
+        assert_eq!((v["lost"].as_u64(), v["loss_rate"].as_f64()), (Some(1), Some(0.25)));
+        assert!(ProbeLoss::new(0, 0).loss_rate.is_none());
+        let d = ProbeDelays::new(&[2e6, 4e6], &[1e6], &[]);
+        let v = serde_json::to_value(&d).unwrap();
+        assert_eq!(
+            (v["rtt"]["mean_ms"].as_f64(), v["owd_forward"]["mean_ms"].as_f64()),
+            (Some(3.0), Some(1.0))
+        );
+        assert!(v["owd_reverse"].is_null());
     }
 
     #[test]

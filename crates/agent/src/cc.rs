@@ -6,6 +6,7 @@
 //! to a controller that wants them.
 
 use std::any::Any;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -324,7 +325,12 @@ impl QuinnController for Instrumented {
 
     fn on_mtu_update(&mut self, new_mtu: u16) {
         match &mut self.algorithm {
-            Algorithm::Lab(c) => c.get_mut().unwrap().on_mtu(new_mtu as u64),
+            Algorithm::Lab(c) => {
+                // quinn never reports 0; the lab's controllers take only a real size.
+                if let Some(mtu) = NonZeroU64::new(u64::from(new_mtu)) {
+                    c.get_mut().unwrap().on_mtu(mtu);
+                }
+            }
             Algorithm::Quinn(c) => c.on_mtu_update(new_mtu),
         }
         self.refresh();

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::udp::{unspecified_for, MAX_PAYLOAD};
 use crate::{output, sys, usage, EchoArgs, ProbeArgs};
-use agent_proto::stats::{self, Scaled};
+use agent_proto::summary::{ProbeDelays, ProbeLoss};
 
 const POLL: Duration = Duration::from_millis(100);
 
@@ -126,17 +126,14 @@ struct ProbeParams<'a> {
 
 #[derive(Serialize)]
 struct ProbeResults {
-    sent: u64,
-    received: u64,
-    lost: u64,
-    loss_rate: Option<f64>,
+    #[serde(flatten)]
+    loss: ProbeLoss,
     late: u64,
     duplicates: u64,
     unknown: u64,
     send_errors: u64,
-    rtt: Option<Scaled>,
-    owd_forward: Option<Scaled>,
-    owd_reverse: Option<Scaled>,
+    #[serde(flatten)]
+    delays: ProbeDelays,
 }
 
 pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
@@ -275,19 +272,13 @@ pub fn probe(a: ProbeArgs) -> anyhow::Result<()> {
             _ => None,
         })
         .collect();
-    let got = rtts.len() as u64;
     let results = ProbeResults {
-        sent,
-        received: got,
-        lost: sent - got,
-        loss_rate: (sent > 0).then(|| (sent - got) as f64 / sent as f64),
+        loss: ProbeLoss::new(sent, rtts.len() as u64),
         late,
         duplicates,
         unknown,
         send_errors,
-        rtt: stats::scaled(&rtts, 1e6, "ms"),
-        owd_forward: stats::scaled(&fwd, 1e6, "ms"),
-        owd_reverse: stats::scaled(&rev, 1e6, "ms"),
+        delays: ProbeDelays::new(&rtts, &fwd, &rev),
     };
     if let Some(path) = &a.series {
         output::write_series(

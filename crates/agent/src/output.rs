@@ -27,6 +27,21 @@ pub fn write_summary(path: &Path, value: &impl Serialize) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// A server's summary written; with `--once`, the connection's error (if any) is then
+/// the server's.
+pub fn write_server_summary(
+    path: &Path,
+    summary: &impl Serialize,
+    once: bool,
+    first_error: Option<String>,
+) -> anyhow::Result<()> {
+    write_summary(path, summary)?;
+    match first_error {
+        Some(e) if once => anyhow::bail!("{e}"),
+        _ => Ok(()),
+    }
+}
+
 pub use agent::series::write_series;
 
 pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary};
@@ -41,6 +56,19 @@ pub fn envelope<'a, P: Serialize, R: Serialize>(
     results: R,
 ) -> Envelope<'a, P, R> {
     Envelope::new(subcommand, params, start_ns, end_ns, stopped_by, results)
+}
+
+/// How a served connection's transfer ended and what it moved: the same fields, in this
+/// order, in every server's `results.connections` (tcp, quic and utp).
+#[derive(Serialize, Default, Debug)]
+pub struct ServedOutcome {
+    pub complete: bool,
+    pub stopped: bool,
+    pub error: Option<String>,
+    /// Payload the receiving application read.
+    pub bytes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
 }
 
 /// Prints the `READY <port>` line that tells the runner a server is listening.

@@ -76,7 +76,8 @@ pub fn request_stop() {
     STOP.store(true, Ordering::SeqCst);
 }
 
-fn setsockopt_raw(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, value: &[u8]) -> io::Result<()> {
+/// `setsockopt(2)` with `value` as the option's bytes.
+pub fn setsockopt_raw(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, value: &[u8]) -> io::Result<()> {
     // SAFETY: value points to value.len() readable bytes.
     let rc = unsafe {
         libc::setsockopt(

@@ -24,6 +24,7 @@ use libutp_rs2::{options, CcState, UtpCcProbe, UtpOpts, UtpUdpContext, UtpUdpStr
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::output::ServedOutcome;
 use crate::{output, sys, usage, Direction, UtpClientArgs, UtpServerArgs};
 
 const CHUNK: usize = 16 * 1024;
@@ -538,12 +539,8 @@ struct Connection {
     mode: &'static str,
     sender: &'static str,
     request: Option<RequestSummary>,
-    complete: bool,
-    stopped: bool,
-    error: Option<String>,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
+    #[serde(flatten)]
+    outcome: ServedOutcome,
     accepted_ns: u64,
     header_ns: Option<u64>,
     first_byte_ns: Option<u64>,
@@ -581,7 +578,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
         None => 0,
     };
     let (sent, received) = conns.iter().fold((0, 0), |(s, r), c: &Connection| {
-        (s + c.bytes_sent, r + c.bytes_received)
+        (s + c.outcome.bytes_sent, r + c.outcome.bytes_received)
     });
     let results = ServerResults {
         port: a.bind.port(),
@@ -626,27 +623,27 @@ async fn run_server(
     sampler.abort();
     c.end_ns = sys::now_ns();
     let moved = p.get();
-    c.bytes = moved;
+    c.outcome.bytes = moved;
     if c.mode == "upload" {
-        c.bytes_received = moved;
+        c.outcome.bytes_received = moved;
     } else {
-        c.bytes_sent = moved;
+        c.outcome.bytes_sent = moved;
     }
     let span = c.end_ns - c.header_ns.unwrap_or(c.accepted_ns);
     c.duration_s = Some(output::secs(span));
     c.throughput_bps = output::bps(moved, span);
     let stopped_by = match result {
         Ok(End::Signal) => {
-            c.stopped = true;
+            c.outcome.stopped = true;
             "signal"
         }
         Ok(End::Deadline) => {
-            c.stopped = deadline.is_some_and(|d| sys::now_ns() >= d);
+            c.outcome.stopped = deadline.is_some_and(|d| sys::now_ns() >= d);
             "duration"
         }
         Ok(_) => "once",
         Err(e) => {
-            c.error = Some(format!("{e:#}"));
+            c.outcome.error = Some(format!("{e:#}"));
             conns.push(c);
             return Err(e);
         }
@@ -702,7 +699,7 @@ async fn serve(
                     None if sys::stop_requested() => End::Signal,
                     None => End::Deadline,
                     Some(_) => {
-                        c.complete = true;
+                        c.outcome.complete = true;
                         End::Done
                     }
                 });
@@ -718,7 +715,7 @@ async fn serve(
                     .write_all(&p.get().to_be_bytes())
                     .await
                     .context("cannot confirm the upload")?;
-                c.complete = true;
+                c.outcome.complete = true;
                 let mut one = [0u8; 1];
                 let _ = until_stopped(stream.read(&mut one), deadline).await;
             }

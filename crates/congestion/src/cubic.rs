@@ -8,6 +8,7 @@ use crate::params::ParamReader;
 use crate::recovery::RecoveryPeriod;
 use crate::window::{initial_window, minimum_window};
 use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
+use std::num::NonZeroU64;
 
 /// RFC 9438 C, in segments per second³.
 pub const C: f64 = 0.4;
@@ -271,16 +272,12 @@ impl Controller for Cubic {
         }
     }
 
-    /// An MTU of 0 is ignored.
-    fn on_mtu(&mut self, mtu: u64) {
-        if mtu == 0 {
-            return;
-        }
-        self.mss = mtu;
+    fn on_mtu(&mut self, mtu: NonZeroU64) {
+        self.mss = mtu.get();
         if self.untouched {
-            self.window = initial_window(mtu) as f64;
+            self.window = initial_window(self.mss) as f64;
         }
-        self.window = self.window.max(minimum_window(mtu) as f64);
+        self.window = self.window.max(minimum_window(self.mss) as f64);
     }
 
     /// Rounded, not truncated: 0.7·120000 is 83999.99… in binary floating point.

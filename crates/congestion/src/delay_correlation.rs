@@ -10,6 +10,7 @@ use crate::prng::SplitMix64;
 use crate::window::minimum_window;
 use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
 use std::collections::BTreeMap;
+use std::num::NonZeroU64;
 
 /// Default seed of the sampling generator (any fixed value; runs differ only if asked).
 pub const DEFAULT_SEED: u64 = 0x5EED_DE1A_7C0E_2014;
@@ -227,11 +228,8 @@ impl Controller for DelayCorrelation {
         self.cubic.on_loss(lost);
     }
 
-    fn on_mtu(&mut self, mtu: u64) {
-        if mtu == 0 {
-            return;
-        }
-        self.mss = mtu;
+    fn on_mtu(&mut self, mtu: NonZeroU64) {
+        self.mss = mtu.get();
         self.cubic.on_mtu(mtu);
     }
 

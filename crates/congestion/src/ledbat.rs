@@ -32,6 +32,7 @@ use crate::params::ParamReader;
 use crate::recovery::RecoveryPeriod;
 use crate::window::minimum_window;
 use crate::{Acked, ConfigError, Controller, Lost, Nanos, OneWayDelay, Params, Sent};
+use std::num::NonZeroU64;
 
 const MS: Nanos = 1_000_000;
 
@@ -341,12 +342,8 @@ impl Controller for Ledbat {
         }
     }
 
-    /// An MTU of 0 is ignored.
-    fn on_mtu(&mut self, mtu: u64) {
-        if mtu == 0 {
-            return;
-        }
-        self.mss = mtu;
+    fn on_mtu(&mut self, mtu: NonZeroU64) {
+        self.mss = mtu.get();
         self.window = self.window.max(self.minimum_window());
     }
 

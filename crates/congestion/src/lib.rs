@@ -20,6 +20,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU64;
 
 mod base_delay;
 mod correlation;
@@ -107,8 +108,8 @@ pub trait Controller: Send {
     /// what remains in flight.
     fn on_ack_end(&mut self, _now: Nanos, _bytes_in_flight: u64) {}
     fn on_loss(&mut self, lost: &Lost);
-    /// The maximum datagram size changed.
-    fn on_mtu(&mut self, mtu: u64);
+    /// The maximum datagram size changed (never to 0, which would zero every window).
+    fn on_mtu(&mut self, mtu: NonZeroU64);
     /// A one-way delay sample of the data direction arrived. Only a transport that
     /// exchanges timestamps gives them, and only to a controller that
     /// [wants them](Controller::wants_one_way_delay).

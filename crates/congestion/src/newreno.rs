@@ -4,6 +4,7 @@ use crate::params::ParamReader;
 use crate::recovery::RecoveryPeriod;
 use crate::window::{initial_window, minimum_window};
 use crate::{Acked, ConfigError, Controller, Lost, Params, Sent};
+use std::num::NonZeroU64;
 
 /// RFC 9002 §7.3 NewReno: slow start adds the acked bytes; congestion avoidance adds one
 /// MSS per window of acked bytes; a congestion event halves the window once per recovery
@@ -88,16 +89,12 @@ impl Controller for NewReno {
         }
     }
 
-    /// An MTU of 0 is ignored (it would zero every window).
-    fn on_mtu(&mut self, mtu: u64) {
-        if mtu == 0 {
-            return;
-        }
-        self.mss = mtu;
+    fn on_mtu(&mut self, mtu: NonZeroU64) {
+        self.mss = mtu.get();
         if self.untouched {
-            self.window = initial_window(mtu);
+            self.window = initial_window(self.mss);
         }
-        self.window = self.window.max(minimum_window(mtu));
+        self.window = self.window.max(minimum_window(self.mss));
     }
 
     fn window(&self) -> u64 {

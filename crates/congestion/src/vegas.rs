@@ -6,6 +6,7 @@ use crate::params::{param_error, ParamReader};
 use crate::recovery::RecoveryPeriod;
 use crate::window::{initial_window, minimum_window};
 use crate::{Acked, ConfigError, Controller, Lost, Nanos, Params, Sent};
+use std::num::NonZeroU64;
 
 /// Minimum window in packets (RFC 9002's 2·MSS).
 const MIN_PACKETS: u64 = 2;
@@ -223,14 +224,11 @@ impl Controller for Vegas {
         }
     }
 
-    /// An MTU of 0 is ignored. The window stays the same number of packets.
-    fn on_mtu(&mut self, mtu: u64) {
-        if mtu == 0 {
-            return;
-        }
-        self.mss = mtu;
+    /// The window stays the same number of packets.
+    fn on_mtu(&mut self, mtu: NonZeroU64) {
+        self.mss = mtu.get();
         if self.untouched {
-            self.cwnd = (initial_window(mtu) / mtu).max(MIN_PACKETS);
+            self.cwnd = (initial_window(self.mss) / self.mss).max(MIN_PACKETS);
         }
     }
 

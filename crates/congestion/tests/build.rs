@@ -115,7 +115,7 @@ fn on_mtu_updates_the_segment_size() {
     // persistent congestion leaves exactly 2·MSS = 2920.
     for &name in NAMES {
         let mut c = build(name, &Params::new(), MSS, 0).unwrap();
-        c.on_mtu(1460);
+        c.on_mtu(mtu(1460));
         let expected = if name == "ledbat" { 2_920 } else { 14_600 };
         assert_eq!(c.window(), expected, "{name}");
         c.on_loss(&persistent_loss(SECOND, SECOND - 1));

@@ -5,29 +5,31 @@
 //! one behind the other (the copy queues behind its original at the rate stage). The
 //! copy keeps the id and has [`Packet::copy`] set.
 
-use crate::passing::Passing;
+use crate::passing::{Decide, Instant, Passing};
 use crate::rng::{bernoulli, stage_rng, StageRng};
-use crate::{Dropped, Nanos, Packet, Stage};
+use crate::{Dropped, Nanos, Packet};
 
-pub struct Duplicate<P> {
+/// The duplication stage.
+pub type Duplicate<P> = Instant<Duplication, P>;
+
+/// Whether a packet is copied: probability and random stream.
+pub struct Duplication {
     probability: f64,
     rng: StageRng,
-    out: Passing<P>,
 }
 
 impl<P> Duplicate<P> {
     /// A duplication stage with probability `probability`, drawing from `seed`.
     pub fn new(probability: f64, seed: u64) -> Self {
-        Duplicate {
+        Instant::with(Duplication {
             probability,
             rng: stage_rng(seed),
-            out: Passing::new(),
-        }
+        })
     }
 }
 
-impl<P: Clone> Stage<P> for Duplicate<P> {
-    fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
+impl<P: Clone> Decide<P> for Duplication {
+    fn decide(&mut self, packet: Packet<P>, at: Nanos, out: &mut Passing<P>) -> Result<(), Dropped<P>> {
         let copy = if bernoulli(&mut self.rng, self.probability) {
             Some(Packet {
                 copy: true,
@@ -36,22 +38,10 @@ impl<P: Clone> Stage<P> for Duplicate<P> {
         } else {
             None
         };
-        self.out.push(packet, at);
+        out.push(packet, at);
         if let Some(c) = copy {
-            self.out.push(c, at);
+            out.push(c, at);
         }
         Ok(())
-    }
-
-    fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
-        self.out.dequeue(now)
-    }
-
-    fn next_due(&self) -> Option<Nanos> {
-        self.out.next_due()
-    }
-
-    fn len(&self) -> usize {
-        self.out.len()
     }
 }

@@ -3,9 +3,9 @@
 //! The stage is instantaneous: a packet it keeps is due at its arrival time, so it only
 //! decides, it never delays. It acts as a packet enters the link, as netem does.
 
-use crate::passing::Passing;
+use crate::passing::{Decide, Instant, Passing};
 use crate::rng::{bernoulli, stage_rng, StageRng};
-use crate::{DropReason, Dropped, Nanos, Packet, Stage};
+use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// The loss process.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,7 +25,10 @@ pub enum GeState {
     Bad,
 }
 
-/// The random-loss stage.
+/// The random-loss stage (its process decides, see [`LossProcess`]).
+pub type Loss<P> = Instant<LossProcess, P>;
+
+/// The loss process: its model, state and random stream.
 ///
 /// Order of the Gilbert–Elliott decisions per packet (the same as netem's
 /// `loss_gilb_ell`): first a draw decides the state transition, then a second draw
@@ -33,31 +36,31 @@ pub enum GeState {
 /// channel in* (before the transition). Equivalently: packet n is lost with the
 /// probability of state Xₙ, and the channel then moves to Xₙ₊₁. The long-run loss rate
 /// is π_B(1−h) + π_G(1−k) with π_B = p/(p+r), whichever convention is used.
-pub struct Loss<P> {
+pub struct LossProcess {
     model: LossModel,
     state: GeState,
     rng: StageRng,
-    out: Passing<P>,
 }
 
 impl<P> Loss<P> {
     /// A loss stage drawing from the stream `seed` (see [`crate::rng`]).
     pub fn new(model: LossModel, seed: u64) -> Self {
-        Loss {
+        Instant::with(LossProcess {
             model,
             state: GeState::Good,
             rng: stage_rng(seed),
-            out: Passing::new(),
-        }
+        })
     }
 
     /// The current Gilbert–Elliott state (always `Good` for Bernoulli).
     pub fn state(&self) -> GeState {
-        self.state
+        self.decider().state
     }
+}
 
+impl LossProcess {
     /// Draws the fate of the next packet: `true` = lost.
-    pub fn decide(&mut self) -> bool {
+    pub fn draw(&mut self) -> bool {
         match self.model {
             LossModel::Bernoulli { p } => bernoulli(&mut self.rng, p),
             LossModel::GilbertElliott { p, r, h, k } => {
@@ -75,27 +78,15 @@ impl<P> Loss<P> {
     }
 }
 
-impl<P> Stage<P> for Loss<P> {
-    fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
-        if self.decide() {
+impl<P> Decide<P> for LossProcess {
+    fn decide(&mut self, packet: Packet<P>, at: Nanos, out: &mut Passing<P>) -> Result<(), Dropped<P>> {
+        if self.draw() {
             return Err(Dropped {
                 packet,
                 reason: DropReason::RandomLoss,
             });
         }
-        self.out.push(packet, at);
+        out.push(packet, at);
         Ok(())
-    }
-
-    fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
-        self.out.dequeue(now)
-    }
-
-    fn next_due(&self) -> Option<Nanos> {
-        self.out.next_due()
-    }
-
-    fn len(&self) -> usize {
-        self.out.len()
     }
 }

@@ -1,33 +1,69 @@
-//! The hand-out side of an instantaneous stage (loss, duplicate): packets it let through
-//! wait here, due at the time they arrived, until the pipeline moves them on.
+//! Instantaneous stages (loss, duplicate): they only decide, as a packet arrives, what
+//! passes; what passes waits here, due at the time it arrived, until the pipeline moves it
+//! on.
 
 use std::collections::VecDeque;
 
-use crate::{Nanos, Packet};
+use crate::{Dropped, Nanos, Packet, Stage};
 
-pub(crate) struct Passing<P>(VecDeque<(Packet<P>, Nanos)>);
+/// The hand-out side of an instantaneous stage.
+pub struct Passing<P>(VecDeque<(Packet<P>, Nanos)>);
 
 impl<P> Passing<P> {
-    pub(crate) fn new() -> Self {
+    fn new() -> Self {
         Passing(VecDeque::new())
     }
 
+    /// `packet` passes, due at `at`.
     pub(crate) fn push(&mut self, packet: Packet<P>, at: Nanos) {
         self.0.push_back((packet, at));
     }
+}
 
-    pub(crate) fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
-        match self.0.front() {
-            Some(&(_, due)) if due <= now => self.0.pop_front(),
+/// What an instantaneous stage does with a packet arriving at `at`: puts what passes into
+/// `out` (the packet, perhaps a copy after it), or refuses the packet.
+pub trait Decide<P> {
+    fn decide(&mut self, packet: Packet<P>, at: Nanos, out: &mut Passing<P>) -> Result<(), Dropped<P>>;
+}
+
+/// An instantaneous stage: `D` decides, and what it lets through is handed out at its
+/// arrival time, in arrival order.
+pub struct Instant<D, P> {
+    decider: D,
+    out: Passing<P>,
+}
+
+impl<D, P> Instant<D, P> {
+    pub(crate) fn with(decider: D) -> Self {
+        Instant {
+            decider,
+            out: Passing::new(),
+        }
+    }
+
+    /// What decides.
+    pub fn decider(&self) -> &D {
+        &self.decider
+    }
+}
+
+impl<P, D: Decide<P>> Stage<P> for Instant<D, P> {
+    fn enqueue(&mut self, packet: Packet<P>, at: Nanos) -> Result<(), Dropped<P>> {
+        self.decider.decide(packet, at, &mut self.out)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<(Packet<P>, Nanos)> {
+        match self.out.0.front() {
+            Some(&(_, due)) if due <= now => self.out.0.pop_front(),
             _ => None,
         }
     }
 
-    pub(crate) fn next_due(&self) -> Option<Nanos> {
-        self.0.front().map(|&(_, due)| due)
+    fn next_due(&self) -> Option<Nanos> {
+        self.out.0.front().map(|&(_, due)| due)
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.0.len()
+    fn len(&self) -> usize {
+        self.out.0.len()
     }
 }

@@ -286,13 +286,20 @@ impl Connection {
         self.rcv.readable()
     }
 
-    pub fn read(&mut self, buf: &mut [u8]) -> usize {
-        self.rcv.read(buf)
+    /// The receiving half (window, autotuning and ACK state), to inspect.
+    pub fn receiver(&self) -> &Receiver {
+        &self.rcv
     }
 
-    /// Reads and discards up to `max` bytes.
-    pub fn consume(&mut self, max: usize) -> usize {
-        self.rcv.consume(max)
+    /// The application reads up to `buf.len()` bytes at `now` (the read drives receive-
+    /// buffer autotuning, as `tcp_recvmsg` does).
+    pub fn read(&mut self, now: Nanos, buf: &mut [u8]) -> usize {
+        self.rcv.read(now, buf)
+    }
+
+    /// Reads and discards up to `max` bytes at `now`.
+    pub fn consume(&mut self, now: Nanos, max: usize) -> usize {
+        self.rcv.consume(now, max)
     }
 
     /// The peer ended its stream and everything before its FIN was received.
@@ -591,6 +598,7 @@ impl Connection {
             self.update_pacing_rate();
         }
         self.state = State::Established;
+        self.rcv.init_buffer_space(now);
         self.high_seq = self.snd_nxt;
         self.cwnd_usage_seq = self.snd_nxt;
         let ctx = self.ctx(now);
@@ -620,6 +628,10 @@ impl Connection {
             self.tcp_ack(now, seg, has_data);
         }
         if has_data {
+            if let Some((_, ecr)) = seg.timestamps {
+                let ts_now = self.tsval(now);
+                self.rcv.rtt_measure_ts(ecr, ts_now, seg.payload.len() as u64);
+            }
             let fin = seg.has(flags::FIN);
             let a = self.rcv.data(start, &seg.payload, fin);
             if a.in_order > 0 {

@@ -6,7 +6,10 @@
 //! timeout (40 ms at its minimum, adapted to the arrival gaps as Linux's `ato`), an
 //! immediate ACK when a hole fills or a duplicate arrives, and out-of-order segments
 //! ACKed at once for the first three then compressed (at most 44, or for 5 % of the RTT
-//! up to 1 ms: `tcp_comp_sack_*`).
+//! up to 1 ms: `tcp_comp_sack_*`). The receive buffer grows as Linux 6.18's autotuning
+//! (DRS: `tcp_rcv_space_adjust`, `tcp_rcvbuf_grow`, the receiver's RTT from
+//! `tcp_rcv_rtt_measure[_ts]`), and the window's growth toward it turns quick ACKs on
+//! (`tcp_grow_window`: `icsk_ack.quick |= 1`).
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -21,6 +24,23 @@ const COMP_SACK_NR: u32 = 44;
 const COMP_SACK_DELAY_NS: u64 = 1_000_000;
 /// Most SACK blocks remembered (Linux's `selective_acks[4]`).
 const SACK_BLOCKS: usize = 4;
+/// `tcp_rmem[1]`: the buffer a connection starts with (the lab's hosts keep Linux's
+/// default, `network.live`).
+const RMEM_DEFAULT: u64 = 131_072;
+/// `TCP_INIT_CWND`: the first `rcvq_space.space` is this many segments at most.
+const INIT_CWND: u64 = 10;
+
+/// `tcp_win_from_space` at the default `scaling_ratio` (50 %): the window a buffer of
+/// `space` bytes holds (skb overhead is the other half). The truesize of arriving
+/// segments, from which Linux refines the ratio, is not modelled.
+fn win_from_space(space: u64) -> u64 {
+    space / 2
+}
+
+/// `tcp_space_from_win`, its inverse.
+fn space_from_win(win: u64) -> u64 {
+    win * 2
+}
 
 /// What one arriving segment's data did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -67,6 +87,24 @@ pub struct Receiver {
     window_clamp: u64,
     pub wscale: u8,
     advmss: u64,
+    /// Out-of-order payload bytes held (part of `sk_rmem_alloc`).
+    ofo_bytes: u64,
+
+    // Receive-buffer autotuning.
+    /// `sk_rcvbuf`, and `tcp_rmem[2]`, the most autotuning may grow it to.
+    rcvbuf: u64,
+    rmem_max: u64,
+    /// `rcvq_space`: bytes read in the last measured RTT, and where and when the
+    /// measurement began (`read_total` then).
+    rcvq_space: u64,
+    rcvq_seq: u64,
+    rcvq_time: Nanos,
+    /// `rcv_rtt_est.rtt_us` (µs << 3; 0: no sample yet), the window-based
+    /// measurement's end (`rcv_rtt_est.seq`) and start, and the last `tsecr` sampled.
+    rcv_rtt_us8: u64,
+    rcv_rtt_seq: u64,
+    rcv_rtt_time: Option<Nanos>,
+    rcv_rtt_last_tsecr: u32,
 
     // ACK policy.
     /// Data arrived that no ACK has covered yet (`ICSK_ACK_SCHED`).
@@ -93,10 +131,11 @@ impl Receiver {
     pub fn new(rcvbuf: u64, advmss: u64) -> Receiver {
         // Linux's initial window: half the default buffer (131072, tcp_win_from_space at
         // its default 50 % ratio) rounded down to whole segments; the window scale
-        // covers the largest buffer (ilog2 − 15).
-        let initial = (131_072 / 2) / advmss * advmss;
+        // covers the largest buffer (ilog2 − 15). The clamp is the largest buffer's
+        // window until `init_buffer_space` lowers it to the starting buffer's.
+        let initial = win_from_space(RMEM_DEFAULT) / advmss * advmss;
         let wscale = (63 - rcvbuf.max(212_992).leading_zeros() as i32 - 15).clamp(0, 14) as u8;
-        let window_clamp = (rcvbuf / 2).max(2 * advmss);
+        let window_clamp = win_from_space(rcvbuf).max(2 * advmss);
         Receiver {
             rcv_nxt: 0,
             ofo: BTreeMap::new(),
@@ -112,6 +151,16 @@ impl Receiver {
             window_clamp,
             wscale,
             advmss,
+            ofo_bytes: 0,
+            rcvbuf: RMEM_DEFAULT.min(rcvbuf.max(2 * advmss)),
+            rmem_max: rcvbuf,
+            rcvq_space: 0,
+            rcvq_seq: 0,
+            rcvq_time: 0,
+            rcv_rtt_us8: 0,
+            rcv_rtt_seq: 0,
+            rcv_rtt_time: None,
+            rcv_rtt_last_tsecr: 0,
             pending: false,
             ack_now: false,
             quick: 0,
@@ -137,22 +186,135 @@ impl Receiver {
         self.ready.len()
     }
 
-    /// Moves up to `buf.len()` in-order bytes to the application.
-    pub fn read(&mut self, buf: &mut [u8]) -> usize {
+    /// Moves up to `buf.len()` in-order bytes to the application at `now`.
+    pub fn read(&mut self, now: Nanos, buf: &mut [u8]) -> usize {
         let n = buf.len().min(self.ready.len());
         for (d, s) in buf.iter_mut().zip(self.ready.drain(..n)) {
             *d = s;
         }
         self.read_total += n as u64;
+        self.space_adjust(now);
         n
     }
 
-    /// Discards up to `max` in-order bytes as read.
-    pub fn consume(&mut self, max: usize) -> usize {
+    /// Discards up to `max` in-order bytes as read at `now`.
+    pub fn consume(&mut self, now: Nanos, max: usize) -> usize {
         let n = max.min(self.ready.len());
         self.ready.drain(..n);
         self.read_total += n as u64;
+        self.space_adjust(now);
         n
+    }
+
+    /// `tcp_init_buffer_space`, when the connection is established at `now`: the clamp
+    /// comes down to the starting buffer's window and the first measurement begins.
+    pub fn init_buffer_space(&mut self, now: Nanos) {
+        self.rcvq_time = now;
+        self.rcvq_seq = self.read_total;
+        self.window_clamp = self.window_clamp.min(win_from_space(self.rcvbuf));
+        self.rcv_ssthresh = self.rcv_ssthresh.min(self.window_clamp);
+        self.rcvq_space = self.rcv_ssthresh.min(self.rcv_wnd).min(INIT_CWND * self.advmss);
+    }
+
+    /// `tcp_space`: the window the buffer has room for beyond what it holds.
+    fn space(&self) -> u64 {
+        let held = self.ready.len() as u64 + self.ofo_bytes;
+        win_from_space(self.rcvbuf).saturating_sub(held)
+    }
+
+    /// `tcp_rcv_space_adjust` (Linux 6.18), run after each read: once per receiver
+    /// RTT, if the application read more than in the RTT before (less what still waits
+    /// in the queue), the buffer grows (`tcp_rcvbuf_grow`).
+    fn space_adjust(&mut self, now: Nanos) {
+        if self.rcv_rtt_us8 == 0 || (now - self.rcvq_time) / 1000 < self.rcv_rtt_us8 >> 3 {
+            return;
+        }
+        let inq = self.ready.len() as u64;
+        let copied = (self.read_total - self.rcvq_seq).saturating_sub(inq);
+        if copied > self.rcvq_space {
+            self.rcvbuf_grow(copied);
+        }
+        self.rcvq_seq = self.read_total;
+        self.rcvq_time = now;
+    }
+
+    /// `tcp_rcvbuf_grow` (6.18, with "tcp: fix too slow tcp_rcvbuf_grow() action"):
+    /// `newval` bytes read in the last RTT against `oldval` in the one before: room for
+    /// twice `newval` ("DRS is always one RTT late") plus twice its growth ratio over
+    /// that (slow start doubles), plus the out-of-order span, up to `tcp_rmem[2]`; the
+    /// clamp follows the buffer.
+    fn rcvbuf_grow(&mut self, newval: u64) {
+        let oldval = self.rcvq_space;
+        self.rcvq_space = newval;
+        let mut rcvwin = newval << 1;
+        // oldval is never 0 once established (at least 10 segments); 0 adds nothing.
+        let grow = (rcvwin * newval.saturating_sub(oldval))
+            .checked_div(oldval)
+            .unwrap_or(0);
+        rcvwin += grow << 1;
+        if let Some((&s, b)) = self.ofo.last_key_value() {
+            rcvwin += s + b.len() as u64 - self.rcv_nxt;
+        }
+        let rcvbuf = space_from_win(rcvwin).min(self.rmem_max);
+        if rcvbuf > self.rcvbuf {
+            self.rcvbuf = rcvbuf;
+            self.window_clamp = win_from_space(rcvbuf);
+        }
+    }
+
+    /// `tcp_rcv_rtt_measure_ts`: a segment of `len` bytes echoing `tsecr`, our clock
+    /// reading `ts_now` (ms): one sample per new echo, from full segments only.
+    pub fn rtt_measure_ts(&mut self, tsecr: u32, ts_now: u32, len: u64) {
+        if tsecr == self.rcv_rtt_last_tsecr {
+            return;
+        }
+        self.rcv_rtt_last_tsecr = tsecr;
+        if len >= self.rcv_mss {
+            let delta = ts_now.wrapping_sub(tsecr);
+            // tcp_rtt_tsopt_us with min 0: a 0 ms sample is no sample (6.16+).
+            if delta > 0 && delta < 1 << 30 {
+                self.rtt_update(u64::from(delta) * 1000, false);
+            }
+        }
+    }
+
+    /// `tcp_rcv_rtt_measure`: one sample per window's worth of data, its time to arrive.
+    fn rtt_measure(&mut self, now: Nanos) {
+        if let Some(start) = self.rcv_rtt_time {
+            if self.rcv_nxt < self.rcv_rtt_seq {
+                return;
+            }
+            self.rtt_update(((now - start) / 1000).max(1), true);
+        }
+        self.rcv_rtt_seq = self.rcv_nxt + self.rcv_wnd;
+        self.rcv_rtt_time = Some(now);
+    }
+
+    /// `tcp_rcv_rtt_update` (6.16+: always seeks the minimum): a smaller sample replaces
+    /// the estimate; a larger one is ignored if window-based or while data wait to be
+    /// read, else averaged in at 1/8.
+    fn rtt_update(&mut self, sample_us: u64, win_dep: bool) {
+        let m = sample_us << 3;
+        let old = self.rcv_rtt_us8;
+        if old == 0 || m < old {
+            self.rcv_rtt_us8 = m;
+        } else if !win_dep && self.ready.is_empty() {
+            self.rcv_rtt_us8 = old - (old >> 3) + sample_us;
+        }
+    }
+
+    /// The receiver's RTT estimate in µs (0: none yet).
+    pub fn rcv_rtt_us(&self) -> u64 {
+        self.rcv_rtt_us8 >> 3
+    }
+
+    /// `rcv_ssthresh`, the window's current ceiling, and `window_clamp` (bytes).
+    pub fn rcv_ssthresh(&self) -> u64 {
+        self.rcv_ssthresh
+    }
+
+    pub fn window_clamp(&self) -> u64 {
+        self.window_clamp
     }
 
     /// SACK blocks to send, most recent first.
@@ -210,6 +372,7 @@ impl Receiver {
                     break;
                 }
                 let (s, bytes) = self.ofo.pop_first().expect("a first entry");
+                self.ofo_bytes -= bytes.len() as u64;
                 let e = s + bytes.len() as u64;
                 if e > self.rcv_nxt {
                     let skip = (self.rcv_nxt - s) as usize;
@@ -243,6 +406,7 @@ impl Receiver {
             if s < e {
                 self.ofo
                     .insert(s, payload[(s - start) as usize..(e - start) as usize].to_vec());
+                self.ofo_bytes += e - s;
             } else if s >= end {
                 a.duplicate = true;
             }
@@ -263,6 +427,7 @@ impl Receiver {
         if len >= self.rcv_mss {
             self.rcv_mss = len.min(self.advmss);
         }
+        self.rtt_measure(now);
         let ato_min = clock.hz() / 25;
         let j = clock.at(now);
         if self.ato == 0 {
@@ -280,15 +445,22 @@ impl Receiver {
         }
         self.lrcvtime = j;
         if len >= 128 {
-            self.grow_window();
+            self.grow_window(len);
         }
     }
 
-    /// `tcp_grow_window`: the window may open 2 segments per full segment received.
-    fn grow_window(&mut self) {
-        if self.rcv_ssthresh < self.window_clamp {
-            self.rcv_ssthresh = (self.rcv_ssthresh + 2 * self.advmss).min(self.window_clamp);
+    /// `tcp_grow_window` for a segment of `len` bytes: while the buffer has room beyond
+    /// `rcv_ssthresh`, the window may open 2 segments per segment received, and each
+    /// such step turns quick-ACK mode on (`icsk_ack.quick |= 1`): the ACK goes out at
+    /// once instead of every second segment.
+    fn grow_window(&mut self, len: u64) {
+        let room = self.window_clamp.min(self.space()).saturating_sub(self.rcv_ssthresh);
+        if room == 0 {
+            return;
         }
+        let incr = (2 * self.advmss).max(2 * len);
+        self.rcv_ssthresh += room.min(incr);
+        self.quick |= 1;
     }
 
     /// Out-of-order or duplicate data: schedule an ACK (`inet_csk_schedule_ack`); a
@@ -298,8 +470,12 @@ impl Receiver {
         if duplicate {
             self.incr_quickack(MAX_QUICKACKS);
             self.ack_now = true;
-        } else if len >= 128 {
-            self.grow_window();
+        } else {
+            // tcp_data_queue_ofo: the segment was queued (all of it or what was new).
+            if len >= 128 {
+                self.grow_window(len);
+            }
+            self.rcvbuf_grow(self.rcvq_space);
         }
     }
 
@@ -402,7 +578,7 @@ impl Receiver {
 
     /// `tcp_select_window`: never shrinks the right edge already offered.
     fn select_window(&mut self) -> u64 {
-        let space = self.window_clamp.saturating_sub(self.ready.len() as u64);
+        let space = self.window_clamp.min(self.space());
         let unit = 1u64 << self.wscale;
         let mut new = space.min(self.rcv_ssthresh).div_ceil(unit) * unit;
         let cur = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);

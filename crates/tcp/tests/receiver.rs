@@ -21,7 +21,11 @@ fn data(n: u32, tsval: u32) -> Segment {
 
 /// A server that accepted a connection at 0–20 ms (RTT 20 ms); returns it and its ISN.
 fn accepted() -> (Connection, u32) {
-    let mut server = Connection::listen(Config::new("cubic", 5201, 40000)).unwrap();
+    accepted_with(Config::new("cubic", 5201, 40000))
+}
+
+fn accepted_with(cfg: Config) -> (Connection, u32) {
+    let mut server = Connection::listen(cfg).unwrap();
     let syn = Segment {
         src_port: 40000,
         dst_port: 5201,
@@ -162,4 +166,53 @@ fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
     );
     // The flush cancelled the timer 24 armed; 26 armed it anew, 1 ms after its arrival.
     assert_eq!(server.next_timeout(), Some(t - 10_000 + MS));
+}
+
+/// Receive-buffer autotuning turns quick ACKs on while the window grows (Linux 6.18's
+/// `tcp_rcv_space_adjust` / `tcp_rcvbuf_grow` and `tcp_grow_window`'s `quick |= 1`).
+/// The server announces an MSS of 1460 (advmss): rcv_wnd = rcv_ssthresh = 65536 rounded
+/// down to 1460s = 64240. Established at 20 ms, so `rcvq_space` = min(64240, 64240,
+/// 10 · 1460) = 14600, measured from 20 ms; the buffer starts at 131072 (clamp 65536).
+/// Segment n (1448 bytes) arrives at 39 + n ms echoing the server's SYN-ACK timestamp
+/// (sent at 0): the first gives a 40 ms receiver RTT (the later echoes are the same, so
+/// no more TS samples; the window-based sample, 45 ms at segment 46, is larger and
+/// ignored). The application reads everything after each segment.
+/// - Segments 1–16: quick ACKs (as above); 17–21: every second one (18, 20).
+///   rcv_ssthresh cannot grow: room = min(65536, 65536 − 1448 held) − 64240 < 0.
+/// - Read at 60 ms (after segment 21, 40 ms after the measure began): 21 · 1448 = 30408
+///   read > 14600: rcvwin = 2 · 30408 + 2 · ⌊60816 · (30408 − 14600) / 14600⌋
+///   = 60816 + 2 · 65847 = 192510: buffer 385020, clamp 192510.
+/// - From segment 22 the window has room (192510 − 1448 − rcv_ssthresh ≥ 2920 up to
+///   segment 61): each grows rcv_ssthresh by 2 · 1460 and is ACKed at once.
+/// - Read at 100 ms (segment 61): 40 · 1448 = 57920 read > 30408: rcvwin = 115840
+///   + 2 · ⌊115840 · 27512 / 30408⌋ = 115840 + 2 · 104807 = 325454, the clamp.
+/// - Segments 62–80 go on growing it: rcv_ssthresh = 64240 + 59 · 2920 = 236520, and
+///   every segment from 22 on was ACKed at once (without autotuning: every second).
+#[test]
+fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
+    // The server's clock reads 1000 ms at 0 (an echo of 0 would count as none).
+    let mut cfg = Config::new("cubic", 5201, 40000);
+    cfg.ts_offset = 1000;
+    let synack_ts = cfg.ts_offset;
+    let (mut server, una) = accepted_with(cfg);
+    let mut acks = Vec::new();
+    for n in 1..=80u32 {
+        let at = (39 + u64::from(n)) * MS;
+        let mut s = data(n, (at / MS) as u32);
+        s.ack = una;
+        s.timestamps = Some(((at / MS) as u32, synack_ts));
+        server.receive(at, &s);
+        let mut out = Vec::new();
+        server.poll(at, &mut out);
+        acks.extend(out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448));
+        server.consume(at, usize::MAX);
+    }
+    let mut want: Vec<u32> = (1..=16).collect();
+    want.extend([18, 20]);
+    want.extend(22..=80);
+    assert_eq!(acks, want);
+    let rcv = server.receiver();
+    assert_eq!(rcv.rcv_rtt_us(), 40_000);
+    assert_eq!(rcv.window_clamp(), 325_454);
+    assert_eq!(rcv.rcv_ssthresh(), 236_520);
 }

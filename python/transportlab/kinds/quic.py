@@ -28,7 +28,7 @@ from transportlab.kinds.base import (
 )
 from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
-from transportlab.scenario.errors import FieldIssue
+from transportlab.scenario.errors import FieldIssue, refuse_given
 from transportlab.stacks.quic import IMPLEMENTATIONS, QUINN, STACKS, Stack
 
 DATAGRAM_RANGE = (1200, 1472)
@@ -72,9 +72,7 @@ class Quic(FlowKind):
             if (spec.rate is None) == (spec.interval is None):
                 which = ("interval",) if spec.rate is not None else ("rate",)
                 raise FieldIssue("constant-rate quic messages need exactly one of rate and interval", which)
-            for k in ("bytes", "objects", "streams"):
-                if k in given:
-                    raise FieldIssue(f"constant-rate quic messages run until stop; {k} does not apply", (k,))
+            refuse_given(given, ("bytes", "objects", "streams"), "constant-rate quic messages run until stop")
         if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
             raise FieldIssue(
                 f"a quic mss (datagram size) is {DATAGRAM_RANGE[0]} to {DATAGRAM_RANGE[1]} bytes", ("mss",)
@@ -92,9 +90,7 @@ class Quic(FlowKind):
                 spec.delivery,
             )
         check_record_size(spec, "quic")
-        for k in ("bytes", "objects", "streams", "rate"):
-            if k in given:
-                raise FieldIssue(f"quic records come every interval until stop; {k} does not apply", (k,))
+        refuse_given(given, ("bytes", "objects", "streams", "rate"), "quic records come every interval until stop")
         if "direction" in given and spec.direction != "download":
             raise FieldIssue('quic records are sent by the server: direction must be "download"', ("direction",))
         spec.direction = "download"

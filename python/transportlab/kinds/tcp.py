@@ -26,7 +26,7 @@ from transportlab.kinds.base import (
 )
 from transportlab.kinds.records import RECORD_RANGE, check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
-from transportlab.scenario.errors import FieldIssue
+from transportlab.scenario.errors import FieldIssue, refuse_given
 from transportlab.stacks.web import AGENT, APPLICATIONS, DEFAULT_SERVER, SERVERS
 
 # Linux congestion controls this kernel lacks: named so the error says so, not "unknown".
@@ -91,9 +91,7 @@ class Tcp(FlowKind):
         """Paced records: the server writes one record of `size` bytes every `interval`
         until the flow stops; the client receives them as `delivery` says."""
         check_record_size(spec, "tcp")
-        for k in ("bytes", "objects"):
-            if k in given:
-                raise FieldIssue(f"tcp records run until stop; {k} does not apply", (k,))
+        refuse_given(given, ("bytes", "objects"), "tcp records run until stop")
         _check_download(
             spec,
             given,
@@ -107,9 +105,7 @@ class Tcp(FlowKind):
         """Web pages: the primary, then the secondaries, again and again until the flow
         stops; `delivery` "ordered" = objects back to back on the byte stream, "unordered"
         = msTCP (a sub-stream per object) received through the packet tap."""
-        for k in ("bytes", "objects", "size", "interval"):
-            if k in given:
-                raise FieldIssue(f"tcp pages load until stop; {k} does not apply", (k,))
+        refuse_given(given, ("bytes", "objects", "size", "interval"), "tcp pages load until stop")
         _check_download(
             spec,
             given,

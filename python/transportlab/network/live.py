@@ -23,6 +23,7 @@ from transportlab.network.cpus import CpuClaim, claim_engine_cpu
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
+from transportlab.stacks.process import stop as stop_process
 
 TUN_MTU = 1500
 # How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "veth" (the
@@ -400,7 +401,7 @@ class Network:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            _stop_process(proc)
+            stop_process(proc, STOP_GRACE_S)
             raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s") from None
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -461,13 +462,13 @@ class Network:
     def stop(self) -> None:
         """Tears everything down; safe to call twice and after a partial start."""
         for proc in self._children:
-            _stop_process(proc)
+            stop_process(proc, STOP_GRACE_S)
         self._children.clear()
         tun_drops = self._tun_drops()
         if self._engine is not None:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.
-            _stop_process(self._engine, grace=ENGINE_STOP_GRACE_S)
+            stop_process(self._engine, ENGINE_STOP_GRACE_S)
             for pipe in (self._engine.stdin, self._engine.stdout):
                 if pipe:
                     pipe.close()
@@ -518,15 +519,3 @@ def _read_line(proc: subprocess.Popen, timeout: float) -> bytes:
             if proc.poll() is not None:
                 break
     return b""
-
-
-def _stop_process(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
-    """SIGTERM, then SIGKILL after `grace` seconds; only ever the process we started."""
-    if proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

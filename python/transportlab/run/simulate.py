@@ -18,7 +18,7 @@ from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
 from transportlab.locations import binary
 from transportlab.network.buffers import tcp_buffer_limits
-from transportlab.plan.flows import Resolved
+from transportlab.plan.flows import Flow, Probe, Resolved
 from transportlab.plan.runs import PlannedRun
 from transportlab.run.execute import AgentFailure
 from transportlab.stacks.web import AGENT
@@ -94,6 +94,18 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
     return out
 
 
+def _placed(x: Flow | Probe, hosts: list[str]) -> dict:
+    """Where and when a flow or probe runs, in the simulator's terms."""
+    return {
+        "name": x.name,
+        "client": hosts.index(x.from_),
+        "server": hosts.index(x.to),
+        "port": x.port,
+        "start_ns": round(x.start * 1e9),
+        "end_ns": round(x.end * 1e9),
+    }
+
+
 def sim_config(run: PlannedRun, raw: Path) -> dict:
     r = run.resolved
     topo = r.topology
@@ -103,17 +115,7 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
     )
     flows = []
     for f in r.flows:
-        flow = {
-            "name": f.name,
-            "protocol": f.protocol,
-            "client": hosts.index(f.from_),
-            "server": hosts.index(f.to),
-            "port": f.port,
-            "start_ns": round(f.start * 1e9),
-            "end_ns": round(f.end * 1e9),
-            "direction": f.direction,
-            "bytes": f.bytes,
-        }
+        flow = _placed(f, hosts) | {"protocol": f.protocol, "direction": f.direction, "bytes": f.bytes}
         if f.protocol == "tcp":
             flow["cc"] = f.cc
             flow["size"] = f.mss
@@ -143,17 +145,7 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             flow["count"] = f.count
         flows.append(flow)
     probes = [
-        {
-            "name": p.name,
-            "client": hosts.index(p.from_),
-            "server": hosts.index(p.to),
-            "port": p.port,
-            "interval_ns": round(p.interval * 1e9),
-            "start_ns": round(p.start * 1e9),
-            "end_ns": round(p.end * 1e9),
-            "count": p.count,
-            "size": max(p.size, 24),
-        }
+        _placed(p, hosts) | {"interval_ns": round(p.interval * 1e9), "count": p.count, "size": max(p.size, 24)}
         for p in r.probes
     ]
     return {

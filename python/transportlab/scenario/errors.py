@@ -58,6 +58,14 @@ class FieldIssue(ValueError):
         super().__init__(problem)
 
 
+def refuse_given(given: set[str], keys: tuple[str, ...], why: str) -> None:
+    """A flow field that does not apply to this kind of flow is an error: the first of
+    `keys` that is `given`, as `<why>; <key> does not apply`."""
+    for k in keys:
+        if k in given:
+            raise FieldIssue(f"{why}; {k} does not apply", (k,))
+
+
 class ScenarioError(Exception):
     """An invalid scenario. `str(e)` is the first problem on one line; `issues` has all."""
 

@@ -72,6 +72,17 @@ _SIMPLE = {
     "union_tag_invalid": "expected a value of another kind",
 }
 
+# Error types whose message quotes one value of the error's context: type → (text, key).
+_WITH_CONTEXT = {
+    "literal_error": ("expected one of {}", "expected"),
+    "greater_than_equal": ("expected a number ≥ {}", "ge"),
+    "greater_than": ("expected a number > {}", "gt"),
+    "less_than_equal": ("expected a number ≤ {}", "le"),
+    "less_than": ("expected a number < {}", "lt"),
+    "too_short": ("expected at least {} item(s)", "min_length"),
+    "too_long": ("expected at most {} item(s)", "max_length"),
+}
+
 
 def _describe(e: ErrorDetails, loc: tuple) -> str:
     t, ctx = e["type"], e.get("ctx") or {}
@@ -80,20 +91,9 @@ def _describe(e: ErrorDetails, loc: tuple) -> str:
         return "unknown key" + (f" (expected one of: {', '.join(keys)})" if keys else "")
     if t in _SIMPLE:
         return _SIMPLE[t]
-    if t == "literal_error":
-        return f"expected one of {ctx.get('expected')}"
-    if t == "greater_than_equal":
-        return f"expected a number ≥ {ctx.get('ge')}"
-    if t == "greater_than":
-        return f"expected a number > {ctx.get('gt')}"
-    if t == "less_than_equal":
-        return f"expected a number ≤ {ctx.get('le')}"
-    if t == "less_than":
-        return f"expected a number < {ctx.get('lt')}"
-    if t == "too_short":
-        return f"expected at least {ctx.get('min_length')} item(s)"
-    if t == "too_long":
-        return f"expected at most {ctx.get('max_length')} item(s)"
+    if t in _WITH_CONTEXT:
+        text, key = _WITH_CONTEXT[t]
+        return text.format(ctx.get(key))
     msg = e.get("msg", "invalid value")
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):

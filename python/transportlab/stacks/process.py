@@ -42,11 +42,12 @@ def tail(path: Path) -> str:
     return " / ".join(lines[-STDERR_TAIL:]) or "(no stderr)"
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen, grace: float = STOP_WAIT_S) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; only ever a process we started."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=STOP_WAIT_S)
+            proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -192,13 +192,31 @@ def _values(g: pd.DataFrame, metric: str) -> pd.Series:
     return (g.drop_duplicates("run_dir") if metric in RUN_WIDE else g)[metric]
 
 
-def draw_lines(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Path | None:
-    metric = fig.metrics[0]
-    if metric not in d or d[metric].isna().all():
-        return None
-    label, scale, unit = label_of(metric, fig)
+def _has_values(d: pd.DataFrame, metric: str) -> bool:
+    return metric in d and not d[metric].isna().all()
+
+
+def _colored_groups(d: pd.DataFrame, fig: Figure) -> tuple[list[tuple[str, pd.DataFrame]], Colors]:
     groups = _groups(d, fig)
-    colors = Colors([g for g, _ in groups])
+    return groups, Colors([g for g, _ in groups])
+
+
+def _step_axes(ax, fig: Figure, steps: list[str]) -> None:
+    """The sweep points along x, the metric (label and unit) on y, the figure's title."""
+    label, _, unit = label_of(fig.metrics[0], fig)
+    ax.set_xticks(range(len(steps)))
+    ax.set_xticklabels(steps, rotation=30 if len(steps) > 6 else 0, ha="right" if len(steps) > 6 else "center")
+    ax.set_xlim(-0.5, len(steps) - 0.5)
+    ax.set_xlabel(fig.x or "sweep point")
+    ax.set_ylabel(f"{label} ({unit})" if unit else label)
+    ax.set_title(fig.title)
+
+
+def draw_lines(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Path:
+    """The metric's mean and 95 % interval at each sweep point, a line per group."""
+    metric = fig.metrics[0]
+    scale = label_of(metric, fig)[1]
+    groups, colors = _colored_groups(d, fig)
     f, ax = figure()
     xs_all = _x_values(d, fig)
     n = len(groups)
@@ -214,25 +232,18 @@ def draw_lines(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Pat
         if pts:
             x, y, e = map(np.array, zip(*pts))
             ax.errorbar(x, y, yerr=e, marker="o", ms=4, capsize=3, lw=1.3, color=colors[group], label=group or metric)
-    ax.set_xticks(range(len(steps)))
-    ax.set_xticklabels(steps, rotation=30 if len(steps) > 6 else 0, ha="right" if len(steps) > 6 else "center")
-    ax.set_xlim(-0.5, len(steps) - 0.5)
-    ax.set_xlabel(fig.x or "sweep point")
-    ax.set_ylabel(f"{label} ({unit})" if unit else label)
+    _step_axes(ax, fig, steps)
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-    ax.set_title(fig.title)
     if n > 1 or fig.by:
         legend_below(ax)
     return save(f, out)
 
 
-def draw_box(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Path | None:
+def draw_box(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Path:
+    """The metric's distribution at each sweep point, a box per group."""
     metric = fig.metrics[0]
-    if metric not in d or d[metric].isna().all():
-        return None
-    label, scale, unit = label_of(metric, fig)
-    groups = _groups(d, fig)
-    colors = Colors([g for g, _ in groups])
+    scale = label_of(metric, fig)[1]
+    groups, colors = _colored_groups(d, fig)
     f, ax = figure(figsize=(max(9.0, 0.5 * len(steps) * len(groups) + 3), 4.2))
     xs_all = _x_values(d, fig)
     n = len(groups)
@@ -251,12 +262,7 @@ def draw_box(d: pd.DataFrame, fig: Figure, steps: list[str], out: Path) -> Path 
                 patch.set_facecolor(colors[group])
                 patch.set_alpha(0.6)
             ax.plot([], [], "s", color=colors[group], label=group or metric)
-    ax.set_xticks(range(len(steps)))
-    ax.set_xticklabels(steps, rotation=30 if len(steps) > 6 else 0, ha="right" if len(steps) > 6 else "center")
-    ax.set_xlim(-0.5, len(steps) - 0.5)
-    ax.set_xlabel(fig.x or "sweep point")
-    ax.set_ylabel(f"{label} ({unit})" if unit else label)
-    ax.set_title(fig.title)
+    _step_axes(ax, fig, steps)
     if n > 1:
         legend_below(ax)
     return save(f, out)
@@ -378,7 +384,7 @@ def render_figure(
         body = '<div class="banner warn">Not yet run: no run of this figure is done.</div>'
     elif fig.kind in ("lines", "box"):
         draw = draw_lines if fig.kind == "lines" else draw_box
-        png = draw(d, fig, steps, out.dir / "plots" / f"{fig.id}.png")
+        png = draw(d, fig, steps, out.dir / "plots" / f"{fig.id}.png") if _has_values(d, fig.metrics[0]) else None
         numbers = summary(d, fig, steps)
         body = (img_tag(png, fig.title) if png else "<p>No run has a value for this metric.</p>") + (
             f"<details><summary>the numbers (mean ± 95 % interval)</summary>{_html_table(numbers)}</details>"

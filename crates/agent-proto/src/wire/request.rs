@@ -339,6 +339,16 @@ mod tests {
         }
     }
 
+    /// The smallest valid messages-mode request.
+    fn messages() -> Request {
+        Request {
+            message_size: 16,
+            message_interval_ns: 1,
+            duration_ns: 1,
+            ..Request::new(Mode::Messages)
+        }
+    }
+
     #[test]
     fn tcp_roundtrip() {
         for r in [
@@ -442,12 +452,7 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains(&format!("1 to {MAX_STREAMS} streams")), "{e}");
         assert!(Request { streams: 0, ..two }.validate().is_err());
-        let m = Request {
-            message_size: 16,
-            message_interval_ns: 1,
-            duration_ns: 1,
-            ..Request::new(Mode::Messages)
-        };
+        let m = messages();
         assert!(m.validate().is_ok());
         assert!(Request { streams: 2, ..m }.validate().is_err());
     }
@@ -486,12 +491,7 @@ mod tests {
     fn validate() {
         assert!(Request::new(Mode::Download).validate().is_err());
         assert!(tcp(Mode::Download, 0, 1, 0, 0).validate().is_ok());
-        let m = Request {
-            message_size: 16,
-            message_interval_ns: 1,
-            duration_ns: 1,
-            ..Request::new(Mode::Messages)
-        };
+        let m = messages();
         assert!(m.validate().is_ok());
         assert!(Request { message_size: 15, ..m }.validate().is_err());
         assert!(Request::new(Mode::Messages).encode(Transport::Tcp).is_err());

@@ -20,7 +20,7 @@ use super::records;
 use super::series::{self, Sample, Sampler, Sources};
 use super::transfer::{self, MessageRecord, MessagesSummary, RecvEnd, SendEnd, Transfer};
 use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
-use crate::output::{self, bps, secs};
+use crate::output::{self, bps, secs, ServedOutcome};
 use crate::{sys, tls, QuicServerArgs};
 
 pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
@@ -67,14 +67,14 @@ enum ConnSummary {
 impl ConnSummary {
     fn bytes_sent(&self) -> u64 {
         match self {
-            ConnSummary::Served(c) => c.bytes_sent,
+            ConnSummary::Served(c) => c.outcome.bytes_sent,
             ConnSummary::HandshakeFailed(c) => c.bytes_sent,
         }
     }
 
     fn bytes_received(&self) -> u64 {
         match self {
-            ConnSummary::Served(c) => c.bytes_received,
+            ConnSummary::Served(c) => c.outcome.bytes_received,
             ConnSummary::HandshakeFailed(c) => c.bytes_received,
         }
     }
@@ -87,12 +87,8 @@ struct ServedConn {
     mode: Option<&'static str>,
     request: Option<RequestSummary>,
     sender: Option<&'static str>,
-    complete: bool,
-    stopped: bool,
-    error: Option<String>,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
+    #[serde(flatten)]
+    outcome: ServedOutcome,
     ended_by_duration: bool,
     stream_bytes: Option<Vec<u64>>,
     objects_served: u64,
@@ -254,13 +250,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     if let Some(p) = &c.message_series {
         series::write_messages(p, &messages)?;
     }
-    output::write_summary(&c.summary, &summary)?;
-    if a.once {
-        if let Some(e) = first_error {
-            bail!("{e}");
-        }
-    }
-    Ok(())
+    output::write_server_summary(&c.summary, &summary, a.once, first_error)
 }
 
 fn failed_handshake(conn: u32, peer: SocketAddr, accepted_ns: u64, e: ConnectionError) -> ConnOutcome {
@@ -382,12 +372,14 @@ async fn serve_connection(
             streams: r.streams,
         }),
         sender: req.map(|_| if sender_is_server { "server" } else { "client" }),
-        complete,
-        stopped,
-        error: error.clone(),
-        bytes,
-        bytes_sent: t.bytes_sent.load(Relaxed),
-        bytes_received: t.bytes_received.load(Relaxed),
+        outcome: ServedOutcome {
+            complete,
+            stopped,
+            error: error.clone(),
+            bytes,
+            bytes_sent: t.bytes_sent.load(Relaxed),
+            bytes_received: t.bytes_received.load(Relaxed),
+        },
         ended_by_duration: served.duration_over,
         stream_bytes: t.stream_bytes(),
         objects_served: served.objects_served,

@@ -17,7 +17,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::page::{self, PageReceiver, PagesSummary};
 use super::records::{self, Delivery, ReceivedRecords, RecordReceiver, Sink, TapReader, Via};
 use super::sampler::{Progress, Sampler};
-use super::transfer::{drain_to_eof, prepare, read_some, send_bulk, write_all};
+use super::transfer::{close_after_sending, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
 use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
 use crate::sys::Cpu;
@@ -429,13 +429,7 @@ fn run_client_transfer(
                 let limit = (h.bytes > 0).then_some(h.bytes);
                 let deadline = (h.duration_ns > 0).then(|| connected_ns + h.duration_ns);
                 let (_, stopped) = send_bulk(s, &buf, limit, deadline, counter, &mut t.bytes_sent)?;
-                if stopped {
-                    t.stopped = true;
-                    return Ok(());
-                }
-                s.shutdown_write()?;
-                // The server closes its side only after reading everything.
-                match drain_to_eof(s, &mut buf, None)? {
+                match close_after_sending(s, &mut buf, stopped)? {
                     None => t.stopped = true,
                     Some((n, at)) => {
                         t.bytes_received = n;
@@ -506,8 +500,7 @@ fn run_client_transfer(
                         complete_ns: sys::now_ns(),
                     });
                 }
-                s.shutdown_write()?;
-                match drain_to_eof(s, &mut buf, None)? {
+                match close_after_sending(s, &mut buf, false)? {
                     None => t.stopped = true,
                     Some((_, at)) => t.eof_ns = Some(at),
                 }

@@ -17,9 +17,9 @@ use socket2::{Domain, Protocol, Socket, Type};
 use super::page::{serve_pages, ServedPages};
 use super::records::{send_records, SentRecords};
 use super::sampler::{Progress, Sample, Sampler};
-use super::transfer::{drain_to_eof, prepare, read_full, read_some, send_bulk, Filled};
+use super::transfer::{close_after_sending, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
-use crate::output::{self, bps, secs};
+use crate::output::{self, bps, secs, ServedOutcome};
 use crate::sys::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
@@ -59,12 +59,8 @@ struct ConnSummary {
     mode: Option<&'static str>,
     request: Option<RequestSummary>,
     sender: Option<&'static str>,
-    complete: bool,
-    stopped: bool,
-    error: Option<String>,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
+    #[serde(flatten)]
+    outcome: ServedOutcome,
     objects_served: u64,
     accepted_ns: u64,
     tls_handshake_s: Option<f64>,
@@ -178,8 +174,8 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     }
     let results = Results {
         port,
-        bytes_received: conns.iter().map(|c| c.bytes_received).sum(),
-        bytes_sent: conns.iter().map(|c| c.bytes_sent).sum(),
+        bytes_received: conns.iter().map(|c| c.outcome.bytes_received).sum(),
+        bytes_sent: conns.iter().map(|c| c.outcome.bytes_sent).sum(),
         connections: conns,
         samples: samples.len(),
         cpu: Cpu::now(),
@@ -188,13 +184,7 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     if let Some(p) = &a.series {
         series::write(p, &samples)?;
     }
-    output::write_summary(&a.summary, &summary)?;
-    if a.once {
-        if let Some(e) = first_error {
-            bail!("{e}");
-        }
-    }
-    Ok(())
+    output::write_server_summary(&a.summary, &summary, a.once, first_error)
 }
 
 struct ConnOutcome {
@@ -281,12 +271,14 @@ fn serve_connection(
             object_count: h.object_count,
         }),
         sender: mode.map(|_| if sender_is_server { "server" } else { "client" }),
-        complete: t.complete,
-        stopped: t.stopped,
-        error: error.clone(),
-        bytes,
-        bytes_sent: t.bytes_sent,
-        bytes_received: t.bytes_received,
+        outcome: ServedOutcome {
+            complete: t.complete,
+            stopped: t.stopped,
+            error: error.clone(),
+            bytes,
+            bytes_sent: t.bytes_sent,
+            bytes_received: t.bytes_received,
+        },
         objects_served: t.objects_served,
         accepted_ns,
         tls_handshake_s: tls_done_ns.map(|d| secs(d - accepted_ns)),
@@ -360,13 +352,7 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
             t.first_byte_ns = Some(t.header_ns);
             let (_, stopped) = send_bulk(s, &buf, limit, deadline, counter, &mut t.bytes_sent)?;
             t.last_byte_ns = Some(sys::now_ns());
-            if stopped {
-                t.stopped = true;
-                return Ok(());
-            }
-            s.shutdown_write()?;
-            // Wait for the client to close after it has read everything.
-            match drain_to_eof(s, &mut buf, None)? {
+            match close_after_sending(s, &mut buf, stopped)? {
                 None => t.stopped = true,
                 Some(_) => t.complete = true,
             }
@@ -415,12 +401,7 @@ fn serve_transfer(s: &mut Stream, t: &mut ServerTransfer, counter: &Progress) ->
             let (sent, stopped) = send_records(s, req, start, end, counter, &mut t.bytes_sent)?;
             t.records = Some(sent);
             t.last_byte_ns = Some(sys::now_ns());
-            if stopped {
-                t.stopped = true;
-                return Ok(());
-            }
-            s.shutdown_write()?;
-            match drain_to_eof(s, &mut buf, None)? {
+            match close_after_sending(s, &mut buf, stopped)? {
                 None => t.stopped = true,
                 Some(_) => t.complete = true,
             }

@@ -57,7 +57,7 @@ impl PacketTap {
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
         let tap = PacketTap { fd };
         tap.attach_filter(dir)?;
-        setsockopt(&tap.fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1i32.to_ne_bytes())?;
+        sys::setsockopt_raw(&tap.fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &1i32.to_ne_bytes())?;
         sys::set_rcvbuf(&tap.fd, RCVBUF)?;
         let tv = libc::timeval {
             tv_sec: 0,
@@ -65,7 +65,7 @@ impl PacketTap {
         };
         // SAFETY: timeval is plain data.
         let tv_bytes = unsafe { std::slice::from_raw_parts(&tv as *const _ as *const u8, size_of::<libc::timeval>()) };
-        setsockopt(&tap.fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv_bytes)?;
+        sys::setsockopt_raw(&tap.fd, libc::SOL_SOCKET, libc::SO_RCVTIMEO, tv_bytes)?;
         // SAFETY: sockaddr_ll is plain data; all-zero is a valid starting value.
         let mut sll: libc::sockaddr_ll = unsafe { zeroed() };
         sll.sll_family = libc::AF_PACKET as u16;
@@ -94,7 +94,7 @@ impl PacketTap {
         // SAFETY: sock_fprog is plain data pointing at `prog`, alive for the call.
         let bytes =
             unsafe { std::slice::from_raw_parts(&fprog as *const _ as *const u8, size_of::<libc::sock_fprog>()) };
-        setsockopt(&self.fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, bytes)
+        sys::setsockopt_raw(&self.fd, libc::SOL_SOCKET, libc::SO_ATTACH_FILTER, bytes)
     }
 
     /// Waits up to POLL for the next incoming packet of the connection. Ok(None) on a
@@ -179,24 +179,6 @@ fn clock_offset_ns() -> i128 {
     let real = read(libc::CLOCK_REALTIME);
     let mono = read(libc::CLOCK_MONOTONIC);
     mono - real
-}
-
-fn setsockopt(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, value: &[u8]) -> io::Result<()> {
-    // SAFETY: value is a live buffer of the length given.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            value.as_ptr() as *const libc::c_void,
-            value.len() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 // Classic BPF opcodes (linux/bpf_common.h).

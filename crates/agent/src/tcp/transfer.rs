@@ -68,19 +68,20 @@ pub fn read_full(s: &mut Stream, buf: &mut [u8]) -> io::Result<Filled> {
     Ok(Filled::Full)
 }
 
-/// Reads and discards until EOF; returns (bytes read, EOF time) or None if stopped.
-pub fn drain_to_eof(s: &mut Stream, buf: &mut [u8], counter: Option<&Progress>) -> io::Result<Option<(u64, u64)>> {
+/// After this end's last byte: unless a stop came first (`stopped`), our FIN, then read
+/// and discard until the peer closes too (each end closes only after reading everything).
+/// Returns (bytes read, EOF time), or None if stopped before or while waiting.
+pub fn close_after_sending(s: &mut Stream, buf: &mut [u8], stopped: bool) -> io::Result<Option<(u64, u64)>> {
+    if stopped {
+        return Ok(None);
+    }
+    s.shutdown_write()?;
     let mut total = 0u64;
     loop {
         match read_some(s, buf)? {
             None => return Ok(None),
             Some(0) => return Ok(Some((total, sys::now_ns()))),
-            Some(n) => {
-                total += n as u64;
-                if let Some(c) = counter {
-                    c.add(n);
-                }
-            }
+            Some(n) => total += n as u64,
         }
     }
 }

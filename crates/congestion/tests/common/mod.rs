@@ -2,12 +2,18 @@
 #![allow(dead_code)]
 
 use congestion::{Acked, Controller, Lost, Nanos, Rtt, Sent};
+use std::num::NonZeroU64;
 
 pub const MSS: u64 = 1200;
 pub const MS: Nanos = 1_000_000;
 pub const SECOND: Nanos = 1_000_000_000;
 
 /// RTT estimates where all three agree (a path without jitter).
+/// A datagram size for `on_mtu`.
+pub fn mtu(bytes: u64) -> NonZeroU64 {
+    NonZeroU64::new(bytes).expect("an MTU is not 0")
+}
+
 pub fn steady_rtt(rtt: Nanos) -> Rtt {
     Rtt {
         latest: rtt,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddrV4;
 use std::path::Path;
 
-use agent_proto::stats;
+use agent_proto::summary::{ProbeDelays, ProbeLoss};
 use agent_proto::wire::stamp::{set_echo_ns, ProbeStamp, PROBE_LEN};
 use linkem::Nanos;
 use serde::Serialize;
@@ -52,15 +52,14 @@ impl Probe {
     }
 }
 
+/// The agent's probe results without its receive-side counters (late, duplicate and
+/// unknown replies, send errors), which the simulated network cannot produce.
 #[derive(Serialize)]
 struct ProbeResults {
-    sent: u64,
-    received: u64,
-    lost: u64,
-    loss_rate: Option<f64>,
-    rtt: Option<stats::Scaled>,
-    owd_forward: Option<stats::Scaled>,
-    owd_reverse: Option<stats::Scaled>,
+    #[serde(flatten)]
+    loss: ProbeLoss,
+    #[serde(flatten)]
+    delays: ProbeDelays,
 }
 
 impl Endpoint for Probe {
@@ -105,15 +104,9 @@ impl Endpoint for Probe {
         let rtt: Vec<f64> = a.iter().map(|(s, _, r)| (r - s) as f64).collect();
         let fwd: Vec<f64> = a.iter().map(|(s, e, _)| (e - s) as f64).collect();
         let rev: Vec<f64> = a.iter().map(|(_, e, r)| (r - e) as f64).collect();
-        let (sent, received) = (self.pacer.sent(), a.len() as u64);
         let results = ProbeResults {
-            sent,
-            received,
-            lost: sent - received,
-            loss_rate: (sent > 0).then(|| (sent - received) as f64 / sent as f64),
-            rtt: stats::scaled(&rtt, 1e6, "ms"),
-            owd_forward: stats::scaled(&fwd, 1e6, "ms"),
-            owd_reverse: stats::scaled(&rev, 1e6, "ms"),
+            loss: ProbeLoss::new(self.pacer.sent(), a.len() as u64),
+            delays: ProbeDelays::new(&rtt, &fwd, &rev),
         };
         let stopped_by = if self.pacer.counted_out() { "count" } else { "duration" };
         write_summary(

@@ -196,10 +196,10 @@ impl End {
         if want_request && self.request.len() < REQUEST_LEN {
             let mut buf = [0u8; REQUEST_LEN];
             let want = REQUEST_LEN - self.request.len();
-            let n = self.conn.read(&mut buf[..want]);
+            let n = self.conn.read(now, &mut buf[..want]);
             self.request.extend_from_slice(&buf[..n]);
         }
-        let n = self.conn.consume(usize::MAX) as u64;
+        let n = self.conn.consume(now, usize::MAX) as u64;
         self.received += n;
         Delivered::add(delivered, n, now);
     }
@@ -321,10 +321,13 @@ impl Endpoint for TcpClient {
                 }
             }
         }
+        // An upload is done, as for the agent's tcp-client, when the server's FIN comes
+        // back: the server closes its side after reading everything (tcp/client.rs:
+        // shutdown_write, then drain_to_eof).
         let d = self.delivered.get();
-        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && !e.complete {
+        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && e.conn.peer_closed() && !e.complete {
             e.complete = true;
-            e.done_ns = d.last_ns;
+            e.done_ns = Some(now);
         }
         if now >= self.stop || (e.complete && !e.upload) {
             e.conn.abort();
@@ -426,6 +429,8 @@ impl Endpoint for TcpServer {
         if e.upload && e.request.len() == REQUEST_LEN && e.conn.peer_closed() && !e.complete {
             e.complete = true;
             e.done_ns = Some(now);
+            // Everything read: the server closes its side (tcp/server.rs).
+            e.conn.close();
         }
         e.transmit(now, out);
         if self.accepted && e.conn.state() == State::Established {
