@@ -16,6 +16,7 @@ STAGES = ["scenario", "plan", "network", "artefacts", "run", "metrics", "report"
 BESIDE = {
     "locations": None,
     "contract": None,
+    "processes": None,  # ending a child process: the runner's and the stack ends'
     "utp_agent": None,  # runs inside a namespace; imports no stage
     "stacks": "artefacts",  # runs inside a namespace; reads its stack's qlog with the one reader
     "kinds": "metrics",

@@ -23,7 +23,7 @@ from transportlab.network.cpus import CpuClaim, claim_engine_cpu
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
 from transportlab.plan.topology import Topology
-from transportlab.stacks.process import stop as stop_process
+from transportlab.processes import terminate
 
 TUN_MTU = 1500
 # How hosts attach to the engine unless a run says otherwise (TLAB_ATTACH): "veth" (the
@@ -401,7 +401,7 @@ class Network:
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            stop_process(proc, STOP_GRACE_S)
+            terminate(proc, STOP_GRACE_S)
             raise NetworkError(f"{argv[0]} on {host} did not finish within {timeout} s") from None
         return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
@@ -462,13 +462,13 @@ class Network:
     def stop(self) -> None:
         """Tears everything down; safe to call twice and after a partial start."""
         for proc in self._children:
-            stop_process(proc, STOP_GRACE_S)
+            terminate(proc, STOP_GRACE_S)
         self._children.clear()
         tun_drops = self._tun_drops()
         if self._engine is not None:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.
-            stop_process(self._engine, ENGINE_STOP_GRACE_S)
+            terminate(self._engine, ENGINE_STOP_GRACE_S)
             for pipe in (self._engine.stdin, self._engine.stdout):
                 if pipe:
                     pipe.close()

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from transportlab.processes import terminate
+
 # A stack asked to stop gets this long before SIGKILL: less than the runner gives the end
 # itself (network.live.STOP_GRACE_S), so the end still keeps the qlogs and writes its summary.
 STOP_WAIT_S = 2.0
@@ -43,14 +45,8 @@ def tail(path: Path) -> str:
 
 
 def stop(proc: subprocess.Popen, grace: float = STOP_WAIT_S) -> None:
-    """SIGTERM, then SIGKILL after `grace` seconds; only ever a process we started."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """Ends the stack's process (`processes.terminate`) within the stack end's grace."""
+    terminate(proc, grace)
 
 
 def bound(port: int, pid: int, proto: str) -> bool:
