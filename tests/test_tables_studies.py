@@ -11,8 +11,10 @@ import pytest
 
 from transportlab.artefacts.packetlog import DEPARTURE, RECORD
 from transportlab.metrics import Flow
+from transportlab.report.tables.common import TableError
 from transportlab.report.tables.convergence import TwoFlows, crossings
 from transportlab.report.tables.hol import sender_window
+from transportlab.report.tables.hol import table as hol_table
 from transportlab.report.tables.ledbat_yield import (
     TCP_INFINITE_SSTHRESH,
     Ledbat,
@@ -133,3 +135,10 @@ def test_tables_refuse_a_run_they_do_not_fit(capsys):
     assert "--bin must be a positive number of seconds (got 0.0)" in capsys.readouterr().err
     assert main(["table", "yield", str(RUNS / "emulated")]) == 2
     assert "scenario.json: flows: 0 utp flows" in capsys.readouterr().err
+
+
+def test_hol_table_names_the_runs_it_cannot_read_instead_of_failing():
+    # The recorded simulated run carries one QUIC flow: no TCP sequence numbers to read.
+    folder = Path(__file__).parent / "data" / "runs" / "simulated"
+    with pytest.raises(TableError, match="no run with a TCP records flow"):
+        hol_table(folder)

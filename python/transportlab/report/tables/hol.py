@@ -29,7 +29,7 @@ import pandas as pd
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import ARRIVAL, DEPARTURE, actual_time, read_records
 from transportlab.artefacts.rundir import RunDir, RunDirError
-from transportlab.report.tables.common import flows, markdown, run_dirs
+from transportlab.report.tables.common import TableError, arm, flows, markdown, run_dirs
 
 
 def completions(raw: Path, flow: dict, record_size: int, count: int, event: int, direction: int) -> np.ndarray:
@@ -134,7 +134,17 @@ def table(root: Path) -> str:
             "left the server late ≥ 1 RTT", "reached the client host late ≥ 1 RTT", "via packet tap",
             "data packets lost", "retransmissions", "same packets, stream only: median / p99 (ms), late ≥ 1 RTT",
             "sender cwnd p10 / p50 / p90 (segments)", "sender samples with unsent bytes"]  # fmt: skip
-    rows = [arm_row(run) for run in run_dirs(root)]
+    runs = run_dirs(root)
+    # The columns are TCP's (sequence numbers, TCP_INFO): the study's other arms (QUIC,
+    # UDP) are named under the table instead.
+    tcp = [run for run in runs if next(iter(flows(run).values()))["protocol"] == "tcp"]
+    if not tcp:
+        raise TableError(
+            f"{root}: no run with a TCP records flow (the head-of-line table reads TCP's sequence numbers)"
+        )
+    rows = [arm_row(run) for run in tcp]
+    others = sorted({arm(run) for run in runs if run not in tcp})
+    note = [f"\nNot TCP, so not in this table: {', '.join(others)}."] if others else []
     return "\n".join(
         markdown(
             head,
@@ -158,4 +168,5 @@ def table(root: Path) -> str:
                 for r in rows
             ),
         )
+        + note
     )
