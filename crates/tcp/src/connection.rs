@@ -452,14 +452,14 @@ impl Connection {
     /// A segment with the current acknowledgement, window and options.
     fn segment(&mut self, now: Nanos, seq_off: u64, fl: u8, payload: Vec<u8>) -> Segment {
         let window = self.rcv.ack_sent();
-        let sack = self.rcv.sack_blocks().to_vec();
-        self.segment_with(now, seq_off, fl, payload, window, &sack)
+        self.stats.segs_out += 1;
+        self.segment_with(now, seq_off, fl, payload, window, self.rcv.sack_blocks())
     }
 
     /// A segment with the current acknowledgement and the given window (bytes) and SACK
-    /// blocks (most recent first).
+    /// blocks (most recent first); the caller counts it as sent.
     fn segment_with(
-        &mut self,
+        &self,
         now: Nanos,
         seq_off: u64,
         fl: u8,
@@ -504,7 +504,6 @@ impl Connection {
                 .map(|&(l, r)| (irs.wrapping_add(l as u32), irs.wrapping_add(r as u32)))
                 .collect();
         }
-        self.stats.segs_out += 1;
         s
     }
 
@@ -1190,6 +1189,7 @@ impl Connection {
         for early in std::mem::take(&mut self.rcv.early_acks) {
             let seq = self.snd_nxt;
             let seg = self.segment_with(now, seq, flags::ACK, Vec::new(), early.window, &early.sack);
+            self.stats.segs_out += 1;
             out.push(seg);
         }
         // Whether this poll's data carried the ACK is judged after them.

@@ -44,9 +44,9 @@ def tail(path: Path) -> str:
     return " / ".join(lines[-STDERR_TAIL:]) or "(no stderr)"
 
 
-def stop(proc: subprocess.Popen, grace: float = STOP_WAIT_S) -> None:
+def stop(proc: subprocess.Popen) -> None:
     """Ends the stack's process (`processes.terminate`) within the stack end's grace."""
-    terminate(proc, grace)
+    terminate(proc, STOP_WAIT_S)
 
 
 def bound(port: int, pid: int, proto: str) -> bool:
