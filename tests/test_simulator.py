@@ -10,6 +10,7 @@ import pytest
 from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import tlab, write_scenario
 from transportlab.locations import PROJECT_ROOT
+from transportlab.network.buffers import TCP_RMEM
 
 
 def bottleneck(queue: dict, reverse: dict | None = None) -> str:
@@ -158,8 +159,46 @@ def test_flows_the_simulator_cannot_run_are_refused_naming_them(tmp_path):
     assert "flows.web: not in the simulator: the simulator runs TCP bulk transfers" in res.stderr, res.stderr
     quic = text.replace('protocol = "tcp"', 'protocol = "quic"')
     res = simulate(tmp_path, quic.replace('cc = "bbr"', 'rcvbuf = "32MiB"'))
-    assert "flows.web.rcvbuf: not in the simulator: a socket buffer" in res.stderr, res.stderr
+    assert "flows.web.rcvbuf: not in the simulator: a UDP socket receive buffer" in res.stderr, res.stderr
+    # Of the kernel settings only tcp_rmem, and only for the lab's TCP in ascending order.
+    reno = text.replace('cc = "bbr"', 'cc = "reno"')
+    res = simulate(tmp_path, reno + sysctls("server", {"net.core.somaxconn": "1024"}))
+    assert 'sysctls.server."net.core.somaxconn": not in the simulator: the simulated hosts have no kernel' in res.stderr
+    res = simulate(tmp_path, reno + sysctls("server", {TCP_RMEM: "4096 65536 32768"}))
+    assert (
+        f"sysctls.server.\"{TCP_RMEM}\": not in the simulator: '4096 65536 32768': the simulated TCP takes min ≤ default ≤ max"
+        in res.stderr
+    ), res.stderr
+    smol = reno.replace('cc = "reno"', 'cc = "reno"\nimplementation = "smoltcp"')
+    res = simulate(tmp_path, smol + sysctls("server", {TCP_RMEM: "4096 65536 131072"}))
+    assert "flows.web runs on smoltcp, whose buffers are fixed 8 MiB rings" in res.stderr, res.stderr
     assert not (tmp_path / "out" / "simulated" / "sim-refused").exists() or not run_dirs(tmp_path)
+
+
+def sysctls(host: str, values: dict[str, str]) -> str:
+    return f"\n[sysctls.{host}]\n" + "".join(f'"{k}" = "{v}"\n' for k, v in values.items())
+
+
+def test_the_receivers_tcp_rmem_sets_the_simulated_tcps_window(tmp_path):
+    """tcp_rmem "4096 8192 16384" on the receiving server: the buffer starts at 8192 and
+    autotuning takes it at most to 16384, so the window never exceeds half of that, 8192
+    bytes (the window scale, ilog2(212992) − 15 = 2, rounds to 4). One window per RTT of
+    at least 20 ms: at most 8192 · 10 s / 20 ms = 4 096 000 bytes in the 10 s (the link
+    alone carries ~11.9 MB). At least: the sender sends whole segments only, 5 of 1448
+    (7240 bytes) a round, and a round lasts at most the RTT, a packet's 1.2 ms on the
+    link and the 40 ms most a delayed ACK waits: 7240 · 10 s / 61.2 ms = 1 183 006 bytes.
+    The simulator gets the three values; without them the link is the limit."""
+    run = simulate_one(tmp_path, bulk("tcp", "reno") + sysctls("server", {TCP_RMEM: "4096 8192 16384"}))
+    config = json.loads((run / "raw" / "sim-config.json").read_text())
+    assert config["flows"][0]["rmem"] == [4096, 8192, 16384]
+    received = json.loads((run / "raw" / "bulk-client.json").read_text())["results"]["bytes"]
+    assert 1_183_006 <= received <= 4_096_000, received
+    # Without it, the path's limits (Linux's default 6291456 here) leave the link the limit.
+    (tmp_path / "default").mkdir()
+    run = simulate_one(tmp_path / "default", bulk("tcp", "reno"))
+    config = json.loads((run / "raw" / "sim-config.json").read_text())
+    assert config["flows"][0]["rmem"] == [4096, 131072, 6291456]
+    assert json.loads((run / "raw" / "bulk-client.json").read_text())["results"]["bytes"] > 10_000_000
 
 
 def test_quic_through_dualpi2_is_marked_not_dropped(tmp_path):

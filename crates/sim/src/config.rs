@@ -66,10 +66,10 @@ pub struct FlowConfig {
     /// TCP: which stack plays it, "transportlab-tcp" (the default) or "smoltcp".
     #[serde(default)]
     pub stack: Option<String>,
-    /// TCP: the hosts' socket-buffer limits (bytes) — `tcp_rmem[2]` of the receiving
-    /// end, `tcp_wmem[2]` of the sending end — as the emulated hosts set them.
+    /// TCP: the hosts' socket-buffer settings (bytes) — the receiving end's `tcp_rmem`
+    /// (min, default, max), the sending end's `tcp_wmem[2]` — as the emulated hosts set them.
     #[serde(default)]
-    pub rcvbuf: Option<u64>,
+    pub rmem: Option<[u64; 3]>,
     #[serde(default)]
     pub sndbuf: Option<u64>,
     /// QUIC: the bulk transfer's streams, or the objects in flight at once.

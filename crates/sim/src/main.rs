@@ -109,15 +109,15 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
             "tcp" => {
                 let delivered = Rc::new(Cell::new(Delivered::default()));
                 let upload = f.direction == "upload";
-                // The receiving host's receive-buffer limit and the sending host's send-buffer
-                // limit (each end gets both; only the receiver's and the sender's matter).
-                let (rcvbuf, sndbuf) = (f.rcvbuf, f.sndbuf);
+                // The receiving host's tcp_rmem and the sending host's send-buffer limit
+                // (each end gets both; only the receiver's and the sender's matter).
+                let (rmem, sndbuf) = (f.rmem, f.sndbuf);
                 let setup = || TcpSetup {
                     name: f.name.clone(),
                     cc: f.cc.clone().unwrap_or_else(|| "cubic".into()),
                     seed: cfg.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64),
                     mss: f.size.map(|s| s as u16),
-                    rcvbuf,
+                    rmem,
                     sndbuf,
                     delivered: delivered.clone(),
                     raw: cfg.raw_dir.clone(),

@@ -31,7 +31,11 @@ pub struct Config {
     pub mtu: u16,
     /// `TCP_MAXSEG` set before connecting: the MSS announced and the largest sent.
     pub mss_clamp: Option<u16>,
-    /// The receive buffer's limit (`tcp_rmem[2]`): the window opens to half of it.
+    /// The receive buffer a connection starts with (`tcp_rmem[1]`) and its limit
+    /// (`tcp_rmem[2]`), to which autotuning may grow it: the window is half the buffer.
+    /// (`tcp_rmem[0]` is the floor Linux keeps under TCP memory pressure, which one
+    /// connection never reaches; it has no field.)
+    pub rcvbuf_initial: u64,
     pub rcvbuf: u64,
     /// The send buffer (`tcp_wmem[2]`): unacknowledged plus unsent data.
     pub sndbuf: u64,
@@ -50,6 +54,7 @@ impl Config {
             cc: cc.into(),
             mtu: 1500,
             mss_clamp: None,
+            rcvbuf_initial: 131_072,
             rcvbuf: 6 << 20,
             sndbuf: 4 << 20,
             hz: 250,
@@ -178,7 +183,7 @@ impl Connection {
         let cc = cc::build(&cfg.cc).ok_or_else(|| UnknownCc(cfg.cc.clone()))?;
         let clock = Jiffies::new(cfg.hz);
         let advmss = u32::from(cfg.mtu - 40).min(cfg.mss_clamp.map_or(u32::MAX, u32::from));
-        let rcv = Receiver::new(cfg.rcvbuf, u64::from(advmss));
+        let rcv = Receiver::new(cfg.rcvbuf_initial, cfg.rcvbuf, u64::from(advmss));
         Ok(Connection {
             send: SendBuffer::new(cfg.sndbuf),
             clock,

@@ -24,9 +24,6 @@ const COMP_SACK_NR: u32 = 44;
 const COMP_SACK_DELAY_NS: u64 = 1_000_000;
 /// Most SACK blocks remembered (Linux's `selective_acks[4]`).
 const SACK_BLOCKS: usize = 4;
-/// `tcp_rmem[1]`: the buffer a connection starts with (the lab's hosts keep Linux's
-/// default, `network.live`).
-const RMEM_DEFAULT: u64 = 131_072;
 /// `TCP_INIT_CWND`: the first `rcvq_space.space` is this many segments at most.
 const INIT_CWND: u64 = 10;
 
@@ -126,14 +123,17 @@ pub struct Receiver {
 }
 
 impl Receiver {
-    /// `rcvbuf`: the receive buffer's limit (tcp_rmem's maximum) in bytes; `advmss`:
-    /// the MSS this end announces.
-    pub fn new(rcvbuf: u64, advmss: u64) -> Receiver {
-        // Linux's initial window: half the default buffer (131072, tcp_win_from_space at
-        // its default 50 % ratio) rounded down to whole segments; the window scale
-        // covers the largest buffer (ilog2 − 15). The clamp is the largest buffer's
-        // window until `init_buffer_space` lowers it to the starting buffer's.
-        let initial = win_from_space(RMEM_DEFAULT) / advmss * advmss;
+    /// `initial`: the buffer a connection starts with (`tcp_rmem[1]`, Linux's default
+    /// 131072) in bytes; `rcvbuf`: its limit (`tcp_rmem[2]`); `advmss`: the MSS this end
+    /// announces.
+    pub fn new(initial: u64, rcvbuf: u64, advmss: u64) -> Receiver {
+        // Linux's initial window: half the starting buffer (tcp_win_from_space at its
+        // default 50 % ratio) rounded down to whole segments; the window scale covers
+        // the largest buffer (ilog2 − 15, at least rmem_max's default 212992). The clamp
+        // is the largest buffer's window until `init_buffer_space` lowers it to the
+        // starting buffer's.
+        let start = initial.min(rcvbuf.max(2 * advmss));
+        let initial = win_from_space(start) / advmss * advmss;
         let wscale = (63 - rcvbuf.max(212_992).leading_zeros() as i32 - 15).clamp(0, 14) as u8;
         let window_clamp = win_from_space(rcvbuf).max(2 * advmss);
         Receiver {
@@ -152,7 +152,7 @@ impl Receiver {
             wscale,
             advmss,
             ofo_bytes: 0,
-            rcvbuf: RMEM_DEFAULT.min(rcvbuf.max(2 * advmss)),
+            rcvbuf: start,
             rmem_max: rcvbuf,
             rcvq_space: 0,
             rcvq_seq: 0,

@@ -216,3 +216,62 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
     assert_eq!(rcv.window_clamp(), 325_454);
     assert_eq!(rcv.rcv_ssthresh(), 236_520);
 }
+
+/// A host's `tcp_rmem` sets where the buffer starts and how far autotuning may take it
+/// (here "4096 65536 262144", where Linux's defaults are 131072 and 6291456).
+/// - The SYN-ACK offers half the starting buffer in whole segments of the announced
+///   1460, ⌊32768 / 1460⌋ · 1460 = 32120, rounded up to the window scale's unit as
+///   every window this TCP sends, where the scale covers the largest buffer:
+///   ilog2(max(262144, 212992)) − 15 = 3, unit 8: 32120. With the defaults: 64240
+///   rounded up to ilog2(6291456) − 15 = 7's unit 128: 64256.
+/// - Established, the clamp comes down to the starting buffer's window, 32768.
+/// - The same 80 segments as in the test above: the read at 60 ms (after segment 21)
+///   asks for 385020 bytes of buffer (worked out there), capped at 262144: the clamp is
+///   131072. No later read can raise it (the buffer is at the limit), though the
+///   receiver's RTT falls to the smaller window's own sample.
+#[test]
+fn tcp_rmem_sets_the_starting_buffer_and_the_autotuning_limit() {
+    let syn_ack = |cfg: Config| {
+        let mut server = Connection::listen(cfg).unwrap();
+        let syn = Segment {
+            src_port: 40000,
+            dst_port: 5201,
+            seq: CLIENT_ISN,
+            flags: flags::SYN,
+            window: 64240,
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: true,
+            timestamps: Some((1, 0)),
+            ..Segment::default()
+        };
+        server.receive(0, &syn);
+        let mut out = Vec::new();
+        server.poll(0, &mut out);
+        let s = out.pop().unwrap();
+        (s.window, s.window_scale)
+    };
+    let mut cfg = Config::new("cubic", 5201, 40000);
+    assert_eq!(syn_ack(cfg.clone()), (64256, Some(7)));
+    cfg.rcvbuf_initial = 65_536;
+    cfg.rcvbuf = 262_144;
+    assert_eq!(syn_ack(cfg.clone()), (32120, Some(3)));
+
+    cfg.ts_offset = 1000;
+    let synack_ts = cfg.ts_offset;
+    let (mut server, una) = accepted_with(cfg);
+    assert_eq!(server.receiver().window_clamp(), 32_768);
+    for n in 1..=80u32 {
+        let at = (39 + u64::from(n)) * MS;
+        let mut s = data(n, (at / MS) as u32);
+        s.ack = una;
+        s.timestamps = Some(((at / MS) as u32, synack_ts));
+        server.receive(at, &s);
+        server.poll(at, &mut Vec::new());
+        server.consume(at, usize::MAX);
+        if n == 21 {
+            assert_eq!(server.receiver().window_clamp(), 131_072);
+        }
+    }
+    assert_eq!(server.receiver().window_clamp(), 131_072);
+}

@@ -6,9 +6,25 @@ from __future__ import annotations
 
 from transportlab.plan.topology import Topology
 
-# Linux defaults for the TCP socket-buffer limits (bytes).
+# Linux defaults for the TCP socket-buffer settings (bytes): tcp_rmem's min and default
+# (the buffer a connection starts with) and both maxima.
+DEFAULT_TCP_RMEM_MIN = 4096
+DEFAULT_TCP_RMEM_DEFAULT = 131_072
 DEFAULT_TCP_RMEM_MAX = 6_291_456
 DEFAULT_TCP_WMEM_MAX = 4_194_304
+# The one kernel setting the simulator's TCP takes from a scenario (run.simulate).
+TCP_RMEM = "net.ipv4.tcp_rmem"
+TCP_RMEM_FORM = "three whole numbers of bytes, 'min default max', each at least 1 (as Linux takes tcp_rmem)"
+
+
+def parse_tcp_rmem(value: object) -> tuple[int, int, int] | None:
+    """tcp_rmem's (min, default, max) from a scenario's value, None if it is not three
+    whole numbers ≥ 1 separated by blanks."""
+    parts = str(value).split()
+    if len(parts) != 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+        return None
+    lo, default, hi = (int(p) for p in parts)
+    return lo, default, hi
 
 
 def tcp_buffer_limits(topology: Topology, host: str) -> tuple[int, int]:
@@ -25,3 +41,23 @@ def tcp_buffer_limits(topology: Topology, host: str) -> tuple[int, int]:
         if rate:
             need = max(need, 4 * rate / 8 * max(rtt, 0.001))
     return max(DEFAULT_TCP_RMEM_MAX, int(need)), max(DEFAULT_TCP_WMEM_MAX, int(need))
+
+
+def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
+    """The sysctls that set `host`'s TCP socket-buffer limits (a scenario's own
+    `sysctls` override them)."""
+    rmem, wmem = tcp_buffer_limits(topology, host)
+    return {
+        TCP_RMEM: f"{DEFAULT_TCP_RMEM_MIN} {DEFAULT_TCP_RMEM_DEFAULT} {rmem}",
+        "net.ipv4.tcp_wmem": f"4096 16384 {wmem}",
+    }
+
+
+def tcp_rmem(topology: Topology, host: str, sysctls: dict[str, dict[str, str]]) -> tuple[int, int, int]:
+    """`host`'s tcp_rmem (min, default, max) as an emulated host gets it: the scenario's
+    `sysctls`, if it sets one, over `buffer_sysctls`."""
+    given = sysctls.get(host, {}).get(TCP_RMEM, buffer_sysctls(topology, host)[TCP_RMEM])
+    parsed = parse_tcp_rmem(given)
+    if parsed is None:  # the scenario's checks refuse it before a run is planned
+        raise ValueError(f"sysctls.{host}.{TCP_RMEM}: {given!r} is not {TCP_RMEM_FORM}")
+    return parsed

@@ -18,7 +18,7 @@ from typing import Any
 
 from transportlab.locations import binary
 from transportlab.network import kernel_cc, netns, veth
-from transportlab.network.buffers import tcp_buffer_limits
+from transportlab.network.buffers import buffer_sysctls
 from transportlab.network.cpus import CpuClaim, claim_engine_cpu
 from transportlab.network.registry import RunRecord, new_record
 from transportlab.network.tun import open_tun
@@ -74,15 +74,6 @@ def _warm_us(value: str) -> float:
     if not us >= 0 or us == float("inf"):
         raise NetworkError(f"TLAB_WARM_US must be a number of µs, 0 or more (0: no warm-up frames), not {value!r}")
     return us
-
-
-def buffer_sysctls(topology: Topology, host: str) -> dict[str, str]:
-    """The sysctls that set `host`'s TCP socket-buffer limits (`network.buffers`)."""
-    rmem, wmem = tcp_buffer_limits(topology, host)
-    return {
-        "net.ipv4.tcp_rmem": f"4096 131072 {rmem}",
-        "net.ipv4.tcp_wmem": f"4096 16384 {wmem}",
-    }
 
 
 class NetworkError(RuntimeError):

@@ -17,7 +17,7 @@ from pathlib import Path
 from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
 from transportlab.locations import binary
-from transportlab.network.buffers import tcp_buffer_limits
+from transportlab.network.buffers import TCP_RMEM, parse_tcp_rmem, tcp_buffer_limits, tcp_rmem
 from transportlab.plan.flows import Flow, Probe, Resolved
 from transportlab.plan.runs import PlannedRun
 from transportlab.run.execute import AgentFailure
@@ -51,6 +51,14 @@ def stacks(r: Resolved) -> dict[str, str]:
 
 
 SIM_TIMEOUT_S = 3600
+# Why a QUIC flow's own UDP receive buffer is refused (S1's enlarged-buffer arm): the
+# simulated QUIC ends have no socket; each datagram is handed to quinn-proto the instant
+# it arrives, so no buffer could ever hold more than one, and the setting would change
+# nothing. Every simulated QUIC run is, in that sense, a reader that never falls behind.
+QUIC_RCVBUF_WHY = (
+    "a UDP socket receive buffer; the simulated QUIC ends have no socket and read each datagram the "
+    "instant it arrives, so no buffer size could change the run: run it emulated"
+)
 
 
 def refusals(r: Resolved) -> list[tuple[str, str]]:
@@ -84,14 +92,37 @@ def refusals(r: Resolved) -> list[tuple[str, str]]:
         elif f.protocol == "tcp" and (f.objects is not None or f.tls or f.size is not None):
             out.append((where, "the simulator runs TCP bulk transfers (bytes or a duration) without TLS"))
         elif f.protocol == "quic" and f.rcvbuf:
-            out.append((f"{where}.rcvbuf", "a socket buffer; the simulator has no sockets"))
+            out.append((f"{where}.rcvbuf", QUIC_RCVBUF_WHY))
         elif f.protocol == "udp" and f.direction != "upload":
             out.append((f"{where}.direction", "UDP goes from client to server"))
     if r.capture is not None:
         out.append(("capture", "the simulator writes no pcapng capture yet"))
-    if any(r.sysctls.values()):
-        out.append(("sysctls", "the simulated hosts have no kernel settings"))
+    out += _sysctl_refusals(r)
     return out
+
+
+def _sysctl_refusals(r: Resolved) -> list[tuple[str, str]]:
+    """The scenario's kernel settings the simulator cannot honour: every sysctl but
+    tcp_rmem, which the simulator's TCP takes (and smoltcp, with fixed rings, cannot)."""
+    out: list[tuple[str, str]] = []
+    for host, values in r.sysctls.items():
+        for name, value in values.items():
+            where = f'sysctls.{host}."{name}"'
+            if name != TCP_RMEM:
+                out.append((where, f"the simulated hosts have no kernel settings but {TCP_RMEM} (the simulated TCP's)"))
+                continue
+            parsed = parse_tcp_rmem(value)
+            if parsed is None or not parsed[0] <= parsed[1] <= parsed[2]:
+                out.append((where, f"{value!r}: the simulated TCP takes min ≤ default ≤ max"))
+            for f in r.flows:
+                if f.protocol == "tcp" and tcp_stack(f) == SMOLTCP and _receiver(f) == host:
+                    out.append((where, f"flows.{f.name} runs on smoltcp, whose buffers are fixed 8 MiB rings"))
+    return out
+
+
+def _receiver(f: Flow) -> str:
+    """The host whose socket receives a flow's data (the client's for a download)."""
+    return f.to if f.direction == "upload" else f.from_
 
 
 def _placed(x: Flow | Probe, hosts: list[str]) -> dict:
@@ -120,9 +151,10 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             flow["cc"] = f.cc
             flow["size"] = f.mss
             flow["stack"] = tcp_stack(f)
-            # The buffer limits the emulated hosts get: the receiver's and the sender's.
+            # The buffer settings the emulated hosts get: the receiver's tcp_rmem (the
+            # scenario's, if it sets it) and the sender's send-buffer limit.
             sender, receiver = (f.from_, f.to) if f.direction == "upload" else (f.to, f.from_)
-            flow["rcvbuf"] = tcp_buffer_limits(topo, receiver)[0]
+            flow["rmem"] = list(tcp_rmem(topo, receiver, r.sysctls))
             flow["sndbuf"] = tcp_buffer_limits(topo, sender)[1]
         elif f.protocol == "quic":
             flow["cc"] = f.cc

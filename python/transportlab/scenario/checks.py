@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from transportlab.network.buffers import TCP_RMEM, TCP_RMEM_FORM, parse_tcp_rmem
 from transportlab.scenario.errors import MISSING
 from transportlab.scenario.graph import NoPath, route
 
@@ -134,6 +135,8 @@ def check_scenario(s: Scenario) -> list[Problem]:
         for sysctl in values:
             if sysctl in NETNS_READ_ONLY:
                 out.append((("sysctls", host, sysctl), NETNS_READ_ONLY_WHY, values[sysctl]))
+            elif sysctl == TCP_RMEM and parse_tcp_rmem(values[sysctl]) is None:
+                out.append((("sysctls", host, sysctl), f"must be {TCP_RMEM_FORM}", values[sysctl]))
 
     analysis = s.analysis
     if analysis.window is not None and analysis.window[1] > s.duration:

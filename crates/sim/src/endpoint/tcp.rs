@@ -442,10 +442,10 @@ pub struct TcpSetup {
     pub seed: u64,
     /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
     pub mss: Option<u16>,
-    /// The hosts' socket-buffer limits (`tcp_rmem`/`tcp_wmem` maxima) of the receiving
-    /// and the sending end: the simulator's own TCP takes its windows from them; smoltcp
-    /// has fixed rings.
-    pub rcvbuf: Option<u64>,
+    /// The receiving end's `tcp_rmem` (min, default, max) and the sending end's
+    /// `tcp_wmem` maximum: the simulator's own TCP takes its windows from them; smoltcp
+    /// has fixed rings (a scenario's `tcp_rmem` is refused for it before it runs).
+    pub rmem: Option<[u64; 3]>,
     pub sndbuf: Option<u64>,
     pub delivered: Rc<Cell<Delivered>>,
     /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
@@ -774,7 +774,7 @@ mod tests {
             cc: "cubic".into(),
             seed,
             mss: None,
-            rcvbuf: None,
+            rmem: None,
             sndbuf: None,
             delivered: delivered.clone(),
             raw: raw.clone(),

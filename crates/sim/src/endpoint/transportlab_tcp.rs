@@ -228,8 +228,11 @@ fn config(setup: &TcpSetup, local: SocketAddrV4, remote: SocketAddrV4, salt: u64
     let seed = setup.seed ^ salt;
     let mut cfg = Config::new(&setup.cc, local.port(), remote.port());
     cfg.mss_clamp = setup.mss;
-    if let Some(r) = setup.rcvbuf {
-        cfg.rcvbuf = r;
+    // tcp_rmem[0] only matters under TCP memory pressure, which one connection never
+    // reaches (as on the emulated hosts).
+    if let Some([_, initial, max]) = setup.rmem {
+        cfg.rcvbuf_initial = initial;
+        cfg.rcvbuf = max;
     }
     if let Some(s) = setup.sndbuf {
         cfg.sndbuf = s;
