@@ -8,8 +8,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::Path;
 
 use linkem::Nanos;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -19,7 +18,7 @@ use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 use wire::{Ipv4Packet, TcpPacket};
 
-use super::bulk::{client_request, serve_request, Progress, SummaryOf, REQUEST_LEN};
+use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup};
 use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
@@ -340,13 +339,10 @@ impl Stack {
     }
 }
 
-/// The transfer of one end: what it sent or received, and the request it read.
-#[derive(Default)]
+/// The transfer of one end: the application's account, and where in memory the socket's
+/// send buffer lies.
 struct Transfer {
-    /// What the summary reports: direction, bytes, completion, a request not served.
-    p: Progress,
-    limit: u64,
-    request: Vec<u8>,
+    bulk: Bulk,
     /// The start of the socket's send buffer in memory ([`Stack::tx_base`]), and the part
     /// of it (offsets) that may hold bytes other than zeros.
     tx_base: usize,
@@ -354,10 +350,11 @@ struct Transfer {
 }
 
 impl Transfer {
-    fn new(stack: &Stack) -> Transfer {
+    fn new(stack: &Stack, bulk: Bulk) -> Transfer {
         Transfer {
+            bulk,
             tx_base: stack.tx_base,
-            ..Transfer::default()
+            tx_dirty: None,
         }
     }
 
@@ -387,8 +384,9 @@ impl Transfer {
     /// (once the ring comes round to it); the rest is enqueued without touching its pages.
     /// smoltcp sends the same bytes as if every zero had been copied in.
     fn write(&mut self, s: &mut Socket<'static>) {
-        while s.can_send() && self.p.sent < self.limit {
-            let n = (self.limit - self.p.sent).min(CHUNK as u64) as usize;
+        let b = &mut self.bulk;
+        while s.can_send() && b.p.sent < b.limit {
+            let n = (b.limit - b.p.sent).min(CHUNK as u64) as usize;
             let (base, dirty) = (self.tx_base, &mut self.tx_dirty);
             let w = s.send(|buf| {
                 let k = buf.len().min(n);
@@ -405,52 +403,32 @@ impl Transfer {
                 (k, k)
             });
             match w {
-                Ok(w) if w > 0 => self.p.sent += w as u64,
+                Ok(w) if w > 0 => b.p.sent += w as u64,
                 _ => break,
             }
         }
-        if self.p.sent >= self.limit && s.may_send() {
+        if b.p.sent >= b.limit && s.may_send() {
             s.close();
         }
     }
 
-    /// Reads what arrived (the first `REQUEST_LEN` bytes into `request` if
-    /// `want_request`), counting the payload into `delivered`.
+    /// Reads what arrived (the request first, if `want_request`), counting the payload
+    /// into `delivered`.
     fn read(&mut self, s: &mut Socket<'static>, want_request: bool, delivered: &Cell<Delivered>, now: Nanos) {
-        let before = self.p.received;
+        let b = &mut self.bulk;
+        let before = b.p.received;
         while s.can_recv() {
             let got = s.recv(|buf| {
-                let mut skip = 0;
-                if want_request && self.request.len() < REQUEST_LEN {
-                    skip = (REQUEST_LEN - self.request.len()).min(buf.len());
-                    self.request.extend_from_slice(&buf[..skip]);
-                }
-                (buf.len(), buf.len() - skip)
+                let request = if want_request { b.take_request(buf) } else { 0 };
+                (buf.len(), buf.len() - request)
             });
             match got {
-                Ok(n) => self.p.received += n as u64,
+                Ok(n) => b.p.received += n as u64,
                 Err(_) => break,
             }
         }
-        Delivered::add(delivered, self.p.received - before, now);
+        Delivered::add(delivered, b.p.received - before, now);
     }
-}
-
-pub struct TcpSetup {
-    pub name: String,
-    pub cc: String,
-    pub seed: u64,
-    /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
-    pub mss: Option<u16>,
-    /// The hosts' socket-buffer limits (`tcp_rmem`/`tcp_wmem` maxima) of the receiving
-    /// and the sending end: the simulator's own TCP takes its windows from them; smoltcp
-    /// has fixed rings.
-    pub rcvbuf: Option<u64>,
-    pub sndbuf: Option<u64>,
-    pub delivered: Rc<Cell<Delivered>>,
-    /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
-    /// `<name>-server.arrow` there.
-    pub raw: PathBuf,
 }
 
 fn congestion_control(name: &str) -> Result<CongestionControl, String> {
@@ -465,18 +443,11 @@ fn congestion_control(name: &str) -> Result<CongestionControl, String> {
 }
 
 pub struct TcpClient {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     stack: Stack,
     server: SocketAddrV4,
-    start: Nanos,
-    end: Nanos,
+    life: ClientLife,
     transfer: Transfer,
-    connected_ns: Option<Nanos>,
-    connecting: bool,
-    requested: bool,
-    closed: bool,
-    delivered: Rc<Cell<Delivered>>,
 }
 
 impl TcpClient {
@@ -491,27 +462,13 @@ impl TcpClient {
     ) -> Result<TcpClient, String> {
         let series = setup.raw.join(format!("{}-client.arrow", setup.name));
         let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss, &series);
-        let transfer = Transfer {
-            p: Progress {
-                upload,
-                ..Progress::default()
-            },
-            limit: bytes.unwrap_or(u64::MAX),
-            ..Transfer::new(&stack)
-        };
+        let transfer = Transfer::new(&stack, Bulk::new(upload, bytes.unwrap_or(u64::MAX)));
         Ok(TcpClient {
-            name: setup.name,
-            cc: setup.cc,
+            of: SummaryOf::new(&setup, STACK, start),
             stack,
             server,
-            start,
-            end,
+            life: ClientLife::new(start, end),
             transfer,
-            connected_ns: None,
-            connecting: false,
-            requested: false,
-            closed: false,
-            delivered: setup.delivered,
         })
     }
 }
@@ -526,93 +483,76 @@ impl Endpoint for TcpClient {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        if now < self.start || self.closed {
+        let life = &mut self.life;
+        if now < life.start || life.closed {
             return;
         }
-        if !self.connecting {
-            self.connecting = true;
+        if !life.started {
+            life.started = true;
             let (ip, port, local) = (*self.server.ip(), self.server.port(), self.stack.addr.port());
             let cx = self.stack.iface.context();
             let socket = self.stack.sockets.get_mut::<Socket>(self.stack.socket);
             if socket.connect(cx, (IpAddress::Ipv4(ip), port), local).is_err() {
-                self.closed = true;
+                life.closed = true;
                 return;
             }
         }
-        let (end, delivered) = (self.end, self.delivered.clone());
+        let delivered = self.of.delivered.clone();
         let t = &mut self.transfer;
-        let (connected, requested, closed) = (&mut self.connected_ns, &mut self.requested, &mut self.closed);
         self.stack.drive(now, out, |s| {
-            if s.state() == State::Established && connected.is_none() {
-                *connected = Some(now);
+            if s.state() == State::Established {
+                life.established(now);
             }
-            if connected.is_some() && !*requested && s.can_send() {
-                let request = client_request(t.p.upload, t.limit, now, end);
-                *requested = t.send_bytes(s, &request).is_ok();
+            if life.connected_ns.is_some() && !life.requested && s.can_send() {
+                let request = client_request(t.bulk.p.upload, t.bulk.limit, now, life.stop);
+                life.requested = t.send_bytes(s, &request).is_ok();
             }
-            if *requested {
-                if t.p.upload {
+            if life.requested {
+                if t.bulk.p.upload {
                     t.write(s);
                 } else {
                     t.read(s, false, &delivered, now);
-                    if !s.may_recv() && !t.p.complete {
-                        t.p.complete = true;
-                        t.p.done_ns = Some(now);
+                    if !s.may_recv() {
+                        t.bulk.complete_at(Some(now));
                     }
                 }
             }
-            if t.p.upload && t.p.sent >= t.limit && delivered.get().bytes >= t.limit && !t.p.complete {
-                t.p.complete = true;
-                t.p.done_ns = delivered.get().last_ns;
+            let b = &mut t.bulk;
+            if b.p.upload && b.p.sent >= b.limit && delivered.get().bytes >= b.limit {
+                b.complete_at(delivered.get().last_ns);
             }
-            if now >= end || (t.p.complete && !t.p.upload) {
+            if now >= life.stop || (b.p.complete && !b.p.upload) {
                 s.abort();
-                *closed = true;
+                life.closed = true;
             }
         });
-        if self.connected_ns.is_some() {
-            let t = &self.transfer;
-            self.stack.sample(now, if t.p.upload { t.p.sent } else { t.p.received });
+        if self.life.connected_ns.is_some() {
+            self.stack.sample(now, self.transfer.bulk.series_bytes(true));
         }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        if self.closed {
-            None
-        } else if !self.connecting {
-            Some(self.start)
-        } else {
-            Some(self.stack.wake.unwrap_or(self.end).min(self.end))
-        }
+        self.life.next_wakeup(self.stack.wake)
     }
 
     fn finished(&self) -> bool {
-        self.closed || self.transfer.p.complete
+        self.life.closed || self.transfer.bulk.p.complete
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         self.stack.series.finish()?;
         // Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
         let retransmits = Some(self.stack.meter.retransmits);
-        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_client(
-            raw,
-            end,
-            &self.transfer.p,
-            self.delivered.get(),
-            self.connected_ns,
-            retransmits,
-        )
+        let p = &self.transfer.bulk.p;
+        self.of.write_client(raw, end, p, self.life.connected_ns, retransmits)
     }
 }
 
 pub struct TcpServer {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     stack: Stack,
-    start: Nanos,
     transfer: Transfer,
     accepted: bool,
-    delivered: Rc<Cell<Delivered>>,
 }
 
 impl TcpServer {
@@ -629,15 +569,13 @@ impl TcpServer {
             .socket()
             .listen(addr.port())
             .map_err(|e| format!("listen on {addr}: {e}"))?;
-        let transfer = Transfer::new(&stack);
+        // Until the request says otherwise: the client downloads nothing.
+        let transfer = Transfer::new(&stack, Bulk::new(false, 0));
         Ok(TcpServer {
-            name: setup.name,
-            cc: setup.cc,
+            of: SummaryOf::new(&setup, STACK, start),
             stack,
-            start,
             transfer,
             accepted: false,
-            delivered: setup.delivered,
         })
     }
 }
@@ -652,36 +590,26 @@ impl Endpoint for TcpServer {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        let delivered = self.delivered.clone();
+        let delivered = self.of.delivered.clone();
         let t = &mut self.transfer;
         let accepted = &mut self.accepted;
         self.stack.drive(now, out, |s| {
             if s.is_active() {
                 *accepted = true;
             }
-            let known = t.request.len() == REQUEST_LEN;
-            if !known || t.p.upload {
+            if !t.bulk.request_read() || t.bulk.p.upload {
                 t.read(s, true, &delivered, now);
-                if t.request.len() == REQUEST_LEN && !known {
-                    match serve_request(&t.request) {
-                        Ok((upload, limit)) => (t.p.upload, t.limit) = (upload, limit),
-                        Err(e) => t.p.error = Some(e),
-                    }
-                }
             }
-            if t.request.len() == REQUEST_LEN && !t.p.upload {
+            if t.bulk.request_read() && !t.bulk.p.upload {
                 t.write(s);
-                t.p.complete = t.p.sent >= t.limit;
+                t.bulk.p.complete = t.bulk.p.sent >= t.bulk.limit;
             }
-            if t.p.upload && !s.may_recv() && *accepted && !t.p.complete && t.request.len() == REQUEST_LEN {
-                t.p.complete = true;
-                t.p.done_ns = Some(now);
+            if t.bulk.p.upload && !s.may_recv() && *accepted && t.bulk.request_read() {
+                t.bulk.complete_at(Some(now));
             }
         });
-        let t = &self.transfer;
         if self.accepted && self.stack.socket().is_active() {
-            let bytes = if t.p.upload { t.p.received } else { t.p.sent };
-            self.stack.sample(now, bytes);
+            self.stack.sample(now, self.transfer.bulk.series_bytes(false));
         }
     }
 
@@ -696,20 +624,17 @@ impl Endpoint for TcpServer {
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         self.stack.series.finish()?;
         let retransmits = Some(self.stack.meter.retransmits);
-        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_server(
-            raw,
-            end,
-            self.accepted,
-            &self.transfer.p,
-            retransmits,
-        )
+        let p = &self.transfer.bulk.p;
+        self.of.write_server(raw, end, self.accepted, p, retransmits)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::bulk::REQUEST_LEN;
     use crate::endpoint::SAMPLE_INTERVAL;
+    use std::rc::Rc;
     use wire::ipv4::{protocol, Ipv4Repr};
     use wire::tcp::flags;
 
