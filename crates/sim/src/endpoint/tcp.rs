@@ -19,7 +19,8 @@ use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 use wire::{Ipv4Packet, TcpPacket};
 
 use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup};
-use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
+use super::tcp_series::{self, Sample};
+use super::{Delivered, Endpoint, SampleGrid, Series};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -90,17 +91,6 @@ impl Device for Wire {
 /// Sequence-space order (RFC 793's modular comparison).
 fn seq_lt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
-}
-
-/// One row of the series.
-struct Sample {
-    t_ns: Nanos,
-    bytes: u64,
-    srtt_us: Option<u64>,
-    rttvar_us: Option<u64>,
-    min_rtt_us: Option<u64>,
-    bytes_in_flight: u64,
-    total_retrans: u64,
 }
 
 /// What the endpoint measures of its own connection from the segments smoltcp sends and
@@ -203,6 +193,7 @@ impl Meter {
         let row = Sample {
             t_ns: now,
             bytes,
+            window: None,
             srtt_us: self.srtt_ns.map(us),
             rttvar_us: self.srtt_ns.map(|_| us(self.rttvar_ns)),
             min_rtt_us: self.min_rtt_ns.map(|m| us(m as f64)),
@@ -210,45 +201,6 @@ impl Meter {
             total_retrans: self.retransmits,
         };
         Some(row)
-    }
-}
-
-/// The agent's TCP series (`docs/agent.md`), connection 0: the columns measured here
-/// (cwnd and the kernel's other counters do not exist); the RTT columns are null until
-/// the first RTT sample.
-impl Sample {
-    fn schema() -> arrow_schema::Schema {
-        use arrow_schema::{DataType, Field};
-        let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
-        let mut fields = Vec::from(series_key_fields());
-        fields.extend([
-            u64("bytes", false),
-            u64("srtt_us", true),
-            u64("rttvar_us", true),
-            u64("min_rtt_us", true),
-            u64("bytes_in_flight", false),
-            u64("total_retrans", false),
-        ]);
-        arrow_schema::Schema::new(fields)
-    }
-}
-
-impl Row for Sample {
-    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, UInt64Array};
-        use std::sync::Arc;
-        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
-        columns.extend([
-            u64s(|x| x.bytes),
-            opts(|x| x.srtt_us),
-            opts(|x| x.rttvar_us),
-            opts(|x| x.min_rtt_us),
-            u64s(|x| x.bytes_in_flight),
-            u64s(|x| x.total_retrans),
-        ]);
-        columns
     }
 }
 
@@ -299,7 +251,7 @@ impl Stack {
             socket,
             wake: None,
             meter: Meter::default(),
-            series: Series::new(series, Sample::schema()),
+            series: Series::new(series, tcp_series::schema(false)),
             tx_base,
         }
     }
@@ -760,7 +712,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sim-tcp-series-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f-client.arrow");
-        let mut series = Series::new(&path, Sample::schema());
+        let mut series = Series::new(&path, tcp_series::schema(false));
         let mut m = Meter::default();
         let n = 2 * super::super::SERIES_BATCH + 500;
         for i in 0..n as u64 {

@@ -16,7 +16,8 @@ use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
 use wire::TcpPacket;
 
 use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup, REQUEST_LEN};
-use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
+use super::tcp_series::{self, Sample, Window};
+use super::{Delivered, Endpoint, SampleGrid, Series};
 
 /// Bytes written to the send buffer at a time.
 const CHUNK: u64 = 1 << 20;
@@ -44,81 +45,23 @@ fn from_packet(p: &[u8]) -> Option<Segment> {
     Segment::parse(ip.transport(), ip.ecn() as u8)
 }
 
-/// One row of the series (the agent's TCP series columns this stack has).
-struct Sample {
-    t_ns: Nanos,
-    bytes: u64,
-    cwnd: u32,
-    ssthresh: u32,
-    snd_mss: u32,
-    ca_state: u32,
-    srtt_us: Option<u64>,
-    rttvar_us: Option<u64>,
-    min_rtt_us: Option<u64>,
-    bytes_in_flight: u64,
-    total_retrans: u64,
-}
-
-impl Sample {
-    fn schema() -> arrow_schema::Schema {
-        use arrow_schema::{DataType, Field};
-        let mut fields = Vec::from(series_key_fields());
-        fields.extend([
-            Field::new("bytes", DataType::UInt64, false),
-            Field::new("cwnd", DataType::UInt32, false),
-            Field::new("cwnd_bytes", DataType::UInt64, false),
-            Field::new("ssthresh", DataType::UInt32, false),
-            Field::new("snd_mss", DataType::UInt32, false),
-            Field::new("ca_state", DataType::UInt32, false),
-            Field::new("srtt_us", DataType::UInt64, true),
-            Field::new("rttvar_us", DataType::UInt64, true),
-            Field::new("min_rtt_us", DataType::UInt64, true),
-            Field::new("bytes_in_flight", DataType::UInt64, false),
-            Field::new("total_retrans", DataType::UInt64, false),
-        ]);
-        arrow_schema::Schema::new(fields)
-    }
-
-    fn of(c: &Connection, t_ns: Nanos, bytes: u64) -> Sample {
-        Sample {
-            t_ns,
-            bytes,
+/// The series row of connection `c` at `t_ns`, `bytes` sent or read.
+fn sample(c: &Connection, t_ns: Nanos, bytes: u64) -> Sample {
+    Sample {
+        t_ns,
+        bytes,
+        window: Some(Window {
             cwnd: c.cwnd(),
             // As the kernel reports an unset ssthresh (TCP_INFINITE_SSTHRESH).
             ssthresh: c.ssthresh().unwrap_or(tcp::cc::INFINITE_SSTHRESH),
             snd_mss: c.mss(),
             ca_state: c.ca_state() as u32,
-            srtt_us: c.srtt_us(),
-            rttvar_us: c.srtt_us().map(|_| c.rttvar_us()),
-            min_rtt_us: c.min_rtt_us(),
-            bytes_in_flight: c.bytes_in_flight(),
-            total_retrans: c.stats().total_retrans,
-        }
-    }
-}
-
-impl Row for Sample {
-    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
-        use std::sync::Arc;
-        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let u32s = |f: fn(&Sample) -> u32| Arc::new(UInt32Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
-        columns.extend([
-            u64s(|x| x.bytes),
-            u32s(|x| x.cwnd),
-            u64s(|x| u64::from(x.cwnd) * u64::from(x.snd_mss)),
-            u32s(|x| x.ssthresh),
-            u32s(|x| x.snd_mss),
-            u32s(|x| x.ca_state),
-            opts(|x| x.srtt_us),
-            opts(|x| x.rttvar_us),
-            opts(|x| x.min_rtt_us),
-            u64s(|x| x.bytes_in_flight),
-            u64s(|x| x.total_retrans),
-        ]);
-        columns
+        }),
+        srtt_us: c.srtt_us(),
+        rttvar_us: c.srtt_us().map(|_| c.rttvar_us()),
+        min_rtt_us: c.min_rtt_us(),
+        bytes_in_flight: c.bytes_in_flight(),
+        total_retrans: c.stats().total_retrans,
     }
 }
 
@@ -138,7 +81,7 @@ impl End {
             addr,
             peer,
             conn,
-            series: Series::new(series, Sample::schema()),
+            series: Series::new(series, tcp_series::schema(true)),
             grid: SampleGrid::default(),
             bulk,
         }
@@ -190,7 +133,7 @@ impl End {
     fn sample(&mut self, now: Nanos, client: bool) {
         if self.grid.due(now) {
             let bytes = self.bulk.series_bytes(client);
-            self.series.push(Sample::of(&self.conn, now, bytes));
+            self.series.push(sample(&self.conn, now, bytes));
         }
     }
 }
