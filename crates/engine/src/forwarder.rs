@@ -304,17 +304,7 @@ impl<H: Hosts> Forwarder<H> {
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
-        self.log.record(
-            at,
-            actual,
-            packet.id,
-            &packet.payload.key,
-            packet.size,
-            dir,
-            Event::Arrival,
-            0,
-            flag::copy(packet.copy),
-        );
+        self.log_packet(&packet, dir, (at, actual), (Event::Arrival, 0), flag::copy(packet.copy));
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
         match pinned {
@@ -339,25 +329,13 @@ impl<H: Hosts> Forwarder<H> {
                     let egress = route.egress;
                     self.release(&packet);
                     let handed = self.deliver(egress, &packet, at);
-                    let (key, id, size) = (packet.payload.key, packet.id, packet.size);
-                    self.log
-                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, flags);
+                    self.log_packet(&packet, dir, (at, handed), (Event::Departure, 0), flags);
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, handed, &packet.payload.bytes);
                     }
                 } else {
                     let now = self.hosts.now();
-                    self.log.record(
-                        at,
-                        now,
-                        packet.id,
-                        &packet.payload.key,
-                        packet.size,
-                        dir,
-                        Event::Departure,
-                        0,
-                        flags,
-                    );
+                    self.log_packet(&packet, dir, (at, now), (Event::Departure, 0), flags);
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, now, &packet.payload.bytes);
                     }
@@ -423,6 +401,21 @@ impl<H: Hosts> Forwarder<H> {
         }
     }
 
+    /// Logs `packet` at log direction `dir`: (model time, real time), (event, reason),
+    /// flags.
+    fn log_packet(
+        &mut self,
+        packet: &Packet<Carried>,
+        dir: u16,
+        (at, actual): (Nanos, Nanos),
+        (event, why): (Event, u8),
+        flags: u8,
+    ) {
+        let (id, size) = (packet.id, packet.size);
+        self.log
+            .record(at, actual, id, &packet.payload.key, size, dir, event, why, flags);
+    }
+
     /// A packet leaves the models (handed to its host or dropped).
     fn release(&mut self, packet: &Packet<Carried>) {
         if !packet.copy {
@@ -442,15 +435,11 @@ impl<H: Hosts> Forwarder<H> {
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
         let now = self.hosts.now();
-        self.log.record(
-            at,
-            now,
-            packet.id,
-            &packet.payload.key,
-            packet.size,
+        self.log_packet(
+            packet,
             dir,
-            Event::Drop,
-            reason as u8,
+            (at, now),
+            (Event::Drop, reason as u8),
             flag::copy(packet.copy),
         );
     }
@@ -463,18 +452,8 @@ impl<H: Hosts> Forwarder<H> {
         let now = self.hosts.now();
         let Some(handed) = self.hosts.deliver(egress, &packet.payload.bytes) else {
             self.unintended.host_write_failed += 1;
-            let key = packet.payload.key;
-            self.log.record(
-                due,
-                now,
-                packet.id,
-                &key,
-                packet.size,
-                NO_DIRECTION,
-                Event::Drop,
-                reason::HOST_WRITE_FAILED,
-                flag::copy(packet.copy),
-            );
+            let event = (Event::Drop, reason::HOST_WRITE_FAILED);
+            self.log_packet(packet, NO_DIRECTION, (due, now), event, flag::copy(packet.copy));
             return now;
         };
         self.packets_out += 1;
