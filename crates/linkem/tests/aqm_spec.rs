@@ -142,22 +142,19 @@ mod json {
             "queue.interval_ns must be > 0",
         );
         err(r#"{"discipline": "pie", "t_update_ns": 0}"#, "queue.t_update_ns");
-        err(
-            r#"{"discipline": "pie", "beta": -1}"#,
-            "queue.beta must be a number ≥ 0 (1/s), got -1",
-        );
-        err(
-            r#"{"discipline": "red", "min_th": -2}"#,
-            "queue.min_th must be a number ≥ 0 (packets), got -2",
-        );
-        err(
-            r#"{"discipline": "red", "w_q": 0}"#,
-            "queue.w_q must be in (0, 1], got 0",
-        );
-        err(
-            r#"{"discipline": "red", "avpkt_bytes": 0}"#,
-            "queue.avpkt_bytes must be > 0, got 0",
-        );
+        // The shared checks' whole messages.
+        for (discipline, field, message) in [
+            ("pie", r#""beta": -1"#, "queue.beta must be a number ≥ 0 (1/s), got -1"),
+            (
+                "red",
+                r#""min_th": -2"#,
+                "queue.min_th must be a number ≥ 0 (packets), got -2",
+            ),
+            ("red", r#""w_q": 0"#, "queue.w_q must be in (0, 1], got 0"),
+            ("red", r#""avpkt_bytes": 0"#, "queue.avpkt_bytes must be > 0, got 0"),
+        ] {
+            err(&format!(r#"{{"discipline": "{discipline}", {field}}}"#), message);
+        }
         err(r#"{"discipline": "red", "min_th": 20, "max_th": 10}"#, "queue.max_th");
         err(r#"{"discipline": "red", "max_p": 1.5}"#, "queue.max_p");
         err(r#"{"discipline": "fq_codel", "flows": 0}"#, "queue.flows");
