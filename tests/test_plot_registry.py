@@ -18,8 +18,9 @@ from test_workloads import voip_series
 from transportlab import metrics as M
 from transportlab.pipeline import analyse
 from transportlab.report import render_run, style, sweep_table
-from transportlab.report.figures import REGISTRY, RUN, registered
-from transportlab.report.plots import RUN_PLOTS, sweep_plots
+from transportlab.report.figures import NO_PACKET_LOG, PACKET_LOG, REGISTRY, RUN, registered
+from transportlab.report.plots import RUN_PLOTS, run_plots, sweep_plots
+from transportlab.report.rundata import RunData
 
 MS = 1_000_000
 
@@ -88,8 +89,17 @@ def test_every_registered_plot_is_drawn_under_its_title(tmp_path, drawn):
 
 
 def test_the_run_report_draws_the_registered_run_plots():
-    assert {p.key for p in RUN_PLOTS} == {p.key for p in REGISTRY.values() if p.needs == RUN}
+    assert {p.key for p in RUN_PLOTS} == {p.key for p in REGISTRY.values() if p.needs in (RUN, PACKET_LOG)}
     assert len(RUN_PLOTS) == len({p.key for p in RUN_PLOTS})
+
+
+def test_a_run_without_a_packet_log_lists_the_plots_drawn_from_it(tmp_path):
+    run = make_run(tmp_path)
+    (run / "raw" / "packets.tlog").unlink()
+    plots = {p.key: p for p in run_plots(RunData.load(run))}
+    from_log = {p.key for p in RUN_PLOTS if p.needs == PACKET_LOG}
+    assert {k for k, p in plots.items() if p.skipped == NO_PACKET_LOG} == from_log
+    assert all(plots[k].applies and plots[k].path is None for k in from_log)
 
 
 def test_a_key_registered_twice_is_refused():

@@ -25,6 +25,7 @@ LOG_AXIS_DECADES = 1.5
 
 # What a plot is drawn from (`PlotSpec.needs`), which is also how it is called.
 RUN = "run"  # one run's data: (RunData, out, Colors)
+PACKET_LOG = "packet log"  # as RUN, from the run's packet log: not drawn without one
 SWEEP = "sweep"  # the catalogue rows of a sweep's (or compare's) runs: (DataFrame, …, out)
 SOURCES = "sources"  # compare's sources, each a point's runs: (sources, out, …)
 
@@ -45,8 +46,8 @@ class Plot:
 @dataclass(frozen=True)
 class PlotSpec:
     """One plot as the reports know it: its file stem, its title (the figure's, the
-    caption's and the "not drawn" line's) and what it is drawn from (RUN, SWEEP or
-    SOURCES)."""
+    caption's and the "not drawn" line's) and what it is drawn from (RUN, PACKET_LOG,
+    SWEEP or SOURCES)."""
 
     key: str
     title: str
@@ -88,11 +89,14 @@ class PlotSpec:
 
 @dataclass(frozen=True)
 class PlotFunction(PlotSpec):
-    """A plot function with its declaration: calling it calls `draw(self, *args)`."""
+    """A plot function with its declaration: calling it calls `draw(self, *args)`, unless
+    what it needs is missing (a PACKET_LOG plot of a run without one is skipped)."""
 
     draw: Callable[..., Plot]
 
     def __call__(self, *args) -> Plot:
+        if self.needs == PACKET_LOG and args[0].records is None:
+            return self.skip("", NO_PACKET_LOG)
         return self.draw(self, *args)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from transportlab import metrics as M
-from transportlab.report.figures import NO_PACKET_LOG, RUN, Plot, PlotSpec, registered
+from transportlab.report.figures import PACKET_LOG, Plot, PlotSpec, registered
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, rate_scale
 from transportlab.scenario.traces import TraceError, load_trace
@@ -100,11 +100,9 @@ def draw_leg_throughput(panels: dict[str, dict[str, Series]], bin_s: float, dura
     )
 
 
-@registered("leg_throughput", "Per-leg throughput over time", RUN)
+@registered("leg_throughput", "Per-leg throughput over time", PACKET_LOG)
 def plot_leg_throughput(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = leg_caption(rd.bin_s)
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     if not rd.legs:
         return spec.not_applicable(caption, "the run has no multipath direction")
     fig = draw_leg_throughput(leg_throughput_data(rd), rd.bin_s, rd.duration_s)
@@ -157,11 +155,9 @@ def draw_utilisation(data: dict[str, Series], bin_s: float, duration_s: float | 
     return fig
 
 
-@registered("utilisation", "Link utilisation over time", RUN)
+@registered("utilisation", "Link utilisation over time", PACKET_LOG)
 def plot_utilisation(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = utilisation_caption(rd.bin_s)
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     data = utilisation_data(rd)
     if not data:
         return spec.skip(caption, "no direction with a configured rate carried packets")
@@ -241,11 +237,9 @@ def draw_trace_capacity(panels: dict[str, dict[str, Series]], bin_s: float, dura
     )
 
 
-@registered("trace_capacity", "Trace capacity and departures over time", RUN)
+@registered("trace_capacity", "Trace capacity and departures over time", PACKET_LOG)
 def plot_trace_capacity(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = trace_capacity_caption(rd.bin_s)
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     if not any(rd.link_spec(i).get("trace") for i in rd.direction_names):
         return spec.not_applicable(caption, "the run has no trace-driven link direction")
     panels, problems = trace_capacity_data(rd)

@@ -23,7 +23,7 @@ from transportlab import metrics as M
 from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED, Metric
 from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
 from transportlab.report.figures import (
-    NO_PACKET_LOG,
+    PACKET_LOG,
     RUN,
     SWEEP,
     Plot,
@@ -59,7 +59,7 @@ def flow_throughput(rd: RunData, name: str, bin_ns: int) -> tuple[np.ndarray, np
     return tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64)
 
 
-@registered("throughput", "Throughput over time", RUN)
+@registered("throughput", "Throughput over time", PACKET_LOG)
 def plot_throughput(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     bin_s = rd.bin_s
     caption = (
@@ -67,8 +67,6 @@ def plot_throughput(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> P
         f"(engine packet log, IP bytes incl. retransmissions), in bins of {bin_s * 1e3:g} ms. "
         f"Dashed lines: configured capacity of each flow's bottleneck direction."
     )
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     if not rd.flows:
         return spec.skip(caption, "the run has no flows")
     bin_ns = max(1, int(round(bin_s * 1e9)))
@@ -115,7 +113,7 @@ def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None,
     return pd.concat(parts, ignore_index=True).sort_values("departure_ns"), how
 
 
-@registered("queueing_delay", "Queueing delay at the bottleneck", RUN)
+@registered("queueing_delay", "Queueing delay at the bottleneck", PACKET_LOG)
 def plot_queueing_delay(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Per-packet queueing delay of each flow's data packets at its bottleneck link direction, "
@@ -124,8 +122,6 @@ def plot_queueing_delay(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) 
         "trace-driven links the smallest sojourn seen per packet size). Includes jitter draws if the "
         "link has jitter."
     )
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     data = {}
     for name, f in rd.flows.items():
         q, how = flow_queueing(rd, name, f)
@@ -196,14 +192,12 @@ def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     return spec.finish(fig, ax, out, caption, rd=rd)
 
 
-@registered("delay_cdf", "One-way delay distribution", RUN)
+@registered("delay_cdf", "One-way delay distribution", PACKET_LOG)
 def plot_delay_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Empirical CDF of each flow's per-packet one-way delay across its path "
         "(departure from the last link direction − arrival at the first, engine log); dropped packets excluded."
     )
-    if rd.records is None:
-        return spec.skip(caption, NO_PACKET_LOG)
     fig, ax = figure()
     drawn = 0
     for name, f in rd.flows.items():
