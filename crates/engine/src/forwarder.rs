@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 
-use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
+use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, PacketInfo, Summarize};
 use wire::ipv4::{Ecn, Ipv4Packet};
 use wire::{flow_key, FlowKey};
 
@@ -304,7 +304,7 @@ impl<H: Hosts> Forwarder<H> {
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
-        self.log_packet(&packet, dir, (at, actual), (Event::Arrival, 0), flag::copy(packet.copy));
+        self.log_packet(&PacketInfo::of(&packet), dir, (at, actual), (Event::Arrival, 0), 0);
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
         match pinned {
@@ -318,7 +318,7 @@ impl<H: Hosts> Forwarder<H> {
         match ev {
             DirectionEvent::Departed { mut packet, at } => {
                 let marked = packet.payload.write_ce(packet.ecn);
-                let flags = flag::copy(packet.copy) | if marked { flag::CE_MARKED } else { 0 };
+                let flags = if marked { flag::CE_MARKED } else { 0 };
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
@@ -329,13 +329,19 @@ impl<H: Hosts> Forwarder<H> {
                     let egress = route.egress;
                     self.release(&packet);
                     let handed = self.deliver(egress, &packet, at);
-                    self.log_packet(&packet, dir, (at, handed), (Event::Departure, 0), flags);
+                    self.log_packet(
+                        &PacketInfo::of(&packet),
+                        dir,
+                        (at, handed),
+                        (Event::Departure, 0),
+                        flags,
+                    );
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, handed, &packet.payload.bytes);
                     }
                 } else {
                     let now = self.hosts.now();
-                    self.log_packet(&packet, dir, (at, now), (Event::Departure, 0), flags);
+                    self.log_packet(&PacketInfo::of(&packet), dir, (at, now), (Event::Departure, 0), flags);
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, now, &packet.payload.bytes);
                     }
@@ -347,17 +353,7 @@ impl<H: Hosts> Forwarder<H> {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
                 let now = self.hosts.now();
-                self.log.record(
-                    at,
-                    now,
-                    info.id,
-                    &info.summary,
-                    info.size,
-                    leg,
-                    Event::Arrival,
-                    0,
-                    flag::copy(info.copy),
-                );
+                self.log_packet(&info, leg, (at, now), (Event::Arrival, 0), 0);
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
@@ -365,17 +361,7 @@ impl<H: Hosts> Forwarder<H> {
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
                 let now = self.hosts.now();
-                self.log.record(
-                    at,
-                    now,
-                    info.id,
-                    &info.summary,
-                    info.size,
-                    leg,
-                    Event::Departure,
-                    0,
-                    flag::copy(info.copy),
-                );
+                self.log_packet(&info, leg, (at, now), (Event::Departure, 0), 0);
             }
             DirectionEvent::LegDropped {
                 leg,
@@ -401,19 +387,20 @@ impl<H: Hosts> Forwarder<H> {
         }
     }
 
-    /// Logs `packet` at log direction `dir`: (model time, real time), (event, reason),
-    /// flags.
+    /// Logs the packet `info` describes (`PacketInfo::of` a packet, or a leg's report) at
+    /// log direction `dir`: (model time, real time), (event, reason), and `flags` beside
+    /// its copy flag.
     fn log_packet(
         &mut self,
-        packet: &Packet<Carried>,
+        info: &PacketInfo<FlowKey>,
         dir: u16,
         (at, actual): (Nanos, Nanos),
         (event, why): (Event, u8),
         flags: u8,
     ) {
-        let (id, size) = (packet.id, packet.size);
+        let flags = flags | flag::copy(info.copy);
         self.log
-            .record(at, actual, id, &packet.payload.key, size, dir, event, why, flags);
+            .record(at, actual, info.id, &info.summary, info.size, dir, event, why, flags);
     }
 
     /// A packet leaves the models (handed to its host or dropped).
@@ -435,13 +422,7 @@ impl<H: Hosts> Forwarder<H> {
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
         let now = self.hosts.now();
-        self.log_packet(
-            packet,
-            dir,
-            (at, now),
-            (Event::Drop, reason as u8),
-            flag::copy(packet.copy),
-        );
+        self.log_packet(&PacketInfo::of(packet), dir, (at, now), (Event::Drop, reason as u8), 0);
     }
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
@@ -453,7 +434,7 @@ impl<H: Hosts> Forwarder<H> {
         let Some(handed) = self.hosts.deliver(egress, &packet.payload.bytes) else {
             self.unintended.host_write_failed += 1;
             let event = (Event::Drop, reason::HOST_WRITE_FAILED);
-            self.log_packet(packet, NO_DIRECTION, (due, now), event, flag::copy(packet.copy));
+            self.log_packet(&PacketInfo::of(packet), NO_DIRECTION, (due, now), event, 0);
             return now;
         };
         self.packets_out += 1;
