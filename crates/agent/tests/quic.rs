@@ -10,35 +10,15 @@ use std::time::Duration;
 /// summaries after checking both exited 0.
 fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, serde_json::Value, TempDir) {
     let d = TempDir::new(name);
-    let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
     let (ser, cser) = (d.file("srv.arrow"), d.file("cli.arrow"));
-    let mut sa = vec![
-        "quic-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--once",
-        "--summary",
-        &ss,
-        "--series",
-        &ser,
-    ];
-    sa.extend_from_slice(server_args);
-    let (srv, port) = start_server(&sa);
-    let connect = format!("127.0.0.1:{port}");
-    let mut ca = vec![
-        "quic-client",
-        "--connect",
-        &connect,
-        "--summary",
-        &cs,
-        "--series",
-        &cser,
-    ];
-    ca.extend_from_slice(client_args);
-    assert_eq!(run(&ca, LIMIT), 0, "client of {name}");
-    assert_eq!(wait(srv, LIMIT), 0, "server of {name}");
+    let server = format!(
+        "quic-server --bind 127.0.0.1:0 --once --series {ser} {}",
+        server_args.join(" ")
+    );
+    let client = format!("quic-client --connect ADDR --series {cser} {}", client_args.join(" "));
+    let (s, c) = server_and_client(&d, &server, &client);
     assert!(is_arrow_file(&ser) && is_arrow_file(&cser));
-    (summary(&ss), summary(&cs), d)
+    (s, c, d)
 }
 
 #[test]
@@ -226,13 +206,7 @@ fn quic_every_controller_builds() {
 fn quic_bad_cc_exits_2_naming_the_flag() {
     let d = TempDir::new("quic-badcc");
     let s = d.file("x.json");
-    let stderr_of = |args: &[String]| {
-        let out = Command::new(AGENT).args(args).stderr(Stdio::piped()).output().unwrap();
-        (
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let stderr_of = |args: &[String]| exit_and_stderr(args, LIMIT);
     let (code, err) = stderr_of(&cmd(
         "quic-client --connect 127.0.0.1:9 --bytes 1MB --cc nope --summary {}",
         &[&s],
