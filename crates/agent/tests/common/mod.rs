@@ -115,6 +115,15 @@ pub fn exit_and_stderr(args: &[impl AsRef<OsStr>], limit: Duration) -> (i32, Str
     (code, reader.join().unwrap())
 }
 
+/// Runs the agent with `args`, which must fail with exit code `code` and a message on
+/// stderr containing `wanted`; returns the message.
+pub fn assert_fails(args: &[String], code: i32, wanted: &str) -> String {
+    let (got, stderr) = exit_and_stderr(args, LIMIT);
+    assert_eq!(got, code, "{args:?}: {stderr}");
+    assert!(stderr.contains(wanted), "{args:?}: no {wanted:?} in {stderr}");
+    stderr
+}
+
 /// Runs a server and a client against it on 127.0.0.1, each from a command line as `cmd`
 /// reads it, without `{}`. The server binds port 0 and announces its port; in the client's
 /// line the word `ADDR` stands for the server's address. Each end writes its summary into
