@@ -8,14 +8,11 @@ use std::time::Duration;
 
 /// Runs a `--once` server and a client with the given extra arguments; returns both
 /// summaries after checking both exited 0.
-fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, serde_json::Value, TempDir) {
+fn transfer(name: &str, server_args: &str, client_args: &str) -> (serde_json::Value, serde_json::Value, TempDir) {
     let d = TempDir::new(name);
     let (ser, cser) = (d.file("srv.arrow"), d.file("cli.arrow"));
-    let server = format!(
-        "quic-server --bind 127.0.0.1:0 --once --series {ser} {}",
-        server_args.join(" ")
-    );
-    let client = format!("quic-client --connect ADDR --series {cser} {}", client_args.join(" "));
+    let server = format!("quic-server --bind 127.0.0.1:0 --once --series {ser} {server_args}");
+    let client = format!("quic-client --connect ADDR --series {cser} {client_args}");
     let (s, c) = server_and_client(&d, &server, &client);
     assert!(is_arrow_file(&ser) && is_arrow_file(&cser));
     (s, c, d)
@@ -23,7 +20,7 @@ fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_js
 
 #[test]
 fn quic_upload_by_bytes_completes() {
-    let (s, c, _d) = transfer("quic-upload", &["--cc", "bbr"], &["--cc", "cubic", "--bytes", "20MB"]);
+    let (s, c, _d) = transfer("quic-upload", "--cc bbr", "--cc cubic --bytes 20MB");
     let r = &c["results"];
     assert_eq!(c["subcommand"], "quic-client");
     assert_eq!(c["stopped_by"], "bytes");
@@ -45,17 +42,8 @@ fn quic_upload_by_bytes_completes() {
 fn quic_download_fixed_datagram_size() {
     let (s, c, _d) = transfer(
         "quic-download",
-        &["--cc", "newreno", "--datagram-size", "1300"],
-        &[
-            "--cc",
-            "newreno",
-            "--datagram-size",
-            "1300",
-            "--direction",
-            "download",
-            "--bytes",
-            "5MB",
-        ],
+        "--cc newreno --datagram-size 1300",
+        "--cc newreno --datagram-size 1300 --direction download --bytes 5MB",
     );
     assert_eq!(c["results"]["complete"], true);
     assert_eq!(c["results"]["bytes"], 5_000_000);
@@ -70,8 +58,8 @@ fn quic_bulk_on_two_streams_splits_bytes() {
     for direction in ["upload", "download"] {
         let (s, c, _d) = transfer(
             &format!("quic-streams-{direction}"),
-            &[],
-            &["--direction", direction, "--bytes", "6000001", "--streams", "2"],
+            "",
+            &format!("--direction {direction} --bytes 6000001 --streams 2"),
         );
         let r = &c["results"];
         assert_eq!(c["params"]["streams"], 2, "{direction}");
@@ -106,8 +94,8 @@ fn quic_bulk_on_two_streams_until_duration_shares_the_connection() {
     for direction in ["upload", "download"] {
         let (s, c, _d) = transfer(
             &format!("quic-streams-dur-{direction}"),
-            &[],
-            &["--direction", direction, "--duration", "300ms", "--streams", "2"],
+            "",
+            &format!("--direction {direction} --duration 300ms --streams 2"),
         );
         let r = &c["results"];
         assert_eq!(c["stopped_by"], "duration", "{direction}");
@@ -150,8 +138,8 @@ fn quic_streams_out_of_range_exit_2() {
 fn quic_objects_on_parallel_streams_complete() {
     let (s, c, _d) = transfer(
         "quic-objects",
-        &["--cc", "bbr"],
-        &["--objects", "12", "--object-size", "100kB", "--streams", "4"],
+        "--cc bbr",
+        "--objects 12 --object-size 100kB --streams 4",
     );
     let r = &c["results"];
     assert_eq!(r["complete"], true);
@@ -166,8 +154,8 @@ fn quic_objects_on_parallel_streams_complete() {
 fn quic_messages_record_one_way_delay() {
     let (s, c, d) = transfer(
         "quic-messages",
-        &["--message-series", "/dev/null"],
-        &["--message-size", "200", "--message-rate", "100", "--duration", "500ms"],
+        "--message-series /dev/null",
+        "--message-size 200 --message-rate 100 --duration 500ms",
     );
     let _ = d;
     assert_eq!(c["results"]["messages_sent"], 50);
@@ -182,8 +170,8 @@ fn quic_every_controller_builds() {
     for name in congestion::NAMES.iter().chain(&["bbr"]) {
         let (s, c, _d) = transfer(
             &format!("quic-cc-{name}"),
-            &["--cc", name],
-            &["--cc", name, "--bytes", "2MB"],
+            &format!("--cc {name}"),
+            &format!("--cc {name} --bytes 2MB"),
         );
         assert_eq!(c["results"]["complete"], true, "{name}");
         assert_eq!(c["params"]["cc"], *name);
@@ -244,9 +232,9 @@ fn quic_sigterm_writes_summary() {
 /// the congestion controller's metrics updates.
 #[test]
 fn quic_qlog_is_json_seq_with_packet_and_metrics_events() {
-    let d = TempDir::new("qlog");
+    let d = TempDir::new("qlog-files");
     let (sq, cq) = (d.file("server.sqlog"), d.file("client.sqlog"));
-    let (_, client, _d) = transfer("qlog", &["--qlog", &sq], &["--qlog", &cq, "--bytes", "300000"]);
+    let (_, client, _d) = transfer("qlog", &format!("--qlog {sq}"), &format!("--qlog {cq} --bytes 300000"));
     assert_eq!(client["results"]["complete"], true);
     for path in [&sq, &cq] {
         let text = std::fs::read_to_string(path).unwrap();
