@@ -5,35 +5,17 @@
 mod common;
 use common::*;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 #[test]
 fn tcp_upload_20mb_both_ends_agree() {
     let d = TempDir::new("upload");
-    let (srv_sum, srv_ser, cli_sum, cli_ser) = (
-        d.file("srv.json"),
-        d.file("srv.arrow"),
-        d.file("cli.json"),
-        d.file("cli.arrow"),
+    let (srv_ser, cli_ser) = (d.file("srv.arrow"), d.file("cli.arrow"));
+    let (s, c) = server_and_client(
+        &d,
+        &format!("tcp-server --bind 127.0.0.1:0 --once --series {srv_ser}"),
+        &format!("tcp-client --connect ADDR --bytes 20MB --series {cli_ser}"),
     );
-    let (srv, port) = start_server(&cmd(
-        "tcp-server --bind 127.0.0.1:0 --once --summary {} --series {}",
-        &[&srv_sum, &srv_ser],
-    ));
-    let to = format!("127.0.0.1:{port}");
-    let rc = run(
-        &cmd(
-            "tcp-client --connect {} --bytes 20MB --summary {} --series {}",
-            &[&to, &cli_sum, &cli_ser],
-        ),
-        LIMIT,
-    );
-    assert_eq!(rc, 0);
-    assert_eq!(wait(srv, LIMIT), 0);
-
-    let c = summary(&cli_sum);
-    let s = summary(&srv_sum);
     assert_eq!(c["subcommand"], "tcp-client");
     assert_eq!(c["results"]["mode"], "upload");
     assert_eq!(c["results"]["bytes"], 20_000_000);
@@ -52,49 +34,31 @@ fn tcp_upload_20mb_both_ends_agree() {
 #[test]
 fn tcp_download_by_bytes() {
     let d = TempDir::new("download");
-    let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
-    let to = format!("127.0.0.1:{port}");
-    let rc = run(
-        &cmd(
-            "tcp-client --connect {} --bytes 5MB --direction download --summary {}",
-            &[&to, &cli_sum],
-        ),
-        LIMIT,
+    let (s, c) = server_and_client(
+        &d,
+        "tcp-server --bind 127.0.0.1:0 --once",
+        "tcp-client --connect ADDR --bytes 5MB --direction download",
     );
-    assert_eq!(rc, 0);
-    assert_eq!(wait(srv, LIMIT), 0);
-    let c = summary(&cli_sum);
     assert_eq!(c["results"]["sender"], "server");
     assert_eq!(c["results"]["bytes_received"], 5_000_000);
     assert_eq!(c["results"]["complete"], true);
-    let s = summary(&srv_sum);
     let conn = &s["results"]["connections"][0];
     assert_eq!(conn["bytes_sent"], 5_000_000);
     assert!(conn["retransmits"].is_u64());
     // Both ends report their process's CPU time (getrusage): moving 5 MB takes some.
-    for r in [&c["results"], &s["results"]] {
-        let (user, sys) = (r["cpu_user_s"].as_f64().unwrap(), r["cpu_sys_s"].as_f64().unwrap());
-        assert!(user >= 0.0 && sys >= 0.0 && user + sys > 0.0, "{r}");
-    }
+    assert_spent_cpu(&c["results"]);
+    assert_spent_cpu(&s["results"]);
 }
 
 #[test]
 fn tcp_objects() {
     let d = TempDir::new("objects");
-    let (srv_sum, cli_sum) = (d.file("srv.json"), d.file("cli.json"));
-    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
-    let to = format!("127.0.0.1:{port}");
-    let rc = run(
-        &cmd(
-            "tcp-client --connect {} --objects 10 --object-size 64KiB --summary {}",
-            &[&to, &cli_sum],
-        ),
-        LIMIT,
+    let (s, c) = server_and_client(
+        &d,
+        "tcp-server --bind 127.0.0.1:0 --once",
+        "tcp-client --connect ADDR --objects 10 --object-size 64KiB",
     );
-    assert_eq!(rc, 0);
-    assert_eq!(wait(srv, LIMIT), 0);
-    let r = &summary(&cli_sum)["results"];
+    let r = &c["results"];
     assert_eq!(r["mode"], "objects");
     assert_eq!(r["complete"], true);
     assert_eq!(r["objects_completed"], 10);
@@ -107,7 +71,7 @@ fn tcp_objects() {
         assert!(ttfb > 0.0 && ttfb <= done, "ttfb {ttfb} completion {done}");
     }
     assert_eq!(r["ttfb"]["count"], 10);
-    let conn = &summary(&srv_sum)["results"]["connections"][0];
+    let conn = &s["results"]["connections"][0];
     assert_eq!(conn["objects_served"], 10);
     assert_eq!(conn["complete"], true);
 }
@@ -115,28 +79,17 @@ fn tcp_objects() {
 #[test]
 fn udp_send_recv_count() {
     let d = TempDir::new("udp");
-    let (rs, rser, ss) = (d.file("recv.json"), d.file("recv.arrow"), d.file("send.json"));
-    let (recv, port) = start_server(&cmd(
-        "udp-recv --bind 127.0.0.1:0 --idle-timeout 500ms --duration 10s --summary {} --series {}",
-        &[&rs, &rser],
-    ));
-    let to = format!("127.0.0.1:{port}");
-    let rc = run(
-        &cmd(
-            "udp-send --to {} --size 1200 --rate 24Mbit --count 1000 --summary {}",
-            &[&to, &ss],
-        ),
-        LIMIT,
+    let rser = d.file("recv.arrow");
+    let (r, s) = server_and_client(
+        &d,
+        &format!("udp-recv --bind 127.0.0.1:0 --idle-timeout 500ms --duration 10s --series {rser}"),
+        "udp-send --to ADDR --size 1200 --rate 24Mbit --count 1000",
     );
-    assert_eq!(rc, 0);
-    assert_eq!(wait(recv, LIMIT), 0);
-    let s = summary(&ss);
     assert_eq!(s["results"]["sent"], 1000);
     assert_eq!(s["stopped_by"], "count");
     // 1000 × 1200 B at 24 Mbit/s = one datagram per 400 µs, so 999 intervals ≈ 0.4 s.
     let span = s["results"]["duration_s"].as_f64().unwrap();
     assert!((0.39..0.5).contains(&span), "send span {span}");
-    let r = summary(&rs);
     assert_eq!(r["stopped_by"], "idle_timeout");
     assert_eq!(r["results"]["received"], 1000);
     assert_eq!(r["results"]["lost"], 0);
@@ -147,10 +100,8 @@ fn udp_send_recv_count() {
     assert!(is_arrow_file(&rser));
     // Both ends report their process's CPU time (getrusage), as tcp's and quic's do:
     // 1000 sends and receives take some.
-    for res in [&s["results"], &r["results"]] {
-        let (user, sys) = (res["cpu_user_s"].as_f64().unwrap(), res["cpu_sys_s"].as_f64().unwrap());
-        assert!(user >= 0.0 && sys >= 0.0 && user + sys > 0.0, "{res}");
-    }
+    assert_spent_cpu(&s["results"]);
+    assert_spent_cpu(&r["results"]);
 }
 
 #[test]
@@ -204,48 +155,23 @@ fn sigterm_writes_summary() {
 fn exit_codes() {
     let d = TempDir::new("exit");
     let s = d.file("x.json");
-    let quiet = |args: &[String]| {
-        let c = Command::new(AGENT).args(args).stderr(Stdio::piped()).spawn().unwrap();
-        let out = c.wait_with_output().unwrap();
-        (
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
     // Bad arguments: 2.
-    assert_eq!(
-        quiet(&cmd(
-            "tcp-client --connect 127.0.0.1:9 --bytes 10Mbit --summary {}",
-            &[&s]
-        ))
-        .0,
-        2
-    );
-    assert_eq!(
-        quiet(&cmd(
-            "udp-send --to 127.0.0.1:9 --size 8 --count 1 --rate 1Mbit --summary {}",
-            &[&s]
-        ))
-        .0,
-        2
-    );
-    assert_eq!(
-        quiet(&cmd("probe --to 127.0.0.1:9 --interval 1ms --summary {}", &[&s])).0,
-        2
-    );
+    for line in [
+        "tcp-client --connect 127.0.0.1:9 --bytes 10Mbit --summary {}",
+        "udp-send --to 127.0.0.1:9 --size 8 --count 1 --rate 1Mbit --summary {}",
+        "probe --to 127.0.0.1:9 --interval 1ms --summary {}",
+    ] {
+        assert_fails(&cmd(line, &[&s]), 2, "");
+    }
     // Runtime failures: 1, with a one-line message naming the problem.
-    let (code, err) = quiet(&cmd("tcp-client --connect 127.0.0.1:1 --bytes 1MB --summary {}", &[&s]));
-    assert_eq!(code, 1);
-    assert!(
-        err.contains("cannot connect") && err.trim().lines().count() == 1,
-        "{err}"
+    let err = assert_fails(
+        &cmd("tcp-client --connect 127.0.0.1:1 --bytes 1MB --summary {}", &[&s]),
+        1,
+        "cannot connect",
     );
-    let (code, err) = quiet(&cmd(
-        "tcp-client --connect 127.0.0.1:1 --bytes 1MB --cc no-such-cc --summary {}",
-        &[&s],
-    ));
-    assert_eq!(code, 1);
-    assert!(err.contains("no-such-cc"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let line = "tcp-client --connect 127.0.0.1:1 --bytes 1MB --cc no-such-cc --summary {}";
+    assert_fails(&cmd(line, &[&s]), 1, "no-such-cc");
 }
 
 #[test]

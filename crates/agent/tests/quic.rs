@@ -3,47 +3,24 @@
 mod common;
 use common::*;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// Runs a `--once` server and a client with the given extra arguments; returns both
 /// summaries after checking both exited 0.
-fn transfer(name: &str, server_args: &[&str], client_args: &[&str]) -> (serde_json::Value, serde_json::Value, TempDir) {
+fn transfer(name: &str, server_args: &str, client_args: &str) -> (serde_json::Value, serde_json::Value, TempDir) {
     let d = TempDir::new(name);
-    let (ss, cs) = (d.file("srv.json"), d.file("cli.json"));
     let (ser, cser) = (d.file("srv.arrow"), d.file("cli.arrow"));
-    let mut sa = vec![
-        "quic-server",
-        "--bind",
-        "127.0.0.1:0",
-        "--once",
-        "--summary",
-        &ss,
-        "--series",
-        &ser,
-    ];
-    sa.extend_from_slice(server_args);
-    let (srv, port) = start_server(&sa);
-    let connect = format!("127.0.0.1:{port}");
-    let mut ca = vec![
-        "quic-client",
-        "--connect",
-        &connect,
-        "--summary",
-        &cs,
-        "--series",
-        &cser,
-    ];
-    ca.extend_from_slice(client_args);
-    assert_eq!(run(&ca, LIMIT), 0, "client of {name}");
-    assert_eq!(wait(srv, LIMIT), 0, "server of {name}");
+    let server = format!("quic-server --bind 127.0.0.1:0 --once --series {ser} {server_args}");
+    let client = format!("quic-client --connect ADDR --series {cser} {client_args}");
+    let (s, c) = server_and_client(&d, &server, &client);
     assert!(is_arrow_file(&ser) && is_arrow_file(&cser));
-    (summary(&ss), summary(&cs), d)
+    (s, c, d)
 }
 
 #[test]
 fn quic_upload_by_bytes_completes() {
-    let (s, c, _d) = transfer("quic-upload", &["--cc", "bbr"], &["--cc", "cubic", "--bytes", "20MB"]);
+    let (s, c, _d) = transfer("quic-upload", "--cc bbr", "--cc cubic --bytes 20MB");
     let r = &c["results"];
     assert_eq!(c["subcommand"], "quic-client");
     assert_eq!(c["stopped_by"], "bytes");
@@ -65,17 +42,8 @@ fn quic_upload_by_bytes_completes() {
 fn quic_download_fixed_datagram_size() {
     let (s, c, _d) = transfer(
         "quic-download",
-        &["--cc", "newreno", "--datagram-size", "1300"],
-        &[
-            "--cc",
-            "newreno",
-            "--datagram-size",
-            "1300",
-            "--direction",
-            "download",
-            "--bytes",
-            "5MB",
-        ],
+        "--cc newreno --datagram-size 1300",
+        "--cc newreno --datagram-size 1300 --direction download --bytes 5MB",
     );
     assert_eq!(c["results"]["complete"], true);
     assert_eq!(c["results"]["bytes"], 5_000_000);
@@ -90,8 +58,8 @@ fn quic_bulk_on_two_streams_splits_bytes() {
     for direction in ["upload", "download"] {
         let (s, c, _d) = transfer(
             &format!("quic-streams-{direction}"),
-            &[],
-            &["--direction", direction, "--bytes", "6000001", "--streams", "2"],
+            "",
+            &format!("--direction {direction} --bytes 6000001 --streams 2"),
         );
         let r = &c["results"];
         assert_eq!(c["params"]["streams"], 2, "{direction}");
@@ -126,8 +94,8 @@ fn quic_bulk_on_two_streams_until_duration_shares_the_connection() {
     for direction in ["upload", "download"] {
         let (s, c, _d) = transfer(
             &format!("quic-streams-dur-{direction}"),
-            &[],
-            &["--direction", direction, "--duration", "300ms", "--streams", "2"],
+            "",
+            &format!("--direction {direction} --duration 300ms --streams 2"),
         );
         let r = &c["results"];
         assert_eq!(c["stopped_by"], "duration", "{direction}");
@@ -157,23 +125,12 @@ fn quic_streams_out_of_range_exit_2() {
     let d = TempDir::new("quic-streams-bad");
     let s = d.file("x.json");
     for extra in [
-        &[
-            "--message-size",
-            "100",
-            "--message-rate",
-            "10",
-            "--duration",
-            "1s",
-            "--streams",
-            "2",
-        ][..],
-        &["--bytes", "1MB", "--streams", "0"][..],
-        &["--bytes", "1MB", "--streams", "10000"][..],
+        "--message-size 100 --message-rate 10 --duration 1s --streams 2",
+        "--bytes 1MB --streams 0",
+        "--bytes 1MB --streams 10000",
     ] {
-        let mut args = vec!["quic-client", "--connect", "127.0.0.1:9", "--summary", &s];
-        args.extend_from_slice(extra);
-        let out = Command::new(AGENT).args(&args).stderr(Stdio::piped()).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{extra:?}");
+        let line = format!("quic-client --connect 127.0.0.1:9 --summary {{}} {extra}");
+        assert_fails(&cmd(&line, &[&s]), 2, "--streams");
     }
 }
 
@@ -181,8 +138,8 @@ fn quic_streams_out_of_range_exit_2() {
 fn quic_objects_on_parallel_streams_complete() {
     let (s, c, _d) = transfer(
         "quic-objects",
-        &["--cc", "bbr"],
-        &["--objects", "12", "--object-size", "100kB", "--streams", "4"],
+        "--cc bbr",
+        "--objects 12 --object-size 100kB --streams 4",
     );
     let r = &c["results"];
     assert_eq!(r["complete"], true);
@@ -197,8 +154,8 @@ fn quic_objects_on_parallel_streams_complete() {
 fn quic_messages_record_one_way_delay() {
     let (s, c, d) = transfer(
         "quic-messages",
-        &["--message-series", "/dev/null"],
-        &["--message-size", "200", "--message-rate", "100", "--duration", "500ms"],
+        "--message-series /dev/null",
+        "--message-size 200 --message-rate 100 --duration 500ms",
     );
     let _ = d;
     assert_eq!(c["results"]["messages_sent"], 50);
@@ -213,8 +170,8 @@ fn quic_every_controller_builds() {
     for name in congestion::NAMES.iter().chain(&["bbr"]) {
         let (s, c, _d) = transfer(
             &format!("quic-cc-{name}"),
-            &["--cc", name],
-            &["--cc", name, "--bytes", "2MB"],
+            &format!("--cc {name}"),
+            &format!("--cc {name} --bytes 2MB"),
         );
         assert_eq!(c["results"]["complete"], true, "{name}");
         assert_eq!(c["params"]["cc"], *name);
@@ -226,32 +183,21 @@ fn quic_every_controller_builds() {
 fn quic_bad_cc_exits_2_naming_the_flag() {
     let d = TempDir::new("quic-badcc");
     let s = d.file("x.json");
-    let stderr_of = |args: &[String]| {
-        let out = Command::new(AGENT).args(args).stderr(Stdio::piped()).output().unwrap();
-        (
-            out.status.code().unwrap(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
-    let (code, err) = stderr_of(&cmd(
-        "quic-client --connect 127.0.0.1:9 --bytes 1MB --cc nope --summary {}",
-        &[&s],
-    ));
-    assert_eq!(code, 2);
-    assert!(err.contains("--cc nope: unknown congestion controller"), "{err}");
+    let line = "quic-client --connect 127.0.0.1:9 --bytes 1MB --cc nope --summary {}";
+    let err = assert_fails(&cmd(line, &[&s]), 2, "--cc nope: unknown congestion controller");
     assert_eq!(err.lines().count(), 1, "{err}");
-    let (code, err) = stderr_of(&cmd(
-        "quic-server --bind 127.0.0.1:0 --cc cubic --cc-param nonsense=1 --summary {}",
-        &[&s],
-    ));
-    assert_eq!(code, 2);
-    assert!(err.contains("--cc-param nonsense=1"), "{err}");
-    let (code, err) = stderr_of(&cmd(
-        "quic-server --bind 127.0.0.1:0 --datagram-size 1000 --summary {}",
-        &[&s],
-    ));
-    assert_eq!(code, 2);
-    assert!(err.contains("--datagram-size 1000"), "{err}");
+    for (line, wanted) in [
+        (
+            "quic-server --bind 127.0.0.1:0 --cc cubic --cc-param nonsense=1 --summary {}",
+            "--cc-param nonsense=1",
+        ),
+        (
+            "quic-server --bind 127.0.0.1:0 --datagram-size 1000 --summary {}",
+            "--datagram-size 1000",
+        ),
+    ] {
+        assert_fails(&cmd(line, &[&s]), 2, wanted);
+    }
 }
 
 #[test]
@@ -286,9 +232,9 @@ fn quic_sigterm_writes_summary() {
 /// the congestion controller's metrics updates.
 #[test]
 fn quic_qlog_is_json_seq_with_packet_and_metrics_events() {
-    let d = TempDir::new("qlog");
+    let d = TempDir::new("qlog-files");
     let (sq, cq) = (d.file("server.sqlog"), d.file("client.sqlog"));
-    let (_, client, _d) = transfer("qlog", &["--qlog", &sq], &["--qlog", &cq, "--bytes", "300000"]);
+    let (_, client, _d) = transfer("qlog", &format!("--qlog {sq}"), &format!("--qlog {cq} --bytes 300000"));
     assert_eq!(client["results"]["complete"], true);
     for path in [&sq, &cq] {
         let text = std::fs::read_to_string(path).unwrap();

@@ -6,27 +6,19 @@
 mod common;
 use common::*;
 
-use std::process::{Command, Stdio};
-
 fn records_run(delivery: &str) -> (serde_json::Value, serde_json::Value, i32, String) {
     let d = TempDir::new(&format!("records-{delivery}"));
-    let (srv_sum, cli_sum, cli_rec) = (d.file("srv.json"), d.file("cli.json"), d.file("rec.arrow"));
-    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
-    let to = format!("127.0.0.1:{port}");
-    let out = Command::new(AGENT)
-        .args(cmd("tcp-client --connect {} --record-size 1448 --record-interval 10ms --duration 300ms --delivery {} --summary {} --record-series {}", &[&to, delivery, &cli_sum, &cli_rec]))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("spawn agent");
-    let rc = out.status.code().unwrap_or(-1);
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let cli_rec = d.file("rec.arrow");
+    let (rc, stderr) = run_pair(
+        &d,
+        "tcp-server --bind 127.0.0.1:0 --once",
+        &format!("tcp-client --connect ADDR --record-size 1448 --record-interval 10ms --duration 300ms --delivery {delivery} --record-series {cli_rec}"),
+    );
     if rc != 0 {
-        let _ = wait(srv, LIMIT);
         return (serde_json::Value::Null, serde_json::Value::Null, rc, stderr);
     }
-    assert_eq!(wait(srv, LIMIT), 0);
     assert!(is_arrow_file(&cli_rec));
-    (summary(&cli_sum), summary(&srv_sum), rc, stderr)
+    (summary(&d.file("cli.json")), summary(&d.file("srv.json")), rc, stderr)
 }
 
 fn check_every_record_once(c: &serde_json::Value, s: &serde_json::Value) {
@@ -116,28 +108,14 @@ fn malformed_run(delivery: &str) -> (i32, String, serde_json::Value) {
         s.shutdown(std::net::Shutdown::Write).unwrap();
         let _ = s.read_to_end(&mut Vec::new());
     });
-    let out = Command::new(AGENT)
-        .args([
-            "tcp-client",
-            "--connect",
-            &format!("127.0.0.1:{port}"),
-            "--record-size",
-            "100",
-            "--record-interval",
-            "10ms",
-            "--duration",
-            "1s",
-            "--delivery",
-            delivery,
-            "--summary",
-            &cli_sum,
-        ])
-        .stderr(Stdio::piped())
-        .output()
-        .expect("spawn agent");
+    let (rc, stderr) = exit_and_stderr(
+        &cmd(
+            "tcp-client --connect {} --record-size 100 --record-interval 10ms --duration 1s --delivery {} --summary {}",
+            &[&format!("127.0.0.1:{port}"), delivery, &cli_sum],
+        ),
+        LIMIT,
+    );
     server.join().unwrap();
-    let rc = out.status.code().unwrap_or(-1);
-    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     let s = if rc == 0 {
         summary(&cli_sum)
     } else {
@@ -169,18 +147,14 @@ fn malformed_frames_are_counted_and_skipped_by_the_client() {
 /// as root only, as the records' unordered test checks the refusal otherwise).
 fn page_run(delivery: &str) -> (serde_json::Value, serde_json::Value) {
     let d = TempDir::new(&format!("page-{delivery}"));
-    let (srv_sum, cli_sum, cli_page) = (d.file("srv.json"), d.file("cli.json"), d.file("page.arrow"));
-    let (srv, port) = start_server(&cmd("tcp-server --bind 127.0.0.1:0 --once --summary {}", &[&srv_sum]));
-    let to = format!("127.0.0.1:{port}");
-    let out = Command::new(AGENT)
-        .args(cmd("tcp-client --connect {} --page-primary 30000 --page-secondaries 5000,70000,1 --duration 300ms --delivery {} --summary {} --page-series {}", &[&to, delivery, &cli_sum, &cli_page]))
-        .stderr(Stdio::piped())
-        .output()
-        .expect("spawn agent");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(wait(srv, LIMIT), 0);
+    let cli_page = d.file("page.arrow");
+    let (s, c) = server_and_client(
+        &d,
+        "tcp-server --bind 127.0.0.1:0 --once",
+        &format!("tcp-client --connect ADDR --page-primary 30000 --page-secondaries 5000,70000,1 --duration 300ms --delivery {delivery} --page-series {cli_page}"),
+    );
     assert!(is_arrow_file(&cli_page));
-    (summary(&cli_sum), summary(&srv_sum))
+    (c, s)
 }
 
 fn check_pages(c: &serde_json::Value, s: &serde_json::Value, framing: &str) {

@@ -21,6 +21,16 @@ fn quic_controllers(contract: &Value) -> &Vec<Value> {
         .expect("controllers.quic is a list")
 }
 
+/// The QUIC controllers this crate implements (implementation "congestion"), each with its
+/// name.
+fn ours(contract: &Value) -> Vec<(&str, &Value)> {
+    quic_controllers(contract)
+        .iter()
+        .filter(|c| c["implementation"] == "congestion")
+        .map(|c| (c["name"].as_str().unwrap_or_else(|| panic!("name of {c}")), c))
+        .collect()
+}
+
 /// A JSON value as the Python side passes it in `--cc-param key=value` (`str(value)`).
 fn as_param_text(v: &Value) -> String {
     match v {
@@ -54,13 +64,9 @@ fn kind_name(kind: Kind) -> &'static str {
 #[test]
 fn quic_controllers_here_are_exactly_names() {
     let contract = contract();
-    let ours: Vec<&str> = quic_controllers(&contract)
-        .iter()
-        .filter(|c| c["implementation"] == "congestion")
-        .map(|c| c["name"].as_str().expect("name"))
-        .collect();
+    let names: Vec<&str> = ours(&contract).into_iter().map(|(name, _)| name).collect();
     assert_eq!(
-        ours, NAMES,
+        names, NAMES,
         "controllers.quic with implementation \"congestion\" vs congestion::NAMES"
     );
     for c in quic_controllers(&contract) {
@@ -88,11 +94,7 @@ fn quic_controllers_here_are_exactly_names() {
 #[test]
 fn parameters_match_the_code_that_reads_them() {
     let contract = contract();
-    for c in quic_controllers(&contract)
-        .iter()
-        .filter(|c| c["implementation"] == "congestion")
-    {
-        let name = c["name"].as_str().unwrap();
+    for (name, c) in ours(&contract) {
         let file = c["parameters"]
             .as_array()
             .unwrap_or_else(|| panic!("{name}: parameters is a list"));
@@ -156,11 +158,7 @@ fn parameters_match_the_code_that_reads_them() {
 #[test]
 fn every_value_the_file_allows_builds() {
     let contract = contract();
-    for c in quic_controllers(&contract)
-        .iter()
-        .filter(|c| c["implementation"] == "congestion")
-    {
-        let name = c["name"].as_str().unwrap();
+    for (name, c) in ours(&contract) {
         build(name, &Params::new(), MSS, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
         for p in c["parameters"].as_array().unwrap() {
             let key = p["name"].as_str().unwrap();

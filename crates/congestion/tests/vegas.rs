@@ -35,12 +35,30 @@ fn sample(latest: Nanos, min: Nanos) -> congestion::Rtt {
 
 /// Slow start then exit at γ, as in `slow_start_exits_when_diff_exceeds_gamma`:
 /// returns a Vegas in congestion avoidance at 65 packets whose last round had RTT 125 ms.
-fn in_avoidance() -> (Vegas, Nanos) {
-    let mut vegas = Vegas::new(MSS, 0);
+/// `count` rounds of `rtt` from `now`: the window (packets) after each, and the time
+/// after the last.
+fn windows_over_rounds(vegas: &mut Vegas, mut now: Nanos, rtt: Nanos, count: usize) -> (Vec<u64>, Nanos) {
+    let windows = (0..count)
+        .map(|_| {
+            now = round(vegas, now, rtt);
+            vegas.packets()
+        })
+        .collect();
+    (windows, now)
+}
+
+/// Slow start's four rounds: two at BaseRTT, two at 125 ms (the exit). Returns the time.
+fn through_slow_start(vegas: &mut Vegas) -> Nanos {
     let mut now = SECOND;
     for rtt in [BASE, BASE, 125 * MS, 125 * MS] {
-        now = round(&mut vegas, now, rtt);
+        now = round(vegas, now, rtt);
     }
+    now
+}
+
+fn in_avoidance() -> (Vegas, Nanos) {
+    let mut vegas = Vegas::new(MSS, 0);
+    let now = through_slow_start(&mut vegas);
     assert_eq!((vegas.packets(), vegas.ssthresh()), (65, Some(65 * MSS)));
     (vegas, now)
 }
@@ -68,11 +86,8 @@ fn slow_start_exits_when_diff_exceeds_gamma() {
 fn decreases_when_diff_exceeds_beta() {
     // R4 (125 ms) ended by R5: Diff = 65·25/125 = 13 > β → 64.
     // R5 (125 ms): 64·25/125 = 12.8 → 63. R6: 63·25/125 = 12.6 → 62.
-    let (mut vegas, mut now) = in_avoidance();
-    for expected in [64, 63, 62] {
-        now = round(&mut vegas, now, 125 * MS);
-        assert_eq!(vegas.packets(), expected);
-    }
+    let (mut vegas, now) = in_avoidance();
+    assert_eq!(windows_over_rounds(&mut vegas, now, 125 * MS, 3).0, [64, 63, 62]);
     assert_eq!(
         vegas.ssthresh(),
         Some(62 * MSS),
@@ -84,22 +99,16 @@ fn decreases_when_diff_exceeds_beta() {
 fn increases_when_diff_below_alpha() {
     // R4 (125 ms) still ends with a decrease to 64; then rounds at 101 ms:
     // Diff = 64·1/101 = 0.63 < α → 65; 65/101 = 0.64 → 66; 66/101 → 67.
-    let (mut vegas, mut now) = in_avoidance();
-    for expected in [64, 65, 66, 67] {
-        now = round(&mut vegas, now, 101 * MS);
-        assert_eq!(vegas.packets(), expected);
-    }
+    let (mut vegas, now) = in_avoidance();
+    assert_eq!(windows_over_rounds(&mut vegas, now, 101 * MS, 4).0, [64, 65, 66, 67]);
 }
 
 #[test]
 fn holds_while_diff_between_alpha_and_beta() {
     // R4 ends with the decrease to 64; rounds at 105 ms: Diff = 64·5/105 = 3.05,
     // inside [2, 4] → hold at 64.
-    let (mut vegas, mut now) = in_avoidance();
-    for expected in [64, 64, 64, 64] {
-        now = round(&mut vegas, now, 105 * MS);
-        assert_eq!(vegas.packets(), expected);
-    }
+    let (mut vegas, now) = in_avoidance();
+    assert_eq!(windows_over_rounds(&mut vegas, now, 105 * MS, 4).0, [64, 64, 64, 64]);
     assert!((diagnostic(&vegas, "diff_packets").unwrap() - 64.0 * 5.0 / 105.0).abs() < 1e-9);
 }
 
@@ -111,15 +120,9 @@ fn thresholds_come_from_params() {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     let mut vegas = Vegas::from_params(&params, MSS, 0).unwrap();
-    let mut now = SECOND;
-    for rtt in [BASE, BASE, 125 * MS, 125 * MS] {
-        now = round(&mut vegas, now, rtt);
-    }
+    let now = through_slow_start(&mut vegas);
     // Exit as before at 65; R4's Diff 13 > 6 → 64; then 64·5/105 = 3.05 < 4 → 65.
-    now = round(&mut vegas, now, 105 * MS);
-    assert_eq!(vegas.packets(), 64);
-    round(&mut vegas, now, 105 * MS);
-    assert_eq!(vegas.packets(), 65);
+    assert_eq!(windows_over_rounds(&mut vegas, now, 105 * MS, 2).0, [64, 65]);
 }
 
 /// β below the default α used to index the parameters for the absent `alpha` and panic

@@ -8,7 +8,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::Ipv4Addr;
 
-use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, Summarize};
+use linkem::{Direction, DirectionEvent, DropReason, Nanos, Packet, PacketInfo, Summarize};
 use wire::ipv4::{Ecn, Ipv4Packet};
 use wire::{flow_key, FlowKey};
 
@@ -304,17 +304,7 @@ impl<H: Hosts> Forwarder<H> {
         };
         let pinned = route.pinned.get(hop).copied().flatten();
         self.directions[dir as usize].arrivals += 1;
-        self.log.record(
-            at,
-            actual,
-            packet.id,
-            &packet.payload.key,
-            packet.size,
-            dir,
-            Event::Arrival,
-            0,
-            flag::copy(packet.copy),
-        );
+        self.log_packet(&PacketInfo::of(&packet), dir, (at, actual), (Event::Arrival, 0), 0);
         // Whatever happens at `at` itself (a drop at the first stage) is reported by the
         // model's `step`, which `run_due` calls next.
         match pinned {
@@ -328,7 +318,7 @@ impl<H: Hosts> Forwarder<H> {
         match ev {
             DirectionEvent::Departed { mut packet, at } => {
                 let marked = packet.payload.write_ce(packet.ecn);
-                let flags = flag::copy(packet.copy) | if marked { flag::CE_MARKED } else { 0 };
+                let flags = if marked { flag::CE_MARKED } else { 0 };
                 let st = &mut self.directions[dir as usize];
                 st.departures += 1;
                 st.bytes_departed += packet.size as u64;
@@ -339,25 +329,19 @@ impl<H: Hosts> Forwarder<H> {
                     let egress = route.egress;
                     self.release(&packet);
                     let handed = self.deliver(egress, &packet, at);
-                    let (key, id, size) = (packet.payload.key, packet.id, packet.size);
-                    self.log
-                        .record(at, handed, id, &key, size, dir, Event::Departure, 0, flags);
+                    self.log_packet(
+                        &PacketInfo::of(&packet),
+                        dir,
+                        (at, handed),
+                        (Event::Departure, 0),
+                        flags,
+                    );
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, handed, &packet.payload.bytes);
                     }
                 } else {
                     let now = self.hosts.now();
-                    self.log.record(
-                        at,
-                        now,
-                        packet.id,
-                        &packet.payload.key,
-                        packet.size,
-                        dir,
-                        Event::Departure,
-                        0,
-                        flags,
-                    );
+                    self.log_packet(&PacketInfo::of(&packet), dir, (at, now), (Event::Departure, 0), flags);
                     if let Some(c) = &mut self.capture {
                         c.packet(dir, now, &packet.payload.bytes);
                     }
@@ -369,17 +353,7 @@ impl<H: Hosts> Forwarder<H> {
                 let leg = self.leg_index[dir as usize][leg];
                 self.directions[leg as usize].arrivals += 1;
                 let now = self.hosts.now();
-                self.log.record(
-                    at,
-                    now,
-                    info.id,
-                    &info.summary,
-                    info.size,
-                    leg,
-                    Event::Arrival,
-                    0,
-                    flag::copy(info.copy),
-                );
+                self.log_packet(&info, leg, (at, now), (Event::Arrival, 0), 0);
             }
             DirectionEvent::LegDeparted { leg, info, at } => {
                 let leg = self.leg_index[dir as usize][leg];
@@ -387,17 +361,7 @@ impl<H: Hosts> Forwarder<H> {
                 st.departures += 1;
                 st.bytes_departed += info.size as u64;
                 let now = self.hosts.now();
-                self.log.record(
-                    at,
-                    now,
-                    info.id,
-                    &info.summary,
-                    info.size,
-                    leg,
-                    Event::Departure,
-                    0,
-                    flag::copy(info.copy),
-                );
+                self.log_packet(&info, leg, (at, now), (Event::Departure, 0), 0);
             }
             DirectionEvent::LegDropped {
                 leg,
@@ -423,6 +387,22 @@ impl<H: Hosts> Forwarder<H> {
         }
     }
 
+    /// Logs the packet `info` describes (`PacketInfo::of` a packet, or a leg's report) at
+    /// log direction `dir`: (model time, real time), (event, reason), and `flags` beside
+    /// its copy flag.
+    fn log_packet(
+        &mut self,
+        info: &PacketInfo<FlowKey>,
+        dir: u16,
+        (at, actual): (Nanos, Nanos),
+        (event, why): (Event, u8),
+        flags: u8,
+    ) {
+        let flags = flags | flag::copy(info.copy);
+        self.log
+            .record(at, actual, info.id, &info.summary, info.size, dir, event, why, flags);
+    }
+
     /// A packet leaves the models (handed to its host or dropped).
     fn release(&mut self, packet: &Packet<Carried>) {
         if !packet.copy {
@@ -442,17 +422,7 @@ impl<H: Hosts> Forwarder<H> {
             DropReason::AqmDrop => st.drops_aqm += 1,
         }
         let now = self.hosts.now();
-        self.log.record(
-            at,
-            now,
-            packet.id,
-            &packet.payload.key,
-            packet.size,
-            dir,
-            Event::Drop,
-            reason as u8,
-            flag::copy(packet.copy),
-        );
+        self.log_packet(&PacketInfo::of(packet), dir, (at, now), (Event::Drop, reason as u8), 0);
     }
 
     /// Hands a packet to host `egress`; returns the real time the hand-over started.
@@ -463,18 +433,8 @@ impl<H: Hosts> Forwarder<H> {
         let now = self.hosts.now();
         let Some(handed) = self.hosts.deliver(egress, &packet.payload.bytes) else {
             self.unintended.host_write_failed += 1;
-            let key = packet.payload.key;
-            self.log.record(
-                due,
-                now,
-                packet.id,
-                &key,
-                packet.size,
-                NO_DIRECTION,
-                Event::Drop,
-                reason::HOST_WRITE_FAILED,
-                flag::copy(packet.copy),
-            );
+            let event = (Event::Drop, reason::HOST_WRITE_FAILED);
+            self.log_packet(&PacketInfo::of(packet), NO_DIRECTION, (due, now), event, 0);
             return now;
         };
         self.packets_out += 1;

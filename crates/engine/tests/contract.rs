@@ -24,6 +24,21 @@ fn contract() -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// The contract's list `list` as (the entry's `number` field, its name), in its order.
+fn numbered_names(list: &str, number: &str) -> Vec<(u64, String)> {
+    let what = |e: &Value| format!("{list} entry {e}");
+    contract()[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} is a list"))
+        .iter()
+        .map(|e| {
+            let n = e[number].as_u64().unwrap_or_else(|| panic!("{}: no {number}", what(e)));
+            let name = e["name"].as_str().unwrap_or_else(|| panic!("{}: no name", what(e)));
+            (n, name.to_string())
+        })
+        .collect()
+}
+
 fn temp_log(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tlab-contract-{name}-{}.tlog", std::process::id()))
 }
@@ -180,16 +195,12 @@ fn a_written_log_carries_the_contract_version_and_record_size() {
 
 #[test]
 fn flags_match_the_contract() {
-    let contract = contract();
-    let file: Vec<(u64, &str)> = contract["packet_log_flags"]
-        .as_array()
-        .expect("packet_log_flags is a list")
-        .iter()
-        .map(|f| (f["bit"].as_u64().unwrap(), f["name"].as_str().unwrap()))
-        .collect();
     let ours = [(log::flag::COPY, "copy"), (log::flag::CE_MARKED, "ce_marked")];
-    let ours: Vec<(u64, &str)> = ours.iter().map(|&(b, n)| (u64::from(b.trailing_zeros()), n)).collect();
-    assert_eq!(file, ours);
+    let ours: Vec<(u64, String)> = ours
+        .iter()
+        .map(|&(b, n)| (u64::from(b.trailing_zeros()), n.into()))
+        .collect();
+    assert_eq!(numbered_names("packet_log_flags", "bit"), ours);
     assert_eq!(log::flag::copy(true), log::flag::COPY);
     assert_eq!(log::flag::copy(false), 0);
 }
@@ -227,18 +238,15 @@ fn engine_reasons_match_the_contract() {
 /// The log's event codes are the contract's `packet_log_events`.
 #[test]
 fn events_match_the_contract() {
-    let contract = contract();
-    let file: Vec<(u64, &str)> = contract["packet_log_events"]
-        .as_array()
-        .expect("packet_log_events is a list")
-        .iter()
-        .map(|e| (e["code"].as_u64().unwrap(), e["name"].as_str().unwrap()))
-        .collect();
     let code = [
         (Event::Arrival, "arrival"),
         (Event::Departure, "departure"),
         (Event::Drop, "drop"),
     ]
-    .map(|(e, name)| (e as u64, name));
-    assert_eq!(file, code, "packet_log_events in contracts/contract.json vs log::Event");
+    .map(|(e, name)| (e as u64, name.to_string()));
+    assert_eq!(
+        numbered_names("packet_log_events", "code"),
+        code,
+        "packet_log_events in contracts/contract.json vs log::Event"
+    );
 }

@@ -6,7 +6,7 @@ use common::*;
 
 use linkem::queue::codel::CodelParams;
 use linkem::spec::{build_pipeline, DirectionSpec, DisciplineSpec, QueueSpec, RateSpec};
-use linkem::{DropReason, Ecn, Packet};
+use linkem::{DropReason, Ecn, Packet, PipelineEvent};
 
 const MS: u64 = 1_000_000;
 
@@ -66,8 +66,7 @@ const DROP_MS: [u64; 16] = [
 
 #[test]
 fn drops_follow_the_control_law_and_stop_below_target() {
-    let mut p = build_pipeline::<()>(&codel_link(false), 1).unwrap();
-    let ev = run_pipeline(&mut p, &standing_queue(1000));
+    let ev = codel_run(1000);
     let drops = drops_with(&ev, DropReason::AqmDrop);
     assert_eq!(
         drops.iter().map(|d| d.1).collect::<Vec<_>>(),
@@ -92,39 +91,40 @@ fn drops_follow_the_control_law_and_stop_below_target() {
 
 /// Above target for less than an interval: no drop. The burst alone gives sojourns of
 /// 0 … 20 ms, at or above 5 ms only from 5 to 20 ms (15 ms < 100 ms).
+/// A standing queue with arrivals up to `until` ms through the CoDel link without ECN.
+fn codel_run(until: u64) -> Vec<PipelineEvent<()>> {
+    run_pipeline(
+        &mut build_pipeline::<()>(&codel_link(false), 1).unwrap(),
+        &standing_queue(until),
+    )
+}
+
 #[test]
 fn a_short_excursion_above_target_drops_nothing() {
-    let mut p = build_pipeline::<()>(&codel_link(false), 1).unwrap();
-    let ev = run_pipeline(&mut p, &standing_queue(0));
-    assert!(pipeline_drops(&ev).is_empty());
-    assert_eq!(departures(&ev).len(), 21);
-    // With the steady arrivals stopping at 80 ms the sojourn stays at 20 ms from 5 ms to
-    // 100 ms — 95 ms, still less than an interval (first_above_time = 105 ms) — and the
-    // queue empties at 101 ms: no drop either.
-    let ev = run_pipeline(
-        &mut build_pipeline::<()>(&codel_link(false), 1).unwrap(),
-        &standing_queue(80),
-    );
-    assert!(pipeline_drops(&ev).is_empty());
-    // Arrivals to 85 ms: the packet dequeued at 105 ms has a sojourn of 20 ms, but only
-    // 0 bytes remain behind it (≤ one MTU), so CoDel keeps it.
-    let ev = run_pipeline(
-        &mut build_pipeline::<()>(&codel_link(false), 1).unwrap(),
-        &standing_queue(85),
-    );
-    assert!(pipeline_drops(&ev).is_empty());
-    // To 86 ms: one 1500-byte packet remains behind it: still at most an MTU, kept.
-    let ev = run_pipeline(
-        &mut build_pipeline::<()>(&codel_link(false), 1).unwrap(),
-        &standing_queue(86),
-    );
-    assert!(pipeline_drops(&ev).is_empty());
-    // To 87 ms: two remain (3000 B > 1500): the packet at 105 ms is dropped.
-    let ev = run_pipeline(
-        &mut build_pipeline::<()>(&codel_link(false), 1).unwrap(),
-        &standing_queue(87),
-    );
-    assert_eq!(drops_with(&ev, DropReason::AqmDrop), vec![(105, 105 * MS)]);
+    assert_eq!(departures(&codel_run(0)).len(), 21);
+    // (arrivals to, CoDel's drops):
+    // - 0 ms: the burst alone.
+    // - 80 ms: the sojourn stays at 20 ms from 5 ms to 100 ms — 95 ms, still less than an
+    //   interval (first_above_time = 105 ms) — and the queue empties at 101 ms.
+    // - 85 ms: the packet dequeued at 105 ms has a sojourn of 20 ms, but only 0 bytes
+    //   remain behind it (≤ one MTU), so CoDel keeps it.
+    // - 86 ms: one 1500-byte packet remains behind it: still at most an MTU, kept.
+    // - 87 ms: two remain (3000 B > 1500): the packet at 105 ms is dropped.
+    for (until, dropped) in [
+        (0, vec![]),
+        (80, vec![]),
+        (85, vec![]),
+        (86, vec![]),
+        (87, vec![(105, 105 * MS)]),
+    ] {
+        let ev = codel_run(until);
+        assert_eq!(drops_with(&ev, DropReason::AqmDrop), dropped, "arrivals to {until} ms");
+        assert_eq!(
+            pipeline_drops(&ev).len(),
+            dropped.len(),
+            "arrivals to {until} ms: no other drop"
+        );
+    }
 }
 
 /// With ECN on and ECN-capable packets, CoDel marks where it would drop. A mark does not

@@ -13,7 +13,7 @@ use linkem::queue::pie::{Pie, PieParams};
 use linkem::queue::{Backlog, Context, Discipline, QueueLimit};
 use linkem::rng::{stage_rng, StageRng};
 use linkem::spec::{build_pipeline, DirectionSpec, DisciplineSpec, QueueSpec, RateSpec};
-use linkem::{DropReason, Ecn, Nanos, Notice, Packet};
+use linkem::{DropReason, Ecn, Nanos, Notice, Packet, PipelineEvent};
 
 const MS: u64 = 1_000_000;
 
@@ -168,6 +168,35 @@ fn pie_link(params: PieParams, mark_ecnth: f64, ecn: bool) -> DirectionSpec {
     }
 }
 
+/// `arrivals` through a built pipeline of `pie_link(params, mark_ecnth, ecn)` (seed 7).
+/// With `ecn` the packets of even id are ECT(0) and those of odd id not ECN-capable.
+fn through_pie(
+    params: PieParams,
+    mark_ecnth: f64,
+    ecn: bool,
+    arrivals: &[(u64, u32, Nanos)],
+) -> Vec<PipelineEvent<()>> {
+    let mut p = build_pipeline::<()>(&pie_link(params, mark_ecnth, ecn), 7).unwrap();
+    run_pipeline_of(&mut p, arrivals, |id, size| {
+        let codepoint = if ecn && id.is_multiple_of(2) {
+            Ecn::Ect0
+        } else {
+            Ecn::NotEct
+        };
+        Packet::new(id, size, ()).with_ecn(codepoint)
+    })
+}
+
+/// α = 10 000/s, β = 0: the parameters of the two tests below, which make the probability
+/// jump.
+fn jumping() -> PieParams {
+    PieParams {
+        alpha: 10_000.0,
+        beta: 0.0,
+        ..PieParams::default()
+    }
+}
+
 /// α = 10 000/s, β = 0 make the probability jump: at 15 ms, p = 10⁴·(0.014 − 0.015)/2048
 /// < 0, so it stays 0; at 30 ms p = 10⁴·0.014/2048 = 0.068359375; at 45 ms
 /// p = 10⁴·0.015/2 = 75 and it is bounded to 1. Yet nothing is dropped while the burst
@@ -182,11 +211,7 @@ fn pie_link(params: PieParams, mark_ecnth: f64, ecn: bool) -> DirectionSpec {
 /// (at 195 ms qdelay_old was still 30 ms).
 #[test]
 fn burst_allowance_delays_drops_then_every_arrival_is_dropped() {
-    let params = PieParams {
-        alpha: 10_000.0,
-        beta: 0.0,
-        ..PieParams::default()
-    };
+    let params = jumping();
     let arrivals = standing_queue(300);
     let mut b = Bench::new(params, &arrivals);
     assert_eq!(b.at_update(15 * MS), (0.0, 135 * MS, 14 * MS));
@@ -213,10 +238,7 @@ fn burst_allowance_delays_drops_then_every_arrival_is_dropped() {
     assert_eq!(b.drops, want);
 
     // The same through a built pipeline.
-    let ev = run_pipeline(
-        &mut build_pipeline::<()>(&pie_link(params, 0.1, false), 7).unwrap(),
-        &arrivals,
-    );
+    let ev = through_pie(params, 0.1, false, &arrivals);
     assert_eq!(drops_with(&ev, DropReason::AqmDrop), want);
     assert_eq!(pipeline_drops(&ev).len(), want.len());
 }
@@ -227,34 +249,17 @@ fn burst_allowance_delays_drops_then_every_arrival_is_dropped() {
 /// ones (even ids) are marked and admitted and the not-ECT ones (odd ids) still dropped.
 #[test]
 fn ecn_marks_only_below_the_marking_threshold() {
-    let params = PieParams {
-        alpha: 10_000.0,
-        beta: 0.0,
-        ..PieParams::default()
-    };
+    let params = jumping();
     let arrivals = standing_queue(300);
-    let ecn =
-        |id: u64, size| Packet::new(id, size, ()).with_ecn(if id.is_multiple_of(2) { Ecn::Ect0 } else { Ecn::NotEct });
-    let plain = run_pipeline(
-        &mut build_pipeline::<()>(&pie_link(params, 0.1, false), 7).unwrap(),
-        &arrivals,
-    );
-    let ev = run_pipeline_of(
-        &mut build_pipeline::<()>(&pie_link(params, 0.1, true), 7).unwrap(),
-        &arrivals,
-        ecn,
-    );
+    let plain = through_pie(params, 0.1, false, &arrivals);
+    let ev = through_pie(params, 0.1, true, &arrivals);
     assert!(marks(&ev).is_empty());
     assert_eq!(
         drops_with(&ev, DropReason::AqmDrop),
         drops_with(&plain, DropReason::AqmDrop)
     );
 
-    let ev = run_pipeline_of(
-        &mut build_pipeline::<()>(&pie_link(params, 1.0, true), 7).unwrap(),
-        &arrivals,
-        ecn,
-    );
+    let ev = through_pie(params, 1.0, true, &arrivals);
     let (m, d) = (marks(&ev), drops_with(&ev, DropReason::AqmDrop));
     assert!(
         m.iter().all(|(id, _)| id % 2 == 0) && d.iter().all(|(id, _)| id % 2 == 1),

@@ -142,6 +142,19 @@ mod json {
             "queue.interval_ns must be > 0",
         );
         err(r#"{"discipline": "pie", "t_update_ns": 0}"#, "queue.t_update_ns");
+        // The shared checks' whole messages.
+        for (discipline, field, message) in [
+            ("pie", r#""beta": -1"#, "queue.beta must be a number ≥ 0 (1/s), got -1"),
+            (
+                "red",
+                r#""min_th": -2"#,
+                "queue.min_th must be a number ≥ 0 (packets), got -2",
+            ),
+            ("red", r#""w_q": 0"#, "queue.w_q must be in (0, 1], got 0"),
+            ("red", r#""avpkt_bytes": 0"#, "queue.avpkt_bytes must be > 0, got 0"),
+        ] {
+            err(&format!(r#"{{"discipline": "{discipline}", {field}}}"#), message);
+        }
         err(r#"{"discipline": "red", "min_th": 20, "max_th": 10}"#, "queue.max_th");
         err(r#"{"discipline": "red", "max_p": 1.5}"#, "queue.max_p");
         err(r#"{"discipline": "fq_codel", "flows": 0}"#, "queue.flows");
@@ -160,6 +173,31 @@ mod json {
             "queue.ecn: given twice",
         );
     }
+}
+
+/// Each discipline's class: whether it is an AQM, serves in arrival order, marks L4S,
+/// and the limit it has when none is given.
+#[test]
+fn classes_of_the_disciplines() {
+    use linkem::spec::queue::DISCIPLINES;
+    let mut got: Vec<_> = DISCIPLINES
+        .iter()
+        .map(|c| (c.name, c.aqm, c.fifo, c.l4s, c.default_limit))
+        .collect();
+    let packets = QueueLimit::Packets;
+    let unlimited = QueueLimit::Unlimited;
+    let mut want = vec![
+        ("drop_tail", false, true, false, unlimited),
+        ("drop_head", false, true, false, unlimited),
+        ("codel", true, true, false, packets(1000)),
+        ("fq_codel", true, false, false, packets(10_240)),
+        ("pie", true, true, false, packets(1000)),
+        ("red", true, true, false, packets(1000)),
+        ("dualpi2", true, false, true, packets(10_000)),
+    ];
+    got.sort_by_key(|c| c.0);
+    want.sort_by_key(|c| c.0);
+    assert_eq!(got, want);
 }
 
 /// An AQM needs a limit; drop-tail and drop-head may be unlimited.

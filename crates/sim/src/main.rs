@@ -23,10 +23,11 @@ use engine::stats::{Lateness, RunStats};
 
 use config::SimConfig;
 use datagram::at;
+use endpoint::bulk::TcpSetup;
 use endpoint::pacer::Schedule;
 use endpoint::probe::{Echo, Probe};
 use endpoint::quic::{Clock, Plan, QuicClient, QuicServer, QuicSetup};
-use endpoint::tcp::{TcpClient, TcpServer, TcpSetup};
+use endpoint::tcp::{TcpClient, TcpServer};
 use endpoint::transportlab_tcp::{TcpClient as LabTcpClient, TcpServer as LabTcpServer};
 use endpoint::udp::{UdpReceiver, UdpSender};
 use endpoint::Delivered;

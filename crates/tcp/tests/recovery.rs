@@ -5,9 +5,19 @@ mod common;
 
 use common::{Path, Tx, MS};
 use tcp::cc::CaState;
+use tcp::Nanos;
 
 fn numbers(txs: &[Tx]) -> Vec<u64> {
     txs.iter().map(|t| t.n).collect()
+}
+
+/// The segments each ACK arriving at `at` released, in order of the ACKs.
+fn answers_at(p: &Path, at: Nanos) -> Vec<Vec<u64>> {
+    p.answers
+        .iter()
+        .filter(|(t, _)| *t == at)
+        .map(|(_, txs)| numbers(txs))
+        .collect()
 }
 
 /// Reno, 30 segments, the first transmission of segment 2 lost.
@@ -30,14 +40,8 @@ fn a_single_loss_is_repaired_by_fast_retransmit_with_prr() {
     let mut p = Path::new("reno", 50 * MS, 30, false);
     p.drop = Box::new(|n, count| n == 2 && count == 0);
     p.run(300 * MS);
-    let at200: Vec<Vec<u64>> = p
-        .answers
-        .iter()
-        .filter(|(t, _)| *t == 200 * MS)
-        .map(|(_, txs)| numbers(txs))
-        .collect();
     assert_eq!(
-        at200,
+        answers_at(&p, 200 * MS),
         vec![
             vec![11, 12],
             vec![13],
@@ -50,14 +54,8 @@ fn a_single_loss_is_repaired_by_fast_retransmit_with_prr() {
             vec![]
         ]
     );
-    let at300: Vec<Vec<u64>> = p
-        .answers
-        .iter()
-        .filter(|(t, _)| *t == 300 * MS)
-        .map(|(_, txs)| numbers(txs))
-        .collect();
     assert_eq!(
-        at300,
+        answers_at(&p, 300 * MS),
         vec![vec![17], vec![], vec![], vec![18], vec![19], vec![20], vec![21]]
     );
     assert_eq!(

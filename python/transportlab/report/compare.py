@@ -7,7 +7,7 @@ and Pantheon's throughput–delay plot across them. An emulated and a simulated 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,11 +17,11 @@ import pandas as pd
 from transportlab.artefacts.metric_registry import COMPARE
 from transportlab.artefacts.rundir import FAILURES, METRICS, RunDirError
 from transportlab.report.agreement import paired, pick_pair, summary_lines
-from transportlab.report.figures import Plot, safe, skip
+from transportlab.report.figures import SOURCES, Plot, PlotFunction, PlotSpec, safe
 from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.plots import flow_queueing, flow_throughput
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
+from transportlab.report.style import Colors, figure, legend_below, rate_scale
 from transportlab.report.table import aggregate, sweep_table
 
 # Catalogue columns of the comparison table: (column, label), from the metric registry.
@@ -192,9 +192,61 @@ def _srtt(rd: RunData, flow: str) -> tuple[np.ndarray, np.ndarray]:
     return t[keep], v[keep] / 1e3
 
 
-# What each overlaid plot shows: (key, title, per-run curve, y label, caption).
-OVERLAID = {
-    "cwnd": (
+@dataclass(frozen=True)
+class Overlay:
+    """One overlaid plot of `tlab compare`: its declaration, the per-run curve, the y label
+    (a throughput's is scaled to the unit that fits), the caption, and why it is not
+    drawn when no run has the curve's data."""
+
+    plot: PlotFunction
+    per_run: Callable
+    ylabel: str
+    caption: str
+    missing: str
+
+
+def _overlay(key: str, title: str, per_run: Callable, ylabel: str, caption: str, missing: str) -> Overlay:
+    return Overlay(PlotFunction(key, title, SOURCES, plot_overlaid), per_run, ylabel, caption, missing)
+
+
+def plot_overlaid(spec: PlotSpec, sources: Sequence[Source], out: Path, overlay: Overlay) -> Plot:
+    lines = _series(sources, overlay.per_run)
+    if not lines:
+        return spec.skip(overlay.caption, overlay.missing)
+    if len(lines) > MAX_LINES:
+        return spec.skip(overlay.caption, f"{len(lines)} lines: more than {MAX_LINES} to overlay")
+    div, ylabel = 1.0, overlay.ylabel
+    if ylabel == "throughput":
+        div, unit = rate_scale(max(float(v.max()) for _, _, v in lines.values() if len(v)))
+        ylabel = f"throughput ({unit})"
+    return spec.saved(_draw_lines(lines, ylabel, spec.title, div), out, overlay.caption)
+
+
+NO_LOGGED_FLOWS = "no run has a packet log with its flows' packets"
+NO_SENDER_SERIES = "no run has its flows' sender series"
+# The overlaid plots, in the report's order.
+OVERLAYS = [
+    _overlay(
+        "compare_throughput",
+        "Throughput over time",
+        _throughput,
+        "throughput",
+        "Each source's flows overlaid (one colour per source, one line style per point and flow): bits per "
+        "second of the flow's data packets leaving the last link direction of its path (engine packet log), "
+        "in the run's bins, the mean over a point's repetitions per bin.",
+        NO_LOGGED_FLOWS,
+    ),
+    _overlay(
+        "compare_queueing_delay",
+        "Queueing delay over time",
+        _queueing,
+        "queueing delay (ms)",
+        "Each source's flows overlaid: per-packet queueing delay at the flow's bottleneck direction (sojourn "
+        "in the engine log, real times, minus serialisation at the configured rate and the configured delay), "
+        "averaged per bin of the run and then over a point's repetitions.",
+        NO_LOGGED_FLOWS,
+    ),
+    _overlay(
         "compare_cwnd",
         "Congestion window over time",
         _cwnd,
@@ -202,16 +254,18 @@ OVERLAID = {
         "Each source's flows overlaid: the sender's congestion window (TCP cwnd × MSS from TCP_INFO or the "
         "simulated TCP's same series, QUIC's from its path statistics), per bin of the run, then the mean over "
         "a point's repetitions.",
+        NO_SENDER_SERIES,
     ),
-    "rtt": (
+    _overlay(
         "compare_rtt",
         "Smoothed RTT over time",
         _srtt,
         "srtt (ms)",
         "Each source's flows overlaid: the smoothed RTT the sender reports (TCP_INFO, the simulated TCP's "
         "estimator, QUIC's path statistics), per bin of the run, then the mean over a point's repetitions.",
+        NO_SENDER_SERIES,
     ),
-}
+]
 
 
 def _draw_lines(lines: dict[str, tuple[str, np.ndarray, np.ndarray]], ylabel: str, title: str, div: float = 1.0):
@@ -230,50 +284,12 @@ def _draw_lines(lines: dict[str, tuple[str, np.ndarray, np.ndarray]], ylabel: st
     return fig
 
 
-def plot_overlaid(sources: Sequence[Source], out: Path, what: str) -> Plot:
-    if what in OVERLAID:
-        key, title, per_run, ylabel, caption = OVERLAID[what]
-        lines = _series(sources, per_run)
-        if not lines:
-            return skip(key, title, caption, "no run has its flows' sender series")
-        if len(lines) > MAX_LINES:
-            return skip(key, title, caption, f"{len(lines)} lines: more than {MAX_LINES} to overlay")
-        return Plot(key, title, caption, save(_draw_lines(lines, ylabel, title), out / f"{key}.png"))
-    if what == "throughput":
-        key, title, per_run = "compare_throughput", "Throughput over time", _throughput
-        caption = (
-            "Each source's flows overlaid (one colour per source, one line style per point and flow): bits per "
-            "second of the flow's data packets leaving the last link direction of its path (engine packet log), "
-            "in the run's bins, the mean over a point's repetitions per bin."
-        )
-    else:
-        key, title, per_run = "compare_queueing_delay", "Queueing delay over time", _queueing
-        caption = (
-            "Each source's flows overlaid: per-packet queueing delay at the flow's bottleneck direction (sojourn "
-            "in the engine log, real times, minus serialisation at the configured rate and the configured delay), "
-            "averaged per bin of the run and then over a point's repetitions."
-        )
-    lines = _series(sources, per_run)
-    if not lines:
-        return skip(key, title, caption, "no run has a packet log with its flows' packets")
-    if len(lines) > MAX_LINES:
-        return skip(key, title, caption, f"{len(lines)} lines: more than {MAX_LINES} to overlay")
-    if what == "throughput":
-        div, unit = rate_scale(max(float(v.max()) for _, _, v in lines.values() if len(v)))
-        fig = _draw_lines(lines, f"throughput ({unit})", title, div)
-    else:
-        fig = _draw_lines(lines, "queueing delay (ms)", title)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
-
-
 def compare_plots(sources: Sequence[Source], df: pd.DataFrame, out: Path) -> list[Plot]:
     out.mkdir(parents=True, exist_ok=True)
     schemes = ["source", "point"] + (["flow"] if df["flow"].nunique() > 1 else [])
     return [
-        safe(plot_overlaid, "compare_throughput", "Throughput over time", sources, out, "throughput"),
-        safe(plot_overlaid, "compare_queueing_delay", "Queueing delay over time", sources, out, "queueing"),
-        *(safe(plot_overlaid, key, title, sources, out, what) for what, (key, title, *_) in OVERLAID.items()),
-        safe(plot_pantheon, "pantheon", "Throughput vs delay", df, schemes, [], out),
+        *(safe(o.plot, sources, out, o) for o in OVERLAYS),
+        safe(plot_pantheon, df, schemes, [], out),
     ]
 
 

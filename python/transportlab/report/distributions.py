@@ -12,9 +12,9 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.packetlog import DEPARTURE, actual_time
-from transportlab.report.figures import Plot, not_applicable, skip, spans_decades
+from transportlab.report.figures import RUN, Plot, PlotSpec, registered, spans_decades
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend, save
+from transportlab.report.style import Colors, figure, legend
 
 MAX_BINS = 100
 
@@ -86,19 +86,19 @@ def draw_interarrival(data: dict[str, tuple[np.ndarray, str]], colors: Colors | 
         ax.hist(v, bins=edges, histtype="step", lw=1.4, color=colors[name], label=label)
     ax.set_xlabel("inter-arrival time (ms)")
     ax.set_ylabel("packets")
-    ax.set_title("Inter-arrival times at the receiver")
+    ax.set_title(plot_interarrival.title)
     legend(ax, loc="upper right")
     return fig
 
 
-def plot_interarrival(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "interarrival", "Inter-arrival times at the receiver"
+@registered("interarrival", "Inter-arrival times at the receiver", RUN)
+def plot_interarrival(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     if not interarrival_flows(rd):
-        return not_applicable(key, title, INTERARRIVAL_CAPTION, "no UDP flow and no flow across a jittered direction")
+        return spec.not_applicable(INTERARRIVAL_CAPTION, "no UDP flow and no flow across a jittered direction")
     data = interarrival_data(rd)
     if not data:
-        return skip(key, title, INTERARRIVAL_CAPTION, "no packet log and no UDP receiver series with two packets")
-    return Plot(key, title, INTERARRIVAL_CAPTION, save(draw_interarrival(data, colors), out / f"{key}.png"))
+        return spec.skip(INTERARRIVAL_CAPTION, "no packet log and no UDP receiver series with two packets")
+    return spec.saved(draw_interarrival(data, colors), out, INTERARRIVAL_CAPTION)
 
 
 # ---- RTT CDF -------------------------------------------------------------------------
@@ -145,22 +145,22 @@ def draw_rtt_cdf(data: dict[str, np.ndarray], colors: Colors | None = None):
     ax.set_xlabel("RTT (ms)")
     ax.set_ylabel("fraction of samples ≤ x")
     ax.set_ylim(0, 1.01)
-    ax.set_title("RTT distribution")
+    ax.set_title(plot_rtt_cdf.title)
     legend(ax, loc="lower right")
     return fig
 
 
-def plot_rtt_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "rtt_cdf", "RTT distribution"
+@registered("rtt_cdf", "RTT distribution", RUN)
+def plot_rtt_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     data = rtt_cdf_data(rd)
     if not data:
-        return skip(key, title, RTT_CDF_CAPTION, "no sender series with srtt and no probe series")
+        return spec.skip(RTT_CDF_CAPTION, "no sender series with srtt and no probe series")
     # A flow's srtt keeps the flow's colour; a probe its probe colour.
     named = Colors()
     for label in data:
         base = label.split(" srtt")[0] if " srtt" in label else f"probe:{label[len('probe ') :]}"
         named.assign(label, colors[base])
-    return Plot(key, title, RTT_CDF_CAPTION, save(draw_rtt_cdf(data, named), out / f"{key}.png"))
+    return spec.saved(draw_rtt_cdf(data, named), out, RTT_CDF_CAPTION)
 
 
 __all__ = [

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 
 from transportlab import metrics as M
-from transportlab.report.figures import Plot, not_applicable, skip
+from transportlab.report.figures import PACKET_LOG, Plot, PlotSpec, registered
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
+from transportlab.report.style import Colors, figure, legend_below, rate_scale
 from transportlab.scenario.traces import TraceError, load_trace
 
 # (time in s from scenario start, value) per series
@@ -53,10 +53,12 @@ def leg_throughput_data(rd: RunData) -> dict[str, dict[str, Series]]:
     return out
 
 
-def rate_panels(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None, ylabel: str, title, draw):
+def rate_panels(
+    panels: dict[str, dict[str, Series]], bin_s: float, duration_s: float | None, ylabel: str, title: str, titles, draw
+):
     """One panel per entry of `panels`, rates over time on a shared scale: `draw(ax, label,
     x, y, colors)` draws each series as steps (x: bin starts and the last bin's end; y in
-    the scale's unit); `ylabel` and `title(name)` label each panel."""
+    the scale's unit); `ylabel` and `titles(name)` label each panel, `title` the figure."""
     peak = max((float(v.max()) for p in panels.values() for _, v in p.values() if len(v)), default=0.0)
     div, unit = rate_scale(peak)
     fig, axes = figure(len(panels), 1, figsize=(9.0, 3.6 * len(panels)), squeeze=False)
@@ -70,8 +72,9 @@ def rate_panels(panels: dict[str, dict[str, Series]], bin_s: float, duration_s: 
         ax.set_xlabel("time since scenario start (s)")
         if duration_s:
             ax.set_xlim(0, duration_s)
-        ax.set_title(title(name))
+        ax.set_title(titles(name))
         legend_below(ax)
+    fig.suptitle(title, fontweight="bold")
     fig.tight_layout()
     return fig
 
@@ -91,18 +94,19 @@ def draw_leg_throughput(panels: dict[str, dict[str, Series]], bin_s: float, dura
             label=label,
         )
 
-    return rate_panels(panels, bin_s, duration_s, "throughput", lambda name: f"Per-leg throughput of {name}", draw)
+    title = plot_leg_throughput.title
+    return rate_panels(
+        panels, bin_s, duration_s, "throughput", title, lambda name: f"Per-leg throughput of {name}", draw
+    )
 
 
-def plot_leg_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "leg_throughput", "Per-leg throughput over time"
+@registered("leg_throughput", "Per-leg throughput over time", PACKET_LOG)
+def plot_leg_throughput(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = leg_caption(rd.bin_s)
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     if not rd.legs:
-        return not_applicable(key, title, caption, "the run has no multipath direction")
+        return spec.not_applicable(caption, "the run has no multipath direction")
     fig = draw_leg_throughput(leg_throughput_data(rd), rd.bin_s, rd.duration_s)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return spec.saved(fig, out, caption)
 
 
 # ---- utilisation over time -----------------------------------------------------------
@@ -146,21 +150,19 @@ def draw_utilisation(data: dict[str, Series], bin_s: float, duration_s: float | 
     ax.set_xlabel("time since scenario start (s)")
     if duration_s:
         ax.set_xlim(0, duration_s)
-    ax.set_title("Link utilisation over time")
+    ax.set_title(plot_utilisation.title)
     legend_below(ax)
     return fig
 
 
-def plot_utilisation(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "utilisation", "Link utilisation over time"
+@registered("utilisation", "Link utilisation over time", PACKET_LOG)
+def plot_utilisation(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = utilisation_caption(rd.bin_s)
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     data = utilisation_data(rd)
     if not data:
-        return skip(key, title, caption, "no direction with a configured rate carried packets")
+        return spec.skip(caption, "no direction with a configured rate carried packets")
     fig = draw_utilisation(data, rd.bin_s, rd.duration_s)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return spec.saved(fig, out, caption)
 
 
 # ---- a trace's capacity beside what left the link --------------------------------------
@@ -229,21 +231,22 @@ def draw_trace_capacity(panels: dict[str, dict[str, Series]], bin_s: float, dura
         else:
             ax.step(x, y, where="post", color="C0", lw=1.3, label=label)
 
-    return rate_panels(panels, bin_s, duration_s, "rate", lambda name: f"Trace capacity and departures of {name}", draw)
+    title = plot_trace_capacity.title
+    return rate_panels(
+        panels, bin_s, duration_s, "rate", title, lambda name: f"Trace capacity and departures of {name}", draw
+    )
 
 
-def plot_trace_capacity(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "trace_capacity", "Trace capacity and departures over time"
+@registered("trace_capacity", "Trace capacity and departures over time", PACKET_LOG)
+def plot_trace_capacity(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = trace_capacity_caption(rd.bin_s)
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     if not any(rd.link_spec(i).get("trace") for i in rd.direction_names):
-        return not_applicable(key, title, caption, "the run has no trace-driven link direction")
+        return spec.not_applicable(caption, "the run has no trace-driven link direction")
     panels, problems = trace_capacity_data(rd)
     if not panels:
-        return skip(key, title, caption, "; ".join(problems) or "no trace-driven direction to draw")
+        return spec.skip(caption, "; ".join(problems) or "no trace-driven direction to draw")
     fig = draw_trace_capacity(panels, rd.bin_s, rd.duration_s)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return spec.saved(fig, out, caption)
 
 
 __all__ = [

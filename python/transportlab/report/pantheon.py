@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.patches import Ellipse
 
-from transportlab.report.figures import Plot, not_applicable, skip
-from transportlab.report.style import Colors, figure, rate_scale, save
+from transportlab.report.figures import SWEEP, Plot, PlotSpec, registered
+from transportlab.report.style import Colors, figure, rate_scale
 
 DELAY = "path_delay_p95_ms"
 THROUGHPUT = "throughput_bps"
@@ -46,7 +46,7 @@ def sigma_ellipse(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | 
     return 2 * math.sqrt(vals[-1]), 2 * math.sqrt(vals[0]), angle
 
 
-def draw_pantheon(panels: dict[str, Groups], title: str = "Throughput vs 95th-percentile one-way delay"):
+def draw_pantheon(panels: dict[str, Groups]):
     """One axes per panel (network condition), one marker (and ellipse) per scheme."""
     peak = max((float(t.max()) for g in panels.values() for _, t in g.values() if len(t)), default=0.0)
     div, unit = rate_scale(peak)
@@ -92,7 +92,7 @@ def draw_pantheon(panels: dict[str, Groups], title: str = "Throughput vs 95th-pe
         ax.legend(loc="best", fontsize=8)
     for k in range(n, nrows * ncols):
         axes[k // ncols][k % ncols].set_visible(False)
-    fig.suptitle(title, fontweight="bold")
+    fig.suptitle(plot_pantheon.title, fontweight="bold")
     fig.tight_layout()
     return fig
 
@@ -123,15 +123,15 @@ def pantheon_groups(df: pd.DataFrame, scheme_cols: Sequence[str], panel_cols: Se
     return panels
 
 
+@registered("pantheon", "Throughput vs 95th-percentile one-way delay", SWEEP)
 def plot_pantheon(
-    df: pd.DataFrame, scheme_cols: Sequence[str], panel_cols: Sequence[str], out: Path, key: str = "pantheon"
+    spec: PlotSpec, df: pd.DataFrame, scheme_cols: Sequence[str], panel_cols: Sequence[str], out: Path
 ) -> Plot:
-    title = "Throughput vs 95th-percentile one-way delay"
     if DELAY not in df or df[DELAY].isna().all():
-        return skip(key, title, CAPTION, f"no run has {DELAY} (runs analysed before it existed: `tlab report` them)")
+        return spec.skip(CAPTION, f"no run has {DELAY} (runs analysed before it existed: `tlab report` them)")
     panels = pantheon_groups(df, scheme_cols, panel_cols)
     if len(panels) > MAX_PANELS:
-        return skip(key, title, CAPTION, f"{len(panels)} network conditions: more than {MAX_PANELS} panels")
+        return spec.skip(CAPTION, f"{len(panels)} network conditions: more than {MAX_PANELS} panels")
     if sum(len(g) for g in panels.values()) < 2:
-        return not_applicable(key, title, CAPTION, "one scheme only: nothing to compare")
-    return Plot(key, title, CAPTION, save(draw_pantheon(panels, title), out / f"{key}.png"))
+        return spec.not_applicable(CAPTION, "one scheme only: nothing to compare")
+    return spec.saved(draw_pantheon(panels), out, CAPTION)

@@ -20,14 +20,25 @@ import numpy as np
 import pandas as pd
 
 from transportlab import metrics as M
-from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED
+from transportlab.artefacts.metric_registry import BY_NAME, PLOTTED, Metric
 from transportlab.report.distributions import plot_interarrival, plot_rtt_cdf
-from transportlab.report.figures import Plot, close, finish, not_applicable, safe, skip, spans_decades
+from transportlab.report.figures import (
+    PACKET_LOG,
+    RUN,
+    SWEEP,
+    Plot,
+    PlotFunction,
+    PlotSpec,
+    close,
+    registered,
+    safe,
+    spans_decades,
+)
 from transportlab.report.linkplots import plot_leg_throughput, plot_trace_capacity, plot_utilisation
 from transportlab.report.pantheon import plot_pantheon
 from transportlab.report.records import plot_page_time_boxes, plot_record_latency_cdf
 from transportlab.report.rundata import RunData
-from transportlab.report.style import Colors, figure, legend_below, rate_scale, save
+from transportlab.report.style import Colors, figure, legend_below, rate_scale
 from transportlab.report.table import parse_value
 from transportlab.report.workloadplots import plot_delivered_bytes, plot_loss_bursts, plot_record_latency_boxes
 
@@ -48,18 +59,16 @@ def flow_throughput(rd: RunData, name: str, bin_ns: int) -> tuple[np.ndarray, np
     return tp.index.to_numpy(np.int64), tp.sum(axis=1).to_numpy(np.float64)
 
 
-def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "throughput", "Throughput over time"
+@registered("throughput", "Throughput over time", PACKET_LOG)
+def plot_throughput(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     bin_s = rd.bin_s
     caption = (
         f"Bits per second of each flow's data packets leaving the last link direction of its path "
         f"(engine packet log, IP bytes incl. retransmissions), in bins of {bin_s * 1e3:g} ms. "
         f"Dashed lines: configured capacity of each flow's bottleneck direction."
     )
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     if not rd.flows:
-        return skip(key, title, caption, "the run has no flows")
+        return spec.skip(caption, "the run has no flows")
     bin_ns = max(1, int(round(bin_s * 1e9)))
     curves, caps = {}, {}
     for name, f in rd.flows.items():
@@ -74,7 +83,7 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
             if cap:
                 caps[b] = cap
     if not curves:
-        return skip(key, title, caption, "no flow's packets were found in the packet log")
+        return spec.skip(caption, "no flow's packets were found in the packet log")
     peak = max([float(v.max()) for _, v in curves.values() if len(v)] + list(caps.values()) + [0.0])
     div, unit = rate_scale(peak)
     fig, ax = figure()
@@ -87,7 +96,7 @@ def plot_throughput(rd: RunData, out: Path, colors: Colors) -> Plot:
         ax.axhline(cap / div, color="0.35", ls="--", lw=1, label=f"capacity of {rd.direction_name(b)}")
     ax.set_ylabel(f"throughput ({unit})")
     ax.set_ylim(bottom=0, top=peak / div * 1.12 if peak > 0 else 1)
-    return finish(fig, ax, out, key, title, caption, rd=rd)
+    return spec.finish(fig, ax, out, caption, rd=rd)
 
 
 def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None, str]:
@@ -104,8 +113,8 @@ def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None,
     return pd.concat(parts, ignore_index=True).sort_values("departure_ns"), how
 
 
-def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "queueing_delay", "Queueing delay at the bottleneck"
+@registered("queueing_delay", "Queueing delay at the bottleneck", PACKET_LOG)
+def plot_queueing_delay(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Per-packet queueing delay of each flow's data packets at its bottleneck link direction, "
         "plotted at the packet's departure time: sojourn (departure − arrival in the engine log) minus "
@@ -113,15 +122,13 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         "trace-driven links the smallest sojourn seen per packet size). Includes jitter draws if the "
         "link has jitter."
     )
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     data = {}
     for name, f in rd.flows.items():
         q, how = flow_queueing(rd, name, f)
         if q is not None and len(q):
             data[name] = (q, int(f["bottleneck"]), how)
     if not data:
-        return skip(key, title, caption, "no flow with a bottleneck direction and packets in the log")
+        return spec.skip(caption, "no flow with a bottleneck direction and packets in the log")
     fig, ax = figure()
     many = sum(len(q) for q, _, _ in data.values()) > 20000
     for name, (q, b, _how) in data.items():
@@ -136,11 +143,11 @@ def plot_queueing_delay(rd: RunData, out: Path, colors: Colors) -> Plot:
         )
     ax.set_ylabel("queueing delay (ms)")
     ax.set_ylim(bottom=min(0.0, ax.get_ylim()[0]))
-    return finish(fig, ax, out, key, title, caption, rd=rd)
+    return spec.finish(fig, ax, out, caption, rd=rd)
 
 
-def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "rtt", "Round-trip time over time"
+@registered("rtt", "Round-trip time over time", RUN)
+def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) "
         "and the smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics). The RTT axis is "
@@ -176,23 +183,21 @@ def plot_rtt(rd: RunData, out: Path, colors: Colors) -> Plot:
             drawn += 1
     if not drawn:
         close(fig)
-        return skip(key, title, caption, "no probe series and no TCP_INFO series with srtt")
+        return spec.skip(caption, "no probe series and no TCP_INFO series with srtt")
     ax.set_ylabel("RTT (ms)")
     if spans_decades([y for line in ax.get_lines() for y in line.get_ydata()]):
         ax.set_yscale("log")
     else:
         ax.set_ylim(bottom=0)
-    return finish(fig, ax, out, key, title, caption, rd=rd)
+    return spec.finish(fig, ax, out, caption, rd=rd)
 
 
-def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "delay_cdf", "One-way delay distribution"
+@registered("delay_cdf", "One-way delay distribution", PACKET_LOG)
+def plot_delay_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Empirical CDF of each flow's per-packet one-way delay across its path "
         "(departure from the last link direction − arrival at the first, engine log); dropped packets excluded."
     )
-    if rd.records is None:
-        return skip(key, title, caption, "no packet log (raw/packets.tlog)")
     fig, ax = figure()
     drawn = 0
     for name, f in rd.flows.items():
@@ -215,15 +220,15 @@ def plot_delay_cdf(rd: RunData, out: Path, colors: Colors) -> Plot:
         drawn += 1
     if not drawn:
         close(fig)
-        return skip(key, title, caption, "no flow's packets crossed their path in the packet log")
+        return spec.skip(caption, "no flow's packets crossed their path in the packet log")
     ax.set_xlabel("one-way delay (ms)")
     ax.set_ylabel("fraction of packets ≤ x")
     ax.set_ylim(0, 1.01)
-    return finish(fig, ax, out, key, title, caption, legend_at="upper left")
+    return spec.finish(fig, ax, out, caption, legend_at="upper left")
 
 
-def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "cwnd", "Congestion window over time"
+@registered("cwnd", "Congestion window over time", RUN)
+def plot_cwnd(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the "
         "connection's path statistics."
@@ -255,26 +260,27 @@ def plot_cwnd(rd: RunData, out: Path, colors: Colors) -> Plot:
             drawn += 1
     if not drawn:
         close(fig)
-        return skip(key, title, caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
+        return spec.skip(caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
     ax.set_ylabel("cwnd (kB)")
     ax.set_ylim(bottom=0)
-    return finish(fig, ax, out, key, title, caption, rd=rd)
+    return spec.finish(fig, ax, out, caption, rd=rd)
 
 
-RUN_PLOTS = [
-    ("throughput", "Throughput over time", plot_throughput),
-    ("queueing_delay", "Queueing delay at the bottleneck", plot_queueing_delay),
-    ("rtt", "Round-trip time over time", plot_rtt),
-    ("delay_cdf", "One-way delay distribution", plot_delay_cdf),
-    ("cwnd", "Congestion window over time", plot_cwnd),
-    ("rtt_cdf", "RTT distribution", plot_rtt_cdf),
-    ("interarrival", "Inter-arrival times at the receiver", plot_interarrival),
-    ("leg_throughput", "Per-leg throughput over time", plot_leg_throughput),
-    ("utilisation", "Link utilisation over time", plot_utilisation),
-    ("trace_capacity", "Trace capacity and departures over time", plot_trace_capacity),
-    ("loss_bursts", "VoIP loss bursts", plot_loss_bursts),
-    ("delivered_bytes", "Bytes delivered to the application over time", plot_delivered_bytes),
-    ("record_latency_boxes", "Record latency per records flow", plot_record_latency_boxes),
+# The run report's plots, in the report's order.
+RUN_PLOTS: list[PlotFunction] = [
+    plot_throughput,
+    plot_queueing_delay,
+    plot_rtt,
+    plot_delay_cdf,
+    plot_cwnd,
+    plot_rtt_cdf,
+    plot_interarrival,
+    plot_leg_throughput,
+    plot_utilisation,
+    plot_trace_capacity,
+    plot_loss_bursts,
+    plot_delivered_bytes,
+    plot_record_latency_boxes,
 ]
 
 
@@ -283,7 +289,7 @@ def run_plots(rd: RunData, out: Path | None = None) -> list[Plot]:
     out = Path(out) if out is not None else rd.dir / "plots"
     out.mkdir(parents=True, exist_ok=True)
     colors = Colors(list(rd.flows) + [f"probe:{p}" for p in rd.probes])
-    return [safe(fn, key, title, rd, out, colors) for key, title, fn in RUN_PLOTS]
+    return [safe(plot, rd, out, colors) for plot in RUN_PLOTS]
 
 
 # ---- per sweep ----------------------------------------------------------------------
@@ -330,17 +336,27 @@ def _line_key(row, others: list[str]) -> str:
     return f"{row['flow']}" + (f" [{extra}]" if extra else "")
 
 
+def sweep_metric_plot(m: Metric) -> PlotFunction:
+    """The plot of metric `m` against the swept value (titled as the registry says)."""
+    return PlotFunction(f"sweep_{m.name}", m.plot_title or m.label, SWEEP, plot_sweep_metric)
+
+
+def sweep_boxes_plot(m: Metric) -> PlotFunction:
+    """The box plot of metric `m` across repetitions."""
+    return PlotFunction(f"box_{m.name}", f"{m.plot_title or m.label} (box plot)", SWEEP, plot_sweep_boxes)
+
+
 def plot_sweep_metric(
+    spec: PlotSpec,
     df: pd.DataFrame,
     swept: list[str],
     col: str,
-    title: str,
     ylabel: str,
     scale,
     out: Path,
     probes: pd.DataFrame | None = None,
 ) -> Plot:
-    key = f"sweep_{col}"
+    title = spec.title
     caption = (
         f"{title} of each flow at each sweep point: marker = median over repetitions, bar = min … max over repetitions."
     )
@@ -350,7 +366,7 @@ def plot_sweep_metric(
     else:
         d = df
     if col not in d or d[col].isna().all():
-        return not_applicable(key, title, caption, f"no run has a value for {col}")
+        return spec.not_applicable(caption, f"no run has a value for {col}")
     if col == "rtt_mean_ms" and probes is not None and len(probes) and "rtt_mean_ms" in probes:
         d = pd.concat([d, probes.assign(flow="probe " + probes["probe"].astype(str))], ignore_index=True)
         caption += " Probe lines: mean probe RTT."
@@ -401,20 +417,20 @@ def plot_sweep_metric(
         ax.set_ylim(0, 1.05)
     ax.set_title(f"{title} vs {path.rsplit('.', 1)[-1] if path else 'sweep point'}")
     legend_below(ax)
-    return Plot(key, title, caption, save(fig, out / f"{key}.png"))
+    return spec.saved(fig, out, caption)
 
 
-def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale, out: Path) -> Plot:
-    key = f"box_{col}"
+def plot_sweep_boxes(spec: PlotSpec, df: pd.DataFrame, col: str, title: str, ylabel: str, scale, out: Path) -> Plot:
+    """`title`: the metric's (the figure reads "<title> across repetitions")."""
     caption = f"{title} across repetitions: one panel per flow, one box per sweep point (box = quartiles, whiskers = 1.5 IQR, dots = outliers)."
     if col not in df or df[col].isna().all():
-        return not_applicable(key, title, caption, f"no run has a value for {col}")
+        return spec.not_applicable(caption, f"no run has a value for {col}")
     if BY_NAME[col].source == "run":  # one value per run, repeated on each of its flows
         df = df.drop_duplicates("run_dir").assign(flow="all flows")
     d = df[~df[col].isna()]
     reps = d.groupby(["point", "flow"], dropna=False)[col].size()
     if reps.max() < 2:
-        return skip(key, title, caption, "one repetition per point: nothing to spread")
+        return spec.skip(caption, "one repetition per point: nothing to spread")
     if scale == "rate":
         div, unit = rate_scale(float(d[col].abs().max()))
         ylabel = f"{ylabel} ({unit})"
@@ -452,7 +468,7 @@ def plot_sweep_boxes(df: pd.DataFrame, col: str, title: str, ylabel: str, scale,
         axes[k // ncols][k % ncols].set_visible(False)
     fig.suptitle(f"{title} across repetitions", fontweight="bold")
     fig.tight_layout()
-    return Plot(key, f"{title} (box plot)", caption, save(fig, out / f"{key}.png"))
+    return spec.saved(fig, out, caption)
 
 
 def pantheon_layout(df: pd.DataFrame, swept: list[str]) -> tuple[list[str], list[str]]:
@@ -473,18 +489,15 @@ def sweep_plots(df: pd.DataFrame, swept: list[str], out: Path, probes: pd.DataFr
     repetitions, and Pantheon's throughput–delay plot."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    plots = []
+    plots = [
+        safe(sweep_metric_plot(m), df, swept, m.name, m.axis or m.label, m.scale, out, probes) for m in SWEEP_METRICS
+    ]
     for m in SWEEP_METRICS:
-        title, axis = m.plot_title or m.label, m.axis or m.label
-        plots.append(
-            safe(plot_sweep_metric, f"sweep_{m.name}", title, df, swept, m.name, title, axis, m.scale, out, probes)
-        )
-    for m in SWEEP_METRICS:
-        title, axis = m.plot_title or m.label, m.axis or m.label
-        plots.append(safe(plot_sweep_boxes, f"box_{m.name}", title, df, m.name, title, axis, m.scale, out))
-    plots.append(safe(plot_record_latency_cdf, "record_latency_cdf", "Record latency distribution", df, out))
-    plots.append(safe(plot_page_time_boxes, "page_time_box", "Page time", df, out))
+        title = m.plot_title or m.label
+        plots.append(safe(sweep_boxes_plot(m), df, m.name, title, m.axis or m.label, m.scale, out))
+    plots.append(safe(plot_record_latency_cdf, df, out))
+    plots.append(safe(plot_page_time_boxes, df, out))
     if len(df):
         schemes, panels = pantheon_layout(df, swept)
-        plots.append(safe(plot_pantheon, "pantheon", "Throughput vs delay", df, schemes, panels, out))
+        plots.append(safe(plot_pantheon, df, schemes, panels, out))
     return plots

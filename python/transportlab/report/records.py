@@ -15,7 +15,7 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import read_arrow, receiver_records
-from transportlab.report.figures import Plot, finish, not_applicable, skip
+from transportlab.report.figures import SWEEP, Plot, PlotSpec, registered
 from transportlab.report.style import Colors, figure
 
 CAPTION = (
@@ -35,11 +35,11 @@ def records_sent(run_dir: Path, flow: str) -> int:
     return int(m["flows"][flow].get("records_sent") or 0)
 
 
-def plot_record_latency_cdf(df: pd.DataFrame, out: Path) -> Plot:
-    key, title = "record_latency_cdf", "Record latency distribution per sweep point"
+@registered("record_latency_cdf", "Record latency distribution per sweep point", SWEEP)
+def plot_record_latency_cdf(spec: PlotSpec, df: pd.DataFrame, out: Path) -> Plot:
     col = "record_latency_p50_ms"
     if col not in df or df[col].isna().all():
-        return not_applicable(key, title, CAPTION, "no records flow")
+        return spec.not_applicable(CAPTION, "no records flow")
     d = df[~df[col].isna()]
     points = list(dict.fromkeys(d["point"].astype(str)))
     colors = Colors(points)
@@ -62,12 +62,12 @@ def plot_record_latency_cdf(df: pd.DataFrame, out: Path) -> Plot:
         ax.plot(lat, y, color=colors[p], label=label, drawstyle="steps-post")
         drawn += 1
     if not drawn:
-        return skip(key, title, CAPTION, "no per-record series in the runs")
+        return spec.skip(CAPTION, "no per-record series in the runs")
     ax.set_xscale("log")
     ax.set_xlabel("record latency (ms, log)")
     ax.set_ylabel("fraction of records sent ≤ x")
     ax.set_ylim(0, 1.01)
-    return finish(fig, ax, out, key, title, CAPTION)
+    return spec.finish(fig, ax, out, CAPTION)
 
 
 PAGE_CAPTION = (
@@ -77,10 +77,10 @@ PAGE_CAPTION = (
 )
 
 
-def plot_page_time_boxes(df: pd.DataFrame, out: Path) -> Plot:
-    key, title = "page_time_box", "Page time per sweep point"
+@registered("page_time_box", "Page time per sweep point", SWEEP)
+def plot_page_time_boxes(spec: PlotSpec, df: pd.DataFrame, out: Path) -> Plot:
     if not len(df):
-        return not_applicable(key, title, PAGE_CAPTION, "no runs")
+        return spec.not_applicable(PAGE_CAPTION, "no runs")
     points = list(dict.fromkeys(df["point"].astype(str)))
     data: dict[str, np.ndarray] = {}
     for p in points:
@@ -93,7 +93,7 @@ def plot_page_time_boxes(df: pd.DataFrame, out: Path) -> Plot:
         if times:
             data[p] = np.concatenate(times)
     if not data:
-        return not_applicable(key, title, PAGE_CAPTION, "no page flow")
+        return spec.not_applicable(PAGE_CAPTION, "no page flow")
     names = list(data)
     fig, ax = figure()
     colors = Colors(names)
@@ -105,4 +105,4 @@ def plot_page_time_boxes(df: pd.DataFrame, out: Path) -> Plot:
     ax.set_xticks(range(1, len(names) + 1))
     ax.set_xticklabels([f"{n or 'default'}\n({len(data[n])} pages)" for n in names], fontsize=8)
     ax.set_ylabel("page time (ms)")
-    return finish(fig, ax, out, key, title, PAGE_CAPTION, legend_at=None)
+    return spec.finish(fig, ax, out, PAGE_CAPTION, legend_at=None)

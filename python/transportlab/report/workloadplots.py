@@ -13,7 +13,7 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import receiver_records
-from transportlab.report.figures import Plot, close, finish, not_applicable, spans_decades
+from transportlab.report.figures import RUN, Plot, PlotSpec, close, registered, spans_decades
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure
 
@@ -26,8 +26,8 @@ def records_series(rd: RunData) -> Iterator[tuple[str, pd.DataFrame]]:
             yield name, series
 
 
-def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "loss_bursts", "VoIP loss bursts"
+@registered("loss_bursts", "VoIP loss bursts", RUN)
+def plot_loss_bursts(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Empirical CDF of the loss-burst lengths (runs of consecutive frames missing playout) of each flow "
         "with `playout`, one line per jitter buffer (solid: the first buffer listed, dashed: the next); "
@@ -35,7 +35,7 @@ def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
     )
     flows = {n: f["voip"] for n, f in rd.flows.items() if f.get("voip")}
     if not flows:
-        return not_applicable(key, title, caption, "no flow with playout (VoIP frames)")
+        return spec.not_applicable(caption, "no flow with playout (VoIP frames)")
     fig, ax = figure()
     styles = ["-", "--", ":", "-."]
     for name, v in flows.items():
@@ -51,11 +51,11 @@ def plot_loss_bursts(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylabel("fraction of bursts ≤ x")
     ax.set_xlim(left=0)
     ax.set_ylim(0, 1.01)
-    return finish(fig, ax, out, key, title, caption)
+    return spec.finish(fig, ax, out, caption)
 
 
-def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "delivered_bytes", "Bytes delivered to the application over time"
+@registered("delivered_bytes", "Bytes delivered to the application over time", RUN)
+def plot_delivered_bytes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Bytes of the records each records flow handed to the receiving application by each time "
         "(distinct records, framing included; `metrics.delivered_over_time`, 100 ms bins). An unordered "
@@ -75,14 +75,14 @@ def plot_delivered_bytes(rd: RunData, out: Path, colors: Colors) -> Plot:
         drawn += 1
     if not drawn:
         close(fig)
-        return not_applicable(key, title, caption, "no records flow")
+        return spec.not_applicable(caption, "no records flow")
     ax.set_ylabel("delivered (MB)")
     ax.set_ylim(bottom=0)
-    return finish(fig, ax, out, key, title, caption, rd=rd, legend_at="upper left")
+    return spec.finish(fig, ax, out, caption, rd=rd, legend_at="upper left")
 
 
-def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
-    key, title = "record_latency_boxes", "Record latency per records flow"
+@registered("record_latency_boxes", "Record latency per records flow", RUN)
+def plot_record_latency_boxes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
         "Box plot of each records flow's per-record latency (deliver − send of each distinct record, the "
         "receiver's per-record series): median line, box = quartiles, whiskers = 1.5 × IQR, outliers as dots; "
@@ -93,7 +93,7 @@ def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
         names.append(name)
         data.append(M.record_latencies(series) / 1e6)
     if not names:
-        return not_applicable(key, title, caption, "no records flow")
+        return spec.not_applicable(caption, "no records flow")
     fig, ax = figure()
     parts = ax.boxplot(data, patch_artist=True, sym=".")
     for patch, name in zip(parts["boxes"], names):
@@ -103,4 +103,4 @@ def plot_record_latency_boxes(rd: RunData, out: Path, colors: Colors) -> Plot:
     ax.set_ylabel("record latency (ms)")
     if spans_decades(np.concatenate(data)):
         ax.set_yscale("log")
-    return finish(fig, ax, out, key, title, caption, legend_at=None)
+    return spec.finish(fig, ax, out, caption, legend_at=None)

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -96,9 +96,74 @@ pub fn run(args: &[impl AsRef<OsStr>], limit: Duration) -> i32 {
     wait(Command::new(AGENT).args(args).spawn().expect("spawn agent"), limit)
 }
 
+/// Runs the agent with `args` and returns its exit code and what it wrote to stderr; it is
+/// killed and the test fails after `limit`.
+pub fn exit_and_stderr(args: &[impl AsRef<OsStr>], limit: Duration) -> (i32, String) {
+    let mut child = Command::new(AGENT)
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn agent");
+    let mut stderr = child.stderr.take().unwrap();
+    // Read while it runs, so a full pipe cannot stall it.
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let code = wait(child, limit);
+    (code, reader.join().unwrap())
+}
+
+/// Runs the agent with `args`, which must fail with exit code `code` and a message on
+/// stderr containing `wanted`; returns the message.
+pub fn assert_fails(args: &[String], code: i32, wanted: &str) -> String {
+    let (got, stderr) = exit_and_stderr(args, LIMIT);
+    assert_eq!(got, code, "{args:?}: {stderr}");
+    assert!(stderr.contains(wanted), "{args:?}: no {wanted:?} in {stderr}");
+    stderr
+}
+
+/// Runs a server and a client against it on 127.0.0.1, each from a command line as `cmd`
+/// reads it, without `{}`. The server binds port 0 and announces its port; in the client's
+/// line the word `ADDR` stands for the server's address. Each end writes its summary into
+/// `d` (srv.json, cli.json). Returns the client's exit code and stderr; the server must
+/// exit 0 after a client that did (after one that failed, it is only waited for).
+pub fn run_pair(d: &TempDir, server: &str, client: &str) -> (i32, String) {
+    let mut server_args = cmd(server, &[]);
+    server_args.extend(["--summary".to_string(), d.file("srv.json")]);
+    let (srv, port) = start_server(&server_args);
+    let addr = format!("127.0.0.1:{port}");
+    let mut client_args: Vec<String> = cmd(client, &[])
+        .into_iter()
+        .map(|w| if w == "ADDR" { addr.clone() } else { w })
+        .collect();
+    client_args.extend(["--summary".to_string(), d.file("cli.json")]);
+    let (code, stderr) = exit_and_stderr(&client_args, LIMIT);
+    let server_code = wait(srv, LIMIT);
+    if code == 0 {
+        assert_eq!(server_code, 0, "server of `{client}`");
+    }
+    (code, stderr)
+}
+
+/// `run_pair` where the client must succeed: the server's and the client's summaries.
+pub fn server_and_client(d: &TempDir, server: &str, client: &str) -> (Value, Value) {
+    let (code, stderr) = run_pair(d, server, client);
+    assert_eq!(code, 0, "`{client}`: {stderr}");
+    (summary(&d.file("srv.json")), summary(&d.file("cli.json")))
+}
+
 pub fn summary(path: &str) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     serde_json::from_str(&text).unwrap()
+}
+
+/// The summary's `results` report some CPU time of the process (getrusage), none negative.
+pub fn assert_spent_cpu(results: &Value) {
+    let user = results["cpu_user_s"].as_f64().unwrap();
+    let sys = results["cpu_sys_s"].as_f64().unwrap();
+    assert!(user >= 0.0 && sys >= 0.0 && user + sys > 0.0, "{results}");
 }
 
 pub fn is_arrow_file(path: &str) -> bool {

@@ -24,7 +24,7 @@
 
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
-use crate::spec::queue::{parameters, require, Class, Options};
+use crate::spec::queue::{parameters, require_positive, Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8289 parameters.
@@ -53,23 +53,20 @@ impl Default for CodelParams {
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
 
 impl Options for CodelParams {
-    const CLASS: Class = Class {
-        name: "codel",
-        description: "CoDel, Controlled Delay (RFC 8289)",
-        parameters: Self::PARAMETERS,
-        aqm: true,
-        fifo: true,
-        l4s: false,
-        default_limit: DEFAULT_LIMIT,
-    };
+    const CLASS: Class = Class::aqm(
+        "codel",
+        "CoDel, Controlled Delay (RFC 8289)",
+        Self::PARAMETERS,
+        DEFAULT_LIMIT,
+    );
     parameters! {
         target => "target_ns",
         interval => "interval_ns",
         mtu_bytes => "mtu_bytes",
     }
     fn check(&self) -> Result<(), String> {
-        require(self.target > 0, "target_ns", "> 0", self.target)?;
-        require(self.interval > 0, "interval_ns", "> 0", self.interval)
+        require_positive("target_ns", self.target)?;
+        require_positive("interval_ns", self.interval)
     }
     fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(Codel::new(*self, limit, ecn))

@@ -14,15 +14,11 @@ use crate::{DropReason, Dropped, Nanos, Packet};
 pub struct DropHeadParams;
 
 impl Options for DropHeadParams {
-    const CLASS: Class = Class {
-        name: "drop_head",
-        description: "a full queue drops its oldest waiting packet to admit the new one",
-        parameters: Self::PARAMETERS,
-        aqm: false,
-        fifo: true,
-        l4s: false,
-        default_limit: QueueLimit::Unlimited,
-    };
+    const CLASS: Class = Class::tail(
+        "drop_head",
+        "a full queue drops its oldest waiting packet to admit the new one",
+        Self::PARAMETERS,
+    );
     fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(DropHead::new(limit))
     }

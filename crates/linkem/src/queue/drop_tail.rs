@@ -11,15 +11,11 @@ use crate::{Dropped, Nanos, Packet};
 pub struct DropTailParams;
 
 impl Options for DropTailParams {
-    const CLASS: Class = Class {
-        name: "drop_tail",
-        description: "a full queue refuses the arriving packet",
-        parameters: Self::PARAMETERS,
-        aqm: false,
-        fifo: true,
-        l4s: false,
-        default_limit: QueueLimit::Unlimited,
-    };
+    const CLASS: Class = Class::tail(
+        "drop_tail",
+        "a full queue refuses the arriving packet",
+        Self::PARAMETERS,
+    );
     fn build<P: Send + 'static>(&self, limit: QueueLimit, _ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(DropTail::new(limit))
     }

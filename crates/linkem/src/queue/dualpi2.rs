@@ -71,13 +71,14 @@ pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(10_000);
 
 impl Options for DualPi2Params {
     const CLASS: Class = Class {
-        name: "dualpi2",
-        description: "DualPI2, the dual-queue coupled AQM for L4S (RFC 9332)",
-        parameters: Self::PARAMETERS,
-        aqm: true,
         fifo: false,
         l4s: true,
-        default_limit: DEFAULT_LIMIT,
+        ..Class::aqm(
+            "dualpi2",
+            "DualPI2, the dual-queue coupled AQM for L4S (RFC 9332)",
+            Self::PARAMETERS,
+            DEFAULT_LIMIT,
+        )
     };
     parameters! {
         target => "target_ns",

@@ -28,7 +28,7 @@ use std::collections::VecDeque;
 use super::codel::{CodelParams, CodelState};
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
-use crate::spec::queue::{require, Class, Fields, Options};
+use crate::spec::queue::{require, require_positive, Class, Fields, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,13 +58,13 @@ pub const MAX_FLOWS: u32 = 65536;
 
 impl Options for FqCodelParams {
     const CLASS: Class = Class {
-        name: "fq_codel",
-        description: "FQ-CoDel, flow queueing with CoDel per flow (RFC 8290)",
-        parameters: Self::PARAMETERS,
-        aqm: true,
         fifo: false,
-        l4s: false,
-        default_limit: DEFAULT_LIMIT,
+        ..Class::aqm(
+            "fq_codel",
+            "FQ-CoDel, flow queueing with CoDel per flow (RFC 8290)",
+            Self::PARAMETERS,
+            DEFAULT_LIMIT,
+        )
     };
     const PARAMETERS: &'static [&'static str] = &["flows", "quantum_bytes", "target_ns", "interval_ns", "mtu_bytes"];
     fn read(f: &mut Fields) -> Result<Self, String> {
@@ -83,7 +83,7 @@ impl Options for FqCodelParams {
     fn check(&self) -> Result<(), String> {
         let flows_ok = (1..=MAX_FLOWS).contains(&self.flows);
         require(flows_ok, "flows", &format!("in 1..={MAX_FLOWS}"), self.flows)?;
-        require(self.quantum > 0, "quantum_bytes", "> 0", self.quantum)?;
+        require_positive("quantum_bytes", self.quantum)?;
         self.codel.check()
     }
     fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, _link: &Link) -> Box<dyn Discipline<P>> {

@@ -35,7 +35,7 @@
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
 use crate::rng::unit;
-use crate::spec::queue::{parameters, require, Class, Options};
+use crate::spec::queue::{parameters, require, require_non_negative, require_positive, Class, Options};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 /// RFC 8033 parameters.
@@ -80,22 +80,19 @@ pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
 
 /// Checks the PI controller's parameters, which PIE and DualPI2 share.
 pub fn check_pi(target: Nanos, t_update: Nanos, alpha: f64, beta: f64) -> Result<(), String> {
-    require(target > 0, "target_ns", "> 0", target)?;
+    require_positive("target_ns", target)?;
     require(t_update >= MIN_T_UPDATE, "t_update_ns", "≥ 100000 (100 µs)", t_update)?;
-    require(alpha.is_finite() && alpha >= 0.0, "alpha", "a number ≥ 0 (1/s)", alpha)?;
-    require(beta.is_finite() && beta >= 0.0, "beta", "a number ≥ 0 (1/s)", beta)
+    require_non_negative("alpha", alpha, "1/s")?;
+    require_non_negative("beta", beta, "1/s")
 }
 
 impl Options for PieParams {
-    const CLASS: Class = Class {
-        name: "pie",
-        description: "PIE, Proportional Integral controller Enhanced (RFC 8033)",
-        parameters: Self::PARAMETERS,
-        aqm: true,
-        fifo: true,
-        l4s: false,
-        default_limit: DEFAULT_LIMIT,
-    };
+    const CLASS: Class = Class::aqm(
+        "pie",
+        "PIE, Proportional Integral controller Enhanced (RFC 8033)",
+        Self::PARAMETERS,
+        DEFAULT_LIMIT,
+    );
     parameters! {
         target => "target_ns",
         t_update => "t_update_ns",

@@ -27,7 +27,9 @@
 use super::{Backlog, Context, Discipline, Fifo, QueueLimit};
 use crate::link::Link;
 use crate::rng::unit;
-use crate::spec::queue::{parameters, require, Class, Options};
+use crate::spec::queue::{
+    parameters, require, require_fraction, require_non_negative, require_positive, Class, Options,
+};
 use crate::{DropReason, Dropped, Nanos, Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -62,15 +64,12 @@ impl Default for RedParams {
 pub const DEFAULT_LIMIT: QueueLimit = QueueLimit::Packets(1000);
 
 impl Options for RedParams {
-    const CLASS: Class = Class {
-        name: "red",
-        description: "Random Early Detection (Floyd & Jacobson 1993), with the gentle variant",
-        parameters: Self::PARAMETERS,
-        aqm: true,
-        fifo: true,
-        l4s: false,
-        default_limit: DEFAULT_LIMIT,
-    };
+    const CLASS: Class = Class::aqm(
+        "red",
+        "Random Early Detection (Floyd & Jacobson 1993), with the gentle variant",
+        Self::PARAMETERS,
+        DEFAULT_LIMIT,
+    );
     parameters! {
         min_th => "min_th",
         max_th => "max_th",
@@ -80,13 +79,12 @@ impl Options for RedParams {
         avpkt_bytes => "avpkt_bytes",
     }
     fn check(&self) -> Result<(), String> {
-        let min_th_ok = self.min_th.is_finite() && self.min_th >= 0.0;
-        require(min_th_ok, "min_th", "a number ≥ 0 (packets)", self.min_th)?;
+        require_non_negative("min_th", self.min_th, "packets")?;
         let max_th_ok = self.max_th.is_finite() && self.max_th > self.min_th;
         require(max_th_ok, "max_th", "a number > min_th (packets)", self.max_th)?;
-        require(self.max_p > 0.0 && self.max_p <= 1.0, "max_p", "in (0, 1]", self.max_p)?;
-        require(self.w_q > 0.0 && self.w_q <= 1.0, "w_q", "in (0, 1]", self.w_q)?;
-        require(self.avpkt_bytes > 0, "avpkt_bytes", "> 0", self.avpkt_bytes)
+        require_fraction("max_p", self.max_p)?;
+        require_fraction("w_q", self.w_q)?;
+        require_positive("avpkt_bytes", self.avpkt_bytes)
     }
     fn build<P: Send + 'static>(&self, limit: QueueLimit, ecn: bool, link: &Link) -> Box<dyn Discipline<P>> {
         Box::new(Red::new(*self, limit, ecn, link.mean_tx_ns(self.avpkt_bytes)))

@@ -1,10 +1,13 @@
 //! The agent's bulk transfer as both simulated TCP stacks run it (smoltcp's, `super::tcp`,
-//! and the lab's own, `super::transportlab_tcp`): the request the client sends and the
-//! server reads (`agent_proto::wire::request`), the series' 10 ms sampling grid, and the
+//! and the lab's own, `super::transportlab_tcp`): the flow's setup, the request the client
+//! sends and the server reads (`agent_proto::wire::request`), each end's account of the
+//! transfer (`Bulk`), the client's life (start, connection, request, stop), and the
 //! summaries under the agent's tcp-client / tcp-server names. What differs between the two
 //! is the stack under the application, not the application.
 
-use std::path::Path;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use linkem::Nanos;
 use serde::Serialize;
@@ -13,6 +16,24 @@ use agent_proto::transfer::{bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
 
 use super::{write_summary, Delivered};
+
+/// What both ends of a TCP flow are made from, whichever stack plays TCP.
+pub struct TcpSetup {
+    pub name: String,
+    pub cc: String,
+    pub seed: u64,
+    /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
+    pub mss: Option<u16>,
+    /// The receiving end's `tcp_rmem` (min, default, max) and the sending end's
+    /// `tcp_wmem` maximum: the simulator's own TCP takes its windows from them; smoltcp
+    /// has fixed rings (a scenario's `tcp_rmem` is refused for it before it runs).
+    pub rmem: Option<[u64; 3]>,
+    pub sndbuf: Option<u64>,
+    pub delivered: Rc<Cell<Delivered>>,
+    /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
+    /// `<name>-server.arrow` there.
+    pub raw: PathBuf,
+}
 
 /// The agent's TCP request, the connection's first bytes.
 pub const REQUEST_LEN: usize = TCP.request_len();
@@ -71,13 +92,124 @@ pub struct Progress {
     pub error: Option<String>,
 }
 
-/// Who wrote a summary: the flow, its congestion control, the stack that played TCP, and
-/// when the end started.
-pub struct SummaryOf<'a> {
-    pub name: &'a str,
-    pub cc: &'a str,
-    pub stack: &'static str,
+/// One end's application: its account of the transfer, the byte count it sends or reads
+/// (`u64::MAX` for none), and the request as far as it has been read (the server's).
+pub struct Bulk {
+    pub p: Progress,
+    pub limit: u64,
+    pub request: Vec<u8>,
+}
+
+impl Bulk {
+    /// Before the request is read: `upload` and `limit` as the end assumes them.
+    pub fn new(upload: bool, limit: u64) -> Bulk {
+        Bulk {
+            p: Progress {
+                upload,
+                ..Progress::default()
+            },
+            limit,
+            request: Vec::new(),
+        }
+    }
+
+    /// The whole request has been read.
+    pub fn request_read(&self) -> bool {
+        self.request.len() == REQUEST_LEN
+    }
+
+    /// The request's bytes not read yet.
+    pub fn request_missing(&self) -> usize {
+        REQUEST_LEN - self.request.len()
+    }
+
+    /// Takes the request's bytes from the start of `data` (the stream's next bytes) and
+    /// serves the request once it is whole: the direction and byte count it asks for, or
+    /// the error the summary reports. Returns how many bytes it took.
+    pub fn take_request(&mut self, data: &[u8]) -> usize {
+        if self.request_read() {
+            return 0;
+        }
+        let n = self.request_missing().min(data.len());
+        self.request.extend_from_slice(&data[..n]);
+        if self.request_read() {
+            match serve_request(&self.request) {
+                Ok((upload, limit)) => (self.p.upload, self.limit) = (upload, limit),
+                Err(e) => self.p.error = Some(e),
+            }
+        }
+        n
+    }
+
+    /// The series' `bytes` at this end: the payload it sent, if it is the sender, else
+    /// what it read.
+    pub fn series_bytes(&self, client: bool) -> u64 {
+        if self.p.upload == client {
+            self.p.sent
+        } else {
+            self.p.received
+        }
+    }
+
+    /// The transfer is complete, `at` that time (once: a later call changes nothing).
+    pub fn complete_at(&mut self, at: Option<Nanos>) {
+        if !self.p.complete {
+            self.p.complete = true;
+            self.p.done_ns = at;
+        }
+    }
+}
+
+/// The client's life: when it starts and stops, whether it has started (its SYN is
+/// out), when its connection was established (goodput's start), whether its request is
+/// written, and whether it has closed.
+pub struct ClientLife {
     pub start: Nanos,
+    pub stop: Nanos,
+    pub started: bool,
+    pub connected_ns: Option<Nanos>,
+    pub requested: bool,
+    pub closed: bool,
+}
+
+impl ClientLife {
+    pub fn new(start: Nanos, stop: Nanos) -> ClientLife {
+        ClientLife {
+            start,
+            stop,
+            started: false,
+            connected_ns: None,
+            requested: false,
+            closed: false,
+        }
+    }
+
+    /// The stack is established at `now` (the first time counts).
+    pub fn established(&mut self, now: Nanos) {
+        self.connected_ns.get_or_insert(now);
+    }
+
+    /// When the client must be polled next: at its start, then at the stack's next
+    /// timeout but no later than its stop; never once closed.
+    pub fn next_wakeup(&self, timeout: Option<Nanos>) -> Option<Nanos> {
+        if self.closed {
+            None
+        } else if !self.started {
+            Some(self.start)
+        } else {
+            Some(timeout.unwrap_or(self.stop).min(self.stop))
+        }
+    }
+}
+
+/// Whose summaries an end writes: the flow, its congestion control, the stack that
+/// played TCP, when the end started, and what the receiving application read.
+pub struct SummaryOf {
+    name: String,
+    cc: String,
+    stack: &'static str,
+    start: Nanos,
+    pub delivered: Rc<Cell<Delivered>>,
 }
 
 /// The agent's tcp-client `results`, the fields the simulator has, and the stack that
@@ -121,27 +253,33 @@ struct ServerResults<'a> {
     connections: Vec<ServerConnection>,
 }
 
-impl<'a> SummaryOf<'a> {
-    pub fn new(name: &'a str, cc: &'a str, stack: &'static str, start: Nanos) -> SummaryOf<'a> {
-        SummaryOf { name, cc, stack, start }
+impl SummaryOf {
+    pub fn new(setup: &TcpSetup, stack: &'static str, start: Nanos) -> SummaryOf {
+        SummaryOf {
+            name: setup.name.clone(),
+            cc: setup.cc.clone(),
+            stack,
+            start,
+            delivered: setup.delivered.clone(),
+        }
     }
 
-    /// `<name>-client.json`: `delivered` is what the receiving application read,
-    /// `connected_ns` when the connection was established (goodput's start).
+    /// `<name>-client.json`: `connected_ns` is when the connection was established
+    /// (goodput's start).
     pub fn write_client(
         &self,
         raw: &Path,
         end: Nanos,
         p: &Progress,
-        delivered: Delivered,
         connected_ns: Option<Nanos>,
         retransmits: Option<u64>,
     ) -> std::io::Result<()> {
+        let delivered = self.delivered.get();
         let span = delivered.last_ns.zip(connected_ns).map(|(l, c)| l.saturating_sub(c));
         let results = ClientResults {
             mode: mode(p.upload),
             sender: sender(p.upload),
-            cc: self.cc,
+            cc: &self.cc,
             stack: self.stack,
             bytes: delivered.bytes,
             bytes_sent: p.sent,
@@ -176,7 +314,7 @@ impl<'a> SummaryOf<'a> {
             retransmits,
         };
         let results = ServerResults {
-            cc: self.cc,
+            cc: &self.cc,
             stack: self.stack,
             connections: if accepted { vec![connection] } else { vec![] },
         };
@@ -202,5 +340,42 @@ mod tests {
         assert!(serve_request(&[0u8; REQUEST_LEN])
             .unwrap_err()
             .starts_with("bad request"));
+    }
+
+    #[test]
+    fn a_request_read_in_pieces_is_served_once_whole() {
+        let request = client_request(false, 7000, 0, 10);
+        let mut b = Bulk::new(true, u64::MAX);
+        // The request's first 10 bytes, then its rest with the data behind it.
+        assert_eq!(b.take_request(&request[..10]), 10);
+        assert!(!b.request_read() && b.p.upload && b.limit == u64::MAX);
+        let mut rest = request[10..].to_vec();
+        rest.extend_from_slice(&[0; 100]);
+        assert_eq!(b.take_request(&rest), REQUEST_LEN - 10);
+        assert!(b.request_read() && !b.p.upload && b.limit == 7000 && b.p.error.is_none());
+        assert_eq!(b.take_request(&[0; 100]), 0);
+        (b.p.sent, b.p.received) = (5, 9);
+        assert_eq!((b.series_bytes(false), b.series_bytes(true)), (5, 9));
+        b.complete_at(Some(3));
+        b.complete_at(Some(4));
+        assert_eq!((b.p.complete, b.p.done_ns), (true, Some(3)));
+        let mut bad = Bulk::new(false, 0);
+        bad.take_request(&[0; REQUEST_LEN]);
+        assert!(bad.p.error.unwrap().starts_with("bad request"));
+    }
+
+    #[test]
+    fn a_client_wakes_at_its_start_then_no_later_than_its_stop() {
+        let mut life = ClientLife::new(5, 100);
+        assert_eq!(life.next_wakeup(Some(1)), Some(5));
+        life.started = true;
+        assert_eq!(life.next_wakeup(Some(40)), Some(40));
+        assert_eq!(life.next_wakeup(Some(400)), Some(100));
+        assert_eq!(life.next_wakeup(None), Some(100));
+        life.established(7);
+        life.established(9);
+        assert_eq!(life.connected_ns, Some(7));
+        life.closed = true;
+        assert_eq!(life.next_wakeup(Some(40)), None);
     }
 }

@@ -8,6 +8,7 @@ pub mod pacer;
 pub mod probe;
 pub mod quic;
 pub mod tcp;
+pub mod tcp_series;
 pub mod transportlab_tcp;
 pub mod udp;
 

@@ -8,8 +8,7 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::net::SocketAddrV4;
-use std::path::{Path, PathBuf};
-use std::rc::Rc;
+use std::path::Path;
 
 use linkem::Nanos;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -19,8 +18,9 @@ use smoltcp::time::Instant as SmolInstant;
 use smoltcp::wire::{HardwareAddress, IpAddress, IpCidr};
 use wire::{Ipv4Packet, TcpPacket};
 
-use super::bulk::{client_request, serve_request, Progress, SummaryOf, REQUEST_LEN};
-use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
+use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup};
+use super::tcp_series::{self, Sample};
+use super::{Delivered, Endpoint, SampleGrid, Series};
 
 /// Send and receive buffers of each socket: above the bandwidth-delay product of
 /// 1 Gbit/s × 50 ms, so the window, not the buffer, limits a transfer (Linux autotunes
@@ -91,17 +91,6 @@ impl Device for Wire {
 /// Sequence-space order (RFC 793's modular comparison).
 fn seq_lt(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
-}
-
-/// One row of the series.
-struct Sample {
-    t_ns: Nanos,
-    bytes: u64,
-    srtt_us: Option<u64>,
-    rttvar_us: Option<u64>,
-    min_rtt_us: Option<u64>,
-    bytes_in_flight: u64,
-    total_retrans: u64,
 }
 
 /// What the endpoint measures of its own connection from the segments smoltcp sends and
@@ -204,6 +193,7 @@ impl Meter {
         let row = Sample {
             t_ns: now,
             bytes,
+            window: None,
             srtt_us: self.srtt_ns.map(us),
             rttvar_us: self.srtt_ns.map(|_| us(self.rttvar_ns)),
             min_rtt_us: self.min_rtt_ns.map(|m| us(m as f64)),
@@ -211,45 +201,6 @@ impl Meter {
             total_retrans: self.retransmits,
         };
         Some(row)
-    }
-}
-
-/// The agent's TCP series (`docs/agent.md`), connection 0: the columns measured here
-/// (cwnd and the kernel's other counters do not exist); the RTT columns are null until
-/// the first RTT sample.
-impl Sample {
-    fn schema() -> arrow_schema::Schema {
-        use arrow_schema::{DataType, Field};
-        let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
-        let mut fields = Vec::from(series_key_fields());
-        fields.extend([
-            u64("bytes", false),
-            u64("srtt_us", true),
-            u64("rttvar_us", true),
-            u64("min_rtt_us", true),
-            u64("bytes_in_flight", false),
-            u64("total_retrans", false),
-        ]);
-        arrow_schema::Schema::new(fields)
-    }
-}
-
-impl Row for Sample {
-    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, UInt64Array};
-        use std::sync::Arc;
-        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
-        columns.extend([
-            u64s(|x| x.bytes),
-            opts(|x| x.srtt_us),
-            opts(|x| x.rttvar_us),
-            opts(|x| x.min_rtt_us),
-            u64s(|x| x.bytes_in_flight),
-            u64s(|x| x.total_retrans),
-        ]);
-        columns
     }
 }
 
@@ -300,7 +251,7 @@ impl Stack {
             socket,
             wake: None,
             meter: Meter::default(),
-            series: Series::new(series, Sample::schema()),
+            series: Series::new(series, tcp_series::schema(false)),
             tx_base,
         }
     }
@@ -340,13 +291,10 @@ impl Stack {
     }
 }
 
-/// The transfer of one end: what it sent or received, and the request it read.
-#[derive(Default)]
+/// The transfer of one end: the application's account, and where in memory the socket's
+/// send buffer lies.
 struct Transfer {
-    /// What the summary reports: direction, bytes, completion, a request not served.
-    p: Progress,
-    limit: u64,
-    request: Vec<u8>,
+    bulk: Bulk,
     /// The start of the socket's send buffer in memory ([`Stack::tx_base`]), and the part
     /// of it (offsets) that may hold bytes other than zeros.
     tx_base: usize,
@@ -354,10 +302,11 @@ struct Transfer {
 }
 
 impl Transfer {
-    fn new(stack: &Stack) -> Transfer {
+    fn new(stack: &Stack, bulk: Bulk) -> Transfer {
         Transfer {
+            bulk,
             tx_base: stack.tx_base,
-            ..Transfer::default()
+            tx_dirty: None,
         }
     }
 
@@ -387,8 +336,9 @@ impl Transfer {
     /// (once the ring comes round to it); the rest is enqueued without touching its pages.
     /// smoltcp sends the same bytes as if every zero had been copied in.
     fn write(&mut self, s: &mut Socket<'static>) {
-        while s.can_send() && self.p.sent < self.limit {
-            let n = (self.limit - self.p.sent).min(CHUNK as u64) as usize;
+        let b = &mut self.bulk;
+        while s.can_send() && b.p.sent < b.limit {
+            let n = (b.limit - b.p.sent).min(CHUNK as u64) as usize;
             let (base, dirty) = (self.tx_base, &mut self.tx_dirty);
             let w = s.send(|buf| {
                 let k = buf.len().min(n);
@@ -405,52 +355,32 @@ impl Transfer {
                 (k, k)
             });
             match w {
-                Ok(w) if w > 0 => self.p.sent += w as u64,
+                Ok(w) if w > 0 => b.p.sent += w as u64,
                 _ => break,
             }
         }
-        if self.p.sent >= self.limit && s.may_send() {
+        if b.p.sent >= b.limit && s.may_send() {
             s.close();
         }
     }
 
-    /// Reads what arrived (the first `REQUEST_LEN` bytes into `request` if
-    /// `want_request`), counting the payload into `delivered`.
+    /// Reads what arrived (the request first, if `want_request`), counting the payload
+    /// into `delivered`.
     fn read(&mut self, s: &mut Socket<'static>, want_request: bool, delivered: &Cell<Delivered>, now: Nanos) {
-        let before = self.p.received;
+        let b = &mut self.bulk;
+        let before = b.p.received;
         while s.can_recv() {
             let got = s.recv(|buf| {
-                let mut skip = 0;
-                if want_request && self.request.len() < REQUEST_LEN {
-                    skip = (REQUEST_LEN - self.request.len()).min(buf.len());
-                    self.request.extend_from_slice(&buf[..skip]);
-                }
-                (buf.len(), buf.len() - skip)
+                let request = if want_request { b.take_request(buf) } else { 0 };
+                (buf.len(), buf.len() - request)
             });
             match got {
-                Ok(n) => self.p.received += n as u64,
+                Ok(n) => b.p.received += n as u64,
                 Err(_) => break,
             }
         }
-        Delivered::add(delivered, self.p.received - before, now);
+        Delivered::add(delivered, b.p.received - before, now);
     }
-}
-
-pub struct TcpSetup {
-    pub name: String,
-    pub cc: String,
-    pub seed: u64,
-    /// The largest segment payload (like TCP_MAXSEG); default 1460 (a 1500-byte MTU).
-    pub mss: Option<u16>,
-    /// The receiving end's `tcp_rmem` (min, default, max) and the sending end's
-    /// `tcp_wmem` maximum: the simulator's own TCP takes its windows from them; smoltcp
-    /// has fixed rings (a scenario's `tcp_rmem` is refused for it before it runs).
-    pub rmem: Option<[u64; 3]>,
-    pub sndbuf: Option<u64>,
-    pub delivered: Rc<Cell<Delivered>>,
-    /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
-    /// `<name>-server.arrow` there.
-    pub raw: PathBuf,
 }
 
 fn congestion_control(name: &str) -> Result<CongestionControl, String> {
@@ -465,18 +395,11 @@ fn congestion_control(name: &str) -> Result<CongestionControl, String> {
 }
 
 pub struct TcpClient {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     stack: Stack,
     server: SocketAddrV4,
-    start: Nanos,
-    end: Nanos,
+    life: ClientLife,
     transfer: Transfer,
-    connected_ns: Option<Nanos>,
-    connecting: bool,
-    requested: bool,
-    closed: bool,
-    delivered: Rc<Cell<Delivered>>,
 }
 
 impl TcpClient {
@@ -491,27 +414,13 @@ impl TcpClient {
     ) -> Result<TcpClient, String> {
         let series = setup.raw.join(format!("{}-client.arrow", setup.name));
         let stack = Stack::new(addr, congestion_control(&setup.cc)?, setup.seed, setup.mss, &series);
-        let transfer = Transfer {
-            p: Progress {
-                upload,
-                ..Progress::default()
-            },
-            limit: bytes.unwrap_or(u64::MAX),
-            ..Transfer::new(&stack)
-        };
+        let transfer = Transfer::new(&stack, Bulk::new(upload, bytes.unwrap_or(u64::MAX)));
         Ok(TcpClient {
-            name: setup.name,
-            cc: setup.cc,
+            of: SummaryOf::new(&setup, STACK, start),
             stack,
             server,
-            start,
-            end,
+            life: ClientLife::new(start, end),
             transfer,
-            connected_ns: None,
-            connecting: false,
-            requested: false,
-            closed: false,
-            delivered: setup.delivered,
         })
     }
 }
@@ -526,93 +435,76 @@ impl Endpoint for TcpClient {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        if now < self.start || self.closed {
+        let life = &mut self.life;
+        if now < life.start || life.closed {
             return;
         }
-        if !self.connecting {
-            self.connecting = true;
+        if !life.started {
+            life.started = true;
             let (ip, port, local) = (*self.server.ip(), self.server.port(), self.stack.addr.port());
             let cx = self.stack.iface.context();
             let socket = self.stack.sockets.get_mut::<Socket>(self.stack.socket);
             if socket.connect(cx, (IpAddress::Ipv4(ip), port), local).is_err() {
-                self.closed = true;
+                life.closed = true;
                 return;
             }
         }
-        let (end, delivered) = (self.end, self.delivered.clone());
+        let delivered = self.of.delivered.clone();
         let t = &mut self.transfer;
-        let (connected, requested, closed) = (&mut self.connected_ns, &mut self.requested, &mut self.closed);
         self.stack.drive(now, out, |s| {
-            if s.state() == State::Established && connected.is_none() {
-                *connected = Some(now);
+            if s.state() == State::Established {
+                life.established(now);
             }
-            if connected.is_some() && !*requested && s.can_send() {
-                let request = client_request(t.p.upload, t.limit, now, end);
-                *requested = t.send_bytes(s, &request).is_ok();
+            if life.connected_ns.is_some() && !life.requested && s.can_send() {
+                let request = client_request(t.bulk.p.upload, t.bulk.limit, now, life.stop);
+                life.requested = t.send_bytes(s, &request).is_ok();
             }
-            if *requested {
-                if t.p.upload {
+            if life.requested {
+                if t.bulk.p.upload {
                     t.write(s);
                 } else {
                     t.read(s, false, &delivered, now);
-                    if !s.may_recv() && !t.p.complete {
-                        t.p.complete = true;
-                        t.p.done_ns = Some(now);
+                    if !s.may_recv() {
+                        t.bulk.complete_at(Some(now));
                     }
                 }
             }
-            if t.p.upload && t.p.sent >= t.limit && delivered.get().bytes >= t.limit && !t.p.complete {
-                t.p.complete = true;
-                t.p.done_ns = delivered.get().last_ns;
+            let b = &mut t.bulk;
+            if b.p.upload && b.p.sent >= b.limit && delivered.get().bytes >= b.limit {
+                b.complete_at(delivered.get().last_ns);
             }
-            if now >= end || (t.p.complete && !t.p.upload) {
+            if now >= life.stop || (b.p.complete && !b.p.upload) {
                 s.abort();
-                *closed = true;
+                life.closed = true;
             }
         });
-        if self.connected_ns.is_some() {
-            let t = &self.transfer;
-            self.stack.sample(now, if t.p.upload { t.p.sent } else { t.p.received });
+        if self.life.connected_ns.is_some() {
+            self.stack.sample(now, self.transfer.bulk.series_bytes(true));
         }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        if self.closed {
-            None
-        } else if !self.connecting {
-            Some(self.start)
-        } else {
-            Some(self.stack.wake.unwrap_or(self.end).min(self.end))
-        }
+        self.life.next_wakeup(self.stack.wake)
     }
 
     fn finished(&self) -> bool {
-        self.closed || self.transfer.p.complete
+        self.life.closed || self.transfer.bulk.p.complete
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         self.stack.series.finish()?;
         // Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
         let retransmits = Some(self.stack.meter.retransmits);
-        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_client(
-            raw,
-            end,
-            &self.transfer.p,
-            self.delivered.get(),
-            self.connected_ns,
-            retransmits,
-        )
+        let p = &self.transfer.bulk.p;
+        self.of.write_client(raw, end, p, self.life.connected_ns, retransmits)
     }
 }
 
 pub struct TcpServer {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     stack: Stack,
-    start: Nanos,
     transfer: Transfer,
     accepted: bool,
-    delivered: Rc<Cell<Delivered>>,
 }
 
 impl TcpServer {
@@ -629,15 +521,13 @@ impl TcpServer {
             .socket()
             .listen(addr.port())
             .map_err(|e| format!("listen on {addr}: {e}"))?;
-        let transfer = Transfer::new(&stack);
+        // Until the request says otherwise: the client downloads nothing.
+        let transfer = Transfer::new(&stack, Bulk::new(false, 0));
         Ok(TcpServer {
-            name: setup.name,
-            cc: setup.cc,
+            of: SummaryOf::new(&setup, STACK, start),
             stack,
-            start,
             transfer,
             accepted: false,
-            delivered: setup.delivered,
         })
     }
 }
@@ -652,36 +542,26 @@ impl Endpoint for TcpServer {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        let delivered = self.delivered.clone();
+        let delivered = self.of.delivered.clone();
         let t = &mut self.transfer;
         let accepted = &mut self.accepted;
         self.stack.drive(now, out, |s| {
             if s.is_active() {
                 *accepted = true;
             }
-            let known = t.request.len() == REQUEST_LEN;
-            if !known || t.p.upload {
+            if !t.bulk.request_read() || t.bulk.p.upload {
                 t.read(s, true, &delivered, now);
-                if t.request.len() == REQUEST_LEN && !known {
-                    match serve_request(&t.request) {
-                        Ok((upload, limit)) => (t.p.upload, t.limit) = (upload, limit),
-                        Err(e) => t.p.error = Some(e),
-                    }
-                }
             }
-            if t.request.len() == REQUEST_LEN && !t.p.upload {
+            if t.bulk.request_read() && !t.bulk.p.upload {
                 t.write(s);
-                t.p.complete = t.p.sent >= t.limit;
+                t.bulk.p.complete = t.bulk.p.sent >= t.bulk.limit;
             }
-            if t.p.upload && !s.may_recv() && *accepted && !t.p.complete && t.request.len() == REQUEST_LEN {
-                t.p.complete = true;
-                t.p.done_ns = Some(now);
+            if t.bulk.p.upload && !s.may_recv() && *accepted && t.bulk.request_read() {
+                t.bulk.complete_at(Some(now));
             }
         });
-        let t = &self.transfer;
         if self.accepted && self.stack.socket().is_active() {
-            let bytes = if t.p.upload { t.p.received } else { t.p.sent };
-            self.stack.sample(now, bytes);
+            self.stack.sample(now, self.transfer.bulk.series_bytes(false));
         }
     }
 
@@ -696,20 +576,17 @@ impl Endpoint for TcpServer {
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         self.stack.series.finish()?;
         let retransmits = Some(self.stack.meter.retransmits);
-        SummaryOf::new(&self.name, &self.cc, STACK, self.start).write_server(
-            raw,
-            end,
-            self.accepted,
-            &self.transfer.p,
-            retransmits,
-        )
+        let p = &self.transfer.bulk.p;
+        self.of.write_server(raw, end, self.accepted, p, retransmits)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::bulk::REQUEST_LEN;
     use crate::endpoint::SAMPLE_INTERVAL;
+    use std::rc::Rc;
     use wire::ipv4::{protocol, Ipv4Repr};
     use wire::tcp::flags;
 
@@ -835,7 +712,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sim-tcp-series-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("f-client.arrow");
-        let mut series = Series::new(&path, Sample::schema());
+        let mut series = Series::new(&path, tcp_series::schema(false));
         let mut m = Meter::default();
         let n = 2 * super::super::SERIES_BATCH + 500;
         for i in 0..n as u64 {

@@ -9,16 +9,15 @@
 use std::cell::Cell;
 use std::net::SocketAddrV4;
 use std::path::Path;
-use std::rc::Rc;
 
 use linkem::Nanos;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
 use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
 use wire::TcpPacket;
 
-use super::bulk::{client_request, serve_request, Progress, SummaryOf, REQUEST_LEN};
-use super::tcp::TcpSetup;
-use super::{series_key_columns, series_key_fields, Delivered, Endpoint, Row, SampleGrid, Series};
+use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup, REQUEST_LEN};
+use super::tcp_series::{self, Sample, Window};
+use super::{Delivered, Endpoint, SampleGrid, Series};
 
 /// Bytes written to the send buffer at a time.
 const CHUNK: u64 = 1 << 20;
@@ -46,81 +45,23 @@ fn from_packet(p: &[u8]) -> Option<Segment> {
     Segment::parse(ip.transport(), ip.ecn() as u8)
 }
 
-/// One row of the series (the agent's TCP series columns this stack has).
-struct Sample {
-    t_ns: Nanos,
-    bytes: u64,
-    cwnd: u32,
-    ssthresh: u32,
-    snd_mss: u32,
-    ca_state: u32,
-    srtt_us: Option<u64>,
-    rttvar_us: Option<u64>,
-    min_rtt_us: Option<u64>,
-    bytes_in_flight: u64,
-    total_retrans: u64,
-}
-
-impl Sample {
-    fn schema() -> arrow_schema::Schema {
-        use arrow_schema::{DataType, Field};
-        let mut fields = Vec::from(series_key_fields());
-        fields.extend([
-            Field::new("bytes", DataType::UInt64, false),
-            Field::new("cwnd", DataType::UInt32, false),
-            Field::new("cwnd_bytes", DataType::UInt64, false),
-            Field::new("ssthresh", DataType::UInt32, false),
-            Field::new("snd_mss", DataType::UInt32, false),
-            Field::new("ca_state", DataType::UInt32, false),
-            Field::new("srtt_us", DataType::UInt64, true),
-            Field::new("rttvar_us", DataType::UInt64, true),
-            Field::new("min_rtt_us", DataType::UInt64, true),
-            Field::new("bytes_in_flight", DataType::UInt64, false),
-            Field::new("total_retrans", DataType::UInt64, false),
-        ]);
-        arrow_schema::Schema::new(fields)
-    }
-
-    fn of(c: &Connection, t_ns: Nanos, bytes: u64) -> Sample {
-        Sample {
-            t_ns,
-            bytes,
+/// The series row of connection `c` at `t_ns`, `bytes` sent or read.
+fn sample(c: &Connection, t_ns: Nanos, bytes: u64) -> Sample {
+    Sample {
+        t_ns,
+        bytes,
+        window: Some(Window {
             cwnd: c.cwnd(),
             // As the kernel reports an unset ssthresh (TCP_INFINITE_SSTHRESH).
             ssthresh: c.ssthresh().unwrap_or(tcp::cc::INFINITE_SSTHRESH),
             snd_mss: c.mss(),
             ca_state: c.ca_state() as u32,
-            srtt_us: c.srtt_us(),
-            rttvar_us: c.srtt_us().map(|_| c.rttvar_us()),
-            min_rtt_us: c.min_rtt_us(),
-            bytes_in_flight: c.bytes_in_flight(),
-            total_retrans: c.stats().total_retrans,
-        }
-    }
-}
-
-impl Row for Sample {
-    fn columns(s: &[Sample], _schema: &arrow_schema::Schema) -> Vec<arrow_array::ArrayRef> {
-        use arrow_array::{ArrayRef, UInt32Array, UInt64Array};
-        use std::sync::Arc;
-        let u64s = |f: fn(&Sample) -> u64| Arc::new(UInt64Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let u32s = |f: fn(&Sample) -> u32| Arc::new(UInt32Array::from_iter_values(s.iter().map(f))) as ArrayRef;
-        let opts = |f: fn(&Sample) -> Option<u64>| Arc::new(UInt64Array::from_iter(s.iter().map(f))) as ArrayRef;
-        let mut columns = Vec::from(series_key_columns(s.iter().map(|x| x.t_ns)));
-        columns.extend([
-            u64s(|x| x.bytes),
-            u32s(|x| x.cwnd),
-            u64s(|x| u64::from(x.cwnd) * u64::from(x.snd_mss)),
-            u32s(|x| x.ssthresh),
-            u32s(|x| x.snd_mss),
-            u32s(|x| x.ca_state),
-            opts(|x| x.srtt_us),
-            opts(|x| x.rttvar_us),
-            opts(|x| x.min_rtt_us),
-            u64s(|x| x.bytes_in_flight),
-            u64s(|x| x.total_retrans),
-        ]);
-        columns
+        }),
+        srtt_us: c.srtt_us(),
+        rttvar_us: c.srtt_us().map(|_| c.rttvar_us()),
+        min_rtt_us: c.min_rtt_us(),
+        bytes_in_flight: c.bytes_in_flight(),
+        total_retrans: c.stats().total_retrans,
     }
 }
 
@@ -131,34 +72,18 @@ struct End {
     conn: Connection,
     series: Series<Sample>,
     grid: SampleGrid,
-    upload: bool,
-    limit: u64,
-    request: Vec<u8>,
-    /// Payload written (sender) or read (receiver), the request excluded.
-    sent: u64,
-    received: u64,
-    complete: bool,
-    done_ns: Option<Nanos>,
-    /// A request the server could not serve.
-    error: Option<String>,
+    bulk: Bulk,
 }
 
 impl End {
-    fn new(addr: SocketAddrV4, peer: SocketAddrV4, conn: Connection, series: &Path) -> End {
+    fn new(addr: SocketAddrV4, peer: SocketAddrV4, conn: Connection, series: &Path, bulk: Bulk) -> End {
         End {
             addr,
             peer,
             conn,
-            series: Series::new(series, Sample::schema()),
+            series: Series::new(series, tcp_series::schema(true)),
             grid: SampleGrid::default(),
-            upload: true,
-            limit: u64::MAX,
-            request: Vec::new(),
-            sent: 0,
-            received: 0,
-            complete: false,
-            done_ns: None,
-            error: None,
+            bulk,
         }
     }
 
@@ -179,47 +104,36 @@ impl End {
 
     /// Writes zeros up to the limit (or while there is room), then the FIN.
     fn write(&mut self) {
-        while self.sent < self.limit {
-            let n = self.conn.write_zeros((self.limit - self.sent).min(CHUNK));
+        let b = &mut self.bulk;
+        while b.p.sent < b.limit {
+            let n = self.conn.write_zeros((b.limit - b.p.sent).min(CHUNK));
             if n == 0 {
                 break;
             }
-            self.sent += n;
+            b.p.sent += n;
         }
-        if self.sent >= self.limit {
+        if b.p.sent >= b.limit {
             self.conn.close();
         }
     }
 
     /// Reads what arrived (the request first if `want_request`), counting the payload.
     fn read(&mut self, want_request: bool, delivered: &Cell<Delivered>, now: Nanos) {
-        if want_request && self.request.len() < REQUEST_LEN {
+        if want_request && !self.bulk.request_read() {
             let mut buf = [0u8; REQUEST_LEN];
-            let want = REQUEST_LEN - self.request.len();
-            let n = self.conn.read(now, &mut buf[..want]);
-            self.request.extend_from_slice(&buf[..n]);
+            let n = self.conn.read(now, &mut buf[..self.bulk.request_missing()]);
+            self.bulk.take_request(&buf[..n]);
         }
         let n = self.conn.consume(now, usize::MAX) as u64;
-        self.received += n;
+        self.bulk.p.received += n;
         Delivered::add(delivered, n, now);
     }
 
     /// A series row at the first poll at or after each 10 ms deadline.
-    fn sample(&mut self, now: Nanos, bytes: u64) {
+    fn sample(&mut self, now: Nanos, client: bool) {
         if self.grid.due(now) {
-            self.series.push(Sample::of(&self.conn, now, bytes));
-        }
-    }
-
-    /// The transfer as the summary reports it.
-    fn progress(&self) -> Progress {
-        Progress {
-            upload: self.upload,
-            sent: self.sent,
-            received: self.received,
-            complete: self.complete,
-            done_ns: self.done_ns,
-            error: self.error.clone(),
+            let bytes = self.bulk.series_bytes(client);
+            self.series.push(sample(&self.conn, now, bytes));
         }
     }
 }
@@ -244,17 +158,9 @@ fn config(setup: &TcpSetup, local: SocketAddrV4, remote: SocketAddrV4, salt: u64
 }
 
 pub struct TcpClient {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     end: End,
-    start: Nanos,
-    stop: Nanos,
-    /// Polled at or after `start` (the SYN is sent).
-    started: bool,
-    connected_ns: Option<Nanos>,
-    requested: bool,
-    closed: bool,
-    delivered: Rc<Cell<Delivered>>,
+    life: ClientLife,
 }
 
 impl TcpClient {
@@ -269,20 +175,11 @@ impl TcpClient {
     ) -> Result<TcpClient, String> {
         let conn = Connection::connect(config(&setup, addr, server, 0)).map_err(|e| e.to_string())?;
         let series = setup.raw.join(format!("{}-client.arrow", setup.name));
-        let mut end = End::new(addr, server, conn, &series);
-        end.upload = upload;
-        end.limit = bytes.unwrap_or(u64::MAX);
+        let bulk = Bulk::new(upload, bytes.unwrap_or(u64::MAX));
         Ok(TcpClient {
-            name: setup.name.clone(),
-            cc: setup.cc.clone(),
-            end,
-            start,
-            stop,
-            started: false,
-            connected_ns: None,
-            requested: false,
-            closed: false,
-            delivered: setup.delivered.clone(),
+            of: SummaryOf::new(&setup, STACK_NAME, start),
+            end: End::new(addr, server, conn, &series, bulk),
+            life: ClientLife::new(start, stop),
         })
     }
 }
@@ -297,64 +194,56 @@ impl Endpoint for TcpClient {
     }
 
     fn poll(&mut self, now: Nanos, out: &mut Vec<Vec<u8>>) {
-        if now < self.start || self.closed {
+        let life = &mut self.life;
+        if now < life.start || life.closed {
             return;
         }
-        self.started = true;
+        life.started = true;
         let e = &mut self.end;
         if e.conn.state() == State::Closed {
-            self.closed = true;
+            life.closed = true;
             return;
         }
-        if e.conn.is_established() && self.connected_ns.is_none() {
-            self.connected_ns = Some(now);
+        if e.conn.is_established() {
+            life.established(now);
         }
-        if self.connected_ns.is_some() && !self.requested {
-            let request = client_request(e.upload, e.limit, now, self.stop);
-            self.requested = e.conn.write(&request) == REQUEST_LEN;
+        if life.connected_ns.is_some() && !life.requested {
+            let request = client_request(e.bulk.p.upload, e.bulk.limit, now, life.stop);
+            life.requested = e.conn.write(&request) == REQUEST_LEN;
         }
-        if self.requested {
-            if e.upload {
+        if life.requested {
+            if e.bulk.p.upload {
                 e.write();
             } else {
-                e.read(false, &self.delivered, now);
-                if e.conn.peer_closed() && !e.complete {
-                    e.complete = true;
-                    e.done_ns = Some(now);
+                e.read(false, &self.of.delivered, now);
+                if e.conn.peer_closed() {
+                    e.bulk.complete_at(Some(now));
                 }
             }
         }
         // An upload is done, as for the agent's tcp-client, when the server's FIN comes
         // back: the server closes its side after reading everything (tcp/client.rs:
         // shutdown_write, then drain_to_eof).
-        let d = self.delivered.get();
-        if e.upload && e.sent >= e.limit && d.bytes >= e.limit && e.conn.peer_closed() && !e.complete {
-            e.complete = true;
-            e.done_ns = Some(now);
+        let (b, d) = (&mut e.bulk, self.of.delivered.get());
+        if b.p.upload && b.p.sent >= b.limit && d.bytes >= b.limit && e.conn.peer_closed() {
+            b.complete_at(Some(now));
         }
-        if now >= self.stop || (e.complete && !e.upload) {
+        if now >= life.stop || (b.p.complete && !b.p.upload) {
             e.conn.abort();
-            self.closed = true;
+            life.closed = true;
         }
         e.transmit(now, out);
-        if self.connected_ns.is_some() {
-            let bytes = if e.upload { e.sent } else { e.received };
-            e.sample(now, bytes);
+        if life.connected_ns.is_some() {
+            e.sample(now, true);
         }
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        if self.closed {
-            None
-        } else if !self.started {
-            Some(self.start)
-        } else {
-            Some(self.end.conn.next_timeout().unwrap_or(self.stop).min(self.stop))
-        }
+        self.life.next_wakeup(self.end.conn.next_timeout())
     }
 
     fn finished(&self) -> bool {
-        self.closed || self.end.complete
+        self.life.closed || self.end.bulk.p.complete
     }
 
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
@@ -362,26 +251,16 @@ impl Endpoint for TcpClient {
         let e = &self.end;
         // The sending end's retransmitted segments (`tcpi_total_retrans`), when the client
         // sends, as the agent reports it.
-        let retransmits = e.upload.then(|| e.conn.stats().total_retrans);
-        let of = SummaryOf::new(&self.name, &self.cc, STACK_NAME, self.start);
-        of.write_client(
-            raw,
-            end,
-            &e.progress(),
-            self.delivered.get(),
-            self.connected_ns,
-            retransmits,
-        )
+        let retransmits = e.bulk.p.upload.then(|| e.conn.stats().total_retrans);
+        self.of
+            .write_client(raw, end, &e.bulk.p, self.life.connected_ns, retransmits)
     }
 }
 
 pub struct TcpServer {
-    name: String,
-    cc: String,
+    of: SummaryOf,
     end: End,
-    start: Nanos,
     accepted: bool,
-    delivered: Rc<Cell<Delivered>>,
 }
 
 impl TcpServer {
@@ -389,14 +268,12 @@ impl TcpServer {
     pub fn new(setup: TcpSetup, addr: SocketAddrV4, client: SocketAddrV4, start: Nanos) -> Result<TcpServer, String> {
         let conn = Connection::listen(config(&setup, addr, client, 0x5EED)).map_err(|e| e.to_string())?;
         let series = setup.raw.join(format!("{}-server.arrow", setup.name));
-        let end = End::new(addr, client, conn, &series);
+        // Until the request says otherwise: the client sends, without a byte count.
+        let bulk = Bulk::new(true, u64::MAX);
         Ok(TcpServer {
-            name: setup.name.clone(),
-            cc: setup.cc.clone(),
-            end,
-            start,
+            of: SummaryOf::new(&setup, STACK_NAME, start),
+            end: End::new(addr, client, conn, &series, bulk),
             accepted: false,
-            delivered: setup.delivered.clone(),
         })
     }
 }
@@ -415,30 +292,22 @@ impl Endpoint for TcpServer {
         if e.conn.is_established() {
             self.accepted = true;
         }
-        let known = e.request.len() == REQUEST_LEN;
-        if !known || e.upload {
-            e.read(true, &self.delivered, now);
-            if !known && e.request.len() == REQUEST_LEN {
-                match serve_request(&e.request) {
-                    Ok((upload, limit)) => (e.upload, e.limit) = (upload, limit),
-                    Err(err) => e.error = Some(err),
-                }
-            }
+        if !e.bulk.request_read() || e.bulk.p.upload {
+            e.read(true, &self.of.delivered, now);
         }
-        if e.request.len() == REQUEST_LEN && !e.upload && e.error.is_none() {
+        let b = &e.bulk;
+        if b.request_read() && !b.p.upload && b.p.error.is_none() {
             e.write();
-            e.complete = e.sent >= e.limit && e.conn.all_acked();
+            e.bulk.p.complete = e.bulk.p.sent >= e.bulk.limit && e.conn.all_acked();
         }
-        if e.upload && e.request.len() == REQUEST_LEN && e.conn.peer_closed() && !e.complete {
-            e.complete = true;
-            e.done_ns = Some(now);
+        if e.bulk.p.upload && e.bulk.request_read() && e.conn.peer_closed() && !e.bulk.p.complete {
+            e.bulk.complete_at(Some(now));
             // Everything read: the server closes its side (tcp/server.rs).
             e.conn.close();
         }
         e.transmit(now, out);
         if self.accepted && e.conn.state() == State::Established {
-            let bytes = if e.upload { e.received } else { e.sent };
-            e.sample(now, bytes);
+            e.sample(now, false);
         }
     }
 
@@ -453,9 +322,8 @@ impl Endpoint for TcpServer {
     fn write_summary(&mut self, raw: &Path, end: Nanos) -> std::io::Result<()> {
         self.end.series.finish()?;
         let e = &self.end;
-        let retransmits = (!e.upload).then(|| e.conn.stats().total_retrans);
-        let of = SummaryOf::new(&self.name, &self.cc, STACK_NAME, self.start);
-        of.write_server(raw, end, self.accepted, &e.progress(), retransmits)
+        let retransmits = (!e.bulk.p.upload).then(|| e.conn.stats().total_retrans);
+        self.of.write_server(raw, end, self.accepted, &e.bulk.p, retransmits)
     }
 }
 

@@ -53,6 +53,37 @@ pub struct Class {
     pub default_limit: QueueLimit,
 }
 
+impl Class {
+    /// A discipline that drops only when full and serves in arrival order (no AQM, no
+    /// L4S), unlimited unless a limit is given.
+    pub const fn tail(name: &'static str, description: &'static str, parameters: &'static [&'static str]) -> Class {
+        Class {
+            name,
+            description,
+            parameters,
+            aqm: false,
+            fifo: true,
+            l4s: false,
+            default_limit: QueueLimit::Unlimited,
+        }
+    }
+
+    /// An AQM (drops or marks before it is full, takes `ecn`) serving in arrival order,
+    /// without L4S; `fifo`/`l4s` are overridden where a discipline differs.
+    pub const fn aqm(
+        name: &'static str,
+        description: &'static str,
+        parameters: &'static [&'static str],
+        default_limit: QueueLimit,
+    ) -> Class {
+        Class {
+            aqm: true,
+            default_limit,
+            ..Class::tail(name, description, parameters)
+        }
+    }
+}
+
 /// A discipline's options: read from and written to a queue's JSON fields, checked, and
 /// built into the discipline. Implemented in each discipline's module.
 ///
@@ -101,6 +132,22 @@ pub fn require(ok: bool, field: &str, what: &str, got: impl std::fmt::Display) -
     } else {
         Err(format!("queue.{field} must be {what}, got {got}"))
     }
+}
+
+/// `queue.<field>` must be above zero (a time, a size).
+pub fn require_positive<T: PartialOrd + Default + std::fmt::Display>(field: &str, value: T) -> Result<(), String> {
+    require(value > T::default(), field, "> 0", value)
+}
+
+/// `queue.<field>` must be a finite number ≥ 0, in `unit` (a gain, a threshold).
+pub fn require_non_negative(field: &str, value: f64, unit: &str) -> Result<(), String> {
+    let ok = value.is_finite() && value >= 0.0;
+    require(ok, field, &format!("a number ≥ 0 ({unit})"), value)
+}
+
+/// `queue.<field>` must be a fraction in (0, 1] (a probability that is not 0, a weight).
+pub fn require_fraction(field: &str, value: f64) -> Result<(), String> {
+    require(value > 0.0 && value <= 1.0, field, "in (0, 1]", value)
 }
 
 macro_rules! registry {
