@@ -24,9 +24,9 @@ fn accepted() -> (Connection, u32) {
     accepted_with(Config::new("cubic", 5201, 40000))
 }
 
-fn accepted_with(cfg: Config) -> (Connection, u32) {
-    let mut server = Connection::listen(cfg).unwrap();
-    let syn = Segment {
+/// The client's SYN (MSS 1460, window scale 7, SACK, timestamps).
+fn syn() -> Segment {
+    Segment {
         src_port: 40000,
         dst_port: 5201,
         seq: CLIENT_ISN,
@@ -37,11 +37,22 @@ fn accepted_with(cfg: Config) -> (Connection, u32) {
         sack_permitted: true,
         timestamps: Some((1, 0)),
         ..Segment::default()
-    };
-    server.receive(0, &syn);
+    }
+}
+
+/// A listening server given `syn()` at 0: it and its SYN-ACK.
+fn syn_acked(cfg: Config) -> (Connection, Segment) {
+    let mut server = Connection::listen(cfg).unwrap();
+    server.receive(0, &syn());
     let mut out = Vec::new();
     server.poll(0, &mut out);
     let synack = out.pop().unwrap();
+    (server, synack)
+}
+
+fn accepted_with(cfg: Config) -> (Connection, u32) {
+    let syn = syn();
+    let (mut server, synack) = syn_acked(cfg);
     assert!(synack.has(flags::SYN) && synack.has(flags::ACK));
     let ack = Segment {
         seq: CLIENT_ISN + 1,
@@ -168,6 +179,20 @@ fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
     assert_eq!(server.next_timeout(), Some(t - 10_000 + MS));
 }
 
+/// Segment `n` arrives at 39 + n ms echoing the server's SYN-ACK timestamp `synack_ts`;
+/// the application reads everything then. Returns what the server sent.
+fn deliver_and_read(server: &mut Connection, una: u32, synack_ts: u32, n: u32) -> Vec<Segment> {
+    let at = (39 + u64::from(n)) * MS;
+    let mut s = data(n, (at / MS) as u32);
+    s.ack = una;
+    s.timestamps = Some(((at / MS) as u32, synack_ts));
+    server.receive(at, &s);
+    let mut out = Vec::new();
+    server.poll(at, &mut out);
+    server.consume(at, usize::MAX);
+    out
+}
+
 /// Receive-buffer autotuning turns quick ACKs on while the window grows (Linux 6.18's
 /// `tcp_rcv_space_adjust` / `tcp_rcvbuf_grow` and `tcp_grow_window`'s `quick |= 1`).
 /// The server announces an MSS of 1460 (advmss): rcv_wnd = rcv_ssthresh = 65536 rounded
@@ -197,15 +222,8 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
     let (mut server, una) = accepted_with(cfg);
     let mut acks = Vec::new();
     for n in 1..=80u32 {
-        let at = (39 + u64::from(n)) * MS;
-        let mut s = data(n, (at / MS) as u32);
-        s.ack = una;
-        s.timestamps = Some(((at / MS) as u32, synack_ts));
-        server.receive(at, &s);
-        let mut out = Vec::new();
-        server.poll(at, &mut out);
+        let out = deliver_and_read(&mut server, una, synack_ts, n);
         acks.extend(out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448));
-        server.consume(at, usize::MAX);
     }
     let mut want: Vec<u32> = (1..=16).collect();
     want.extend([18, 20]);
@@ -232,23 +250,7 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
 #[test]
 fn tcp_rmem_sets_the_starting_buffer_and_the_autotuning_limit() {
     let syn_ack = |cfg: Config| {
-        let mut server = Connection::listen(cfg).unwrap();
-        let syn = Segment {
-            src_port: 40000,
-            dst_port: 5201,
-            seq: CLIENT_ISN,
-            flags: flags::SYN,
-            window: 64240,
-            mss: Some(1460),
-            window_scale: Some(7),
-            sack_permitted: true,
-            timestamps: Some((1, 0)),
-            ..Segment::default()
-        };
-        server.receive(0, &syn);
-        let mut out = Vec::new();
-        server.poll(0, &mut out);
-        let s = out.pop().unwrap();
+        let s = syn_acked(cfg).1;
         (s.window, s.window_scale)
     };
     let mut cfg = Config::new("cubic", 5201, 40000);
@@ -262,13 +264,7 @@ fn tcp_rmem_sets_the_starting_buffer_and_the_autotuning_limit() {
     let (mut server, una) = accepted_with(cfg);
     assert_eq!(server.receiver().window_clamp(), 32_768);
     for n in 1..=80u32 {
-        let at = (39 + u64::from(n)) * MS;
-        let mut s = data(n, (at / MS) as u32);
-        s.ack = una;
-        s.timestamps = Some(((at / MS) as u32, synack_ts));
-        server.receive(at, &s);
-        server.poll(at, &mut Vec::new());
-        server.consume(at, usize::MAX);
+        deliver_and_read(&mut server, una, synack_ts, n);
         if n == 21 {
             assert_eq!(server.receiver().window_clamp(), 131_072);
         }
