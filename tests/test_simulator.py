@@ -10,7 +10,7 @@ import pytest
 from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import tlab, write_scenario
 from transportlab.locations import PROJECT_ROOT
-from transportlab.network.buffers import TCP_RMEM
+from transportlab.scenario.tcp_rmem import TCP_RMEM
 
 
 def bottleneck(queue: dict, reverse: dict | None = None) -> str:

@@ -5,6 +5,7 @@ simulator's TCP takes its windows from them (`run.simulate`)."""
 from __future__ import annotations
 
 from transportlab.plan.topology import Topology
+from transportlab.scenario.tcp_rmem import TCP_RMEM, TCP_RMEM_FORM, parse_tcp_rmem
 
 # Linux defaults for the TCP socket-buffer settings (bytes): tcp_rmem's min and default
 # (the buffer a connection starts with) and both maxima.
@@ -12,19 +13,6 @@ DEFAULT_TCP_RMEM_MIN = 4096
 DEFAULT_TCP_RMEM_DEFAULT = 131_072
 DEFAULT_TCP_RMEM_MAX = 6_291_456
 DEFAULT_TCP_WMEM_MAX = 4_194_304
-# The one kernel setting the simulator's TCP takes from a scenario (run.simulate).
-TCP_RMEM = "net.ipv4.tcp_rmem"
-TCP_RMEM_FORM = "three whole numbers of bytes, 'min default max', each at least 1 (as Linux takes tcp_rmem)"
-
-
-def parse_tcp_rmem(value: object) -> tuple[int, int, int] | None:
-    """tcp_rmem's (min, default, max) from a scenario's value, None if it is not three
-    whole numbers ≥ 1 separated by blanks."""
-    parts = str(value).split()
-    if len(parts) != 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
-        return None
-    lo, default, hi = (int(p) for p in parts)
-    return lo, default, hi
 
 
 def tcp_buffer_limits(topology: Topology, host: str) -> tuple[int, int]:

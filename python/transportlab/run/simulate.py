@@ -17,10 +17,11 @@ from pathlib import Path
 from transportlab.artefacts.records import ScenarioRecord
 from transportlab.artefacts.rundir import SCENARIO, write_json
 from transportlab.locations import binary
-from transportlab.network.buffers import TCP_RMEM, parse_tcp_rmem, tcp_buffer_limits, tcp_rmem
+from transportlab.network.buffers import tcp_buffer_limits, tcp_rmem
 from transportlab.plan.flows import Flow, Probe, Resolved
 from transportlab.plan.runs import PlannedRun
 from transportlab.run.execute import AgentFailure
+from transportlab.scenario.tcp_rmem import TCP_RMEM, parse_tcp_rmem
 from transportlab.stacks.web import AGENT
 
 # The simulated run's time 0 (virtual ns): away from 0 so no time is ever negative.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from transportlab.network.buffers import TCP_RMEM, TCP_RMEM_FORM, parse_tcp_rmem
 from transportlab.scenario.errors import MISSING
 from transportlab.scenario.graph import NoPath, route
+from transportlab.scenario.tcp_rmem import TCP_RMEM, TCP_RMEM_FORM, parse_tcp_rmem
 
 if TYPE_CHECKING:
     from transportlab.scenario.schema import Scenario
