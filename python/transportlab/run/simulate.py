@@ -116,14 +116,9 @@ def _sysctl_refusals(r: Resolved) -> list[tuple[str, str]]:
             if parsed is None or not parsed[0] <= parsed[1] <= parsed[2]:
                 out.append((where, f"{value!r}: the simulated TCP takes min ≤ default ≤ max"))
             for f in r.flows:
-                if f.protocol == "tcp" and tcp_stack(f) == SMOLTCP and _receiver(f) == host:
+                if f.protocol == "tcp" and tcp_stack(f) == SMOLTCP and f.receiver == host:
                     out.append((where, f"flows.{f.name} runs on smoltcp, whose buffers are fixed 8 MiB rings"))
     return out
-
-
-def _receiver(f: Flow) -> str:
-    """The host whose socket receives a flow's data (the client's for a download)."""
-    return f.to if f.direction == "upload" else f.from_
 
 
 def _placed(x: Flow | Probe, hosts: list[str]) -> dict:
@@ -154,9 +149,8 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             flow["stack"] = tcp_stack(f)
             # The buffer settings the emulated hosts get: the receiver's tcp_rmem (the
             # scenario's, if it sets it) and the sender's send-buffer limit.
-            sender, receiver = (f.from_, f.to) if f.direction == "upload" else (f.to, f.from_)
-            flow["rmem"] = list(tcp_rmem(topo, receiver, r.sysctls))
-            flow["sndbuf"] = tcp_buffer_limits(topo, sender)[1]
+            flow["rmem"] = list(tcp_rmem(topo, f.receiver, r.sysctls))
+            flow["sndbuf"] = tcp_buffer_limits(topo, f.sender)[1]
         elif f.protocol == "quic":
             flow["cc"] = f.cc
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}
