@@ -80,6 +80,19 @@ impl QueueLimit {
             QueueLimit::Unlimited => true,
         }
     }
+
+    /// `packet` back if it may join `occupancy`, else refused as [`DropReason::QueueFull`]:
+    /// every discipline's hard limit.
+    pub fn admit<P>(&self, occupancy: Backlog, packet: Packet<P>) -> Result<Packet<P>, Dropped<P>> {
+        if self.admits(occupancy, packet.size) {
+            Ok(packet)
+        } else {
+            Err(Dropped {
+                packet,
+                reason: DropReason::QueueFull,
+            })
+        }
+    }
 }
 
 /// What the stage tells a discipline at each call, and where the discipline reports what
@@ -179,12 +192,7 @@ impl<P> Fifo<P> {
         packet: Packet<P>,
         at: Nanos,
     ) -> Result<(), Dropped<P>> {
-        if !limit.admits(self.backlog.plus(on_wire), packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let packet = limit.admit(self.backlog.plus(on_wire), packet)?;
         self.push(packet, at);
         Ok(())
     }
