@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use agent_proto::wire::code;
-use agent_proto::wire::object::UploadReply;
 use agent_proto::wire::request::{self, Mode, Request, Transport};
 use agent_proto::wire::Error;
 use anyhow::{anyhow, bail, Context};
@@ -473,12 +472,8 @@ async fn serve_request(
         Mode::Upload => {
             served.duration_over =
                 transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;
-            // The sum over every stream.
-            let reply = UploadReply {
-                bytes_read: t.bytes_received.load(Relaxed),
-            };
-            transfer::send_word(&mut send, reply.encode(), t).await?;
-            let _ = send.finish();
+            // The reply counts what arrived on every stream.
+            transfer::reply_to_upload(&mut send, t).await?;
             served.transfer_done = true;
         }
         Mode::Download => {
@@ -490,11 +485,7 @@ async fn serve_request(
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::recv_messages(&mut recv, req.message_size, t).await?;
-            let reply = UploadReply {
-                bytes_read: t.bytes_received.load(Relaxed),
-            };
-            transfer::send_word(&mut send, reply.encode(), t).await?;
-            let _ = send.finish();
+            transfer::reply_to_upload(&mut send, t).await?;
             served.transfer_done = true;
         }
         Mode::Messages => {
