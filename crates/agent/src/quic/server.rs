@@ -2,7 +2,6 @@
 //! the request on its control stream; a summary shaped like tcp-server's.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -23,20 +22,15 @@ use crate::output::{self, bps, secs, ServedOutcome};
 use crate::{sys, tls, QuicServerArgs};
 
 pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
-    let c = &a.common;
-    let opts = Options::parse(&c.cc, &c.cc_param, c.datagram_size, c.rcvbuf, c.sndbuf)?;
+    let opts = Options::parse(&a.common)?;
     super::runtime()?.block_on(run(a, opts))
 }
 
 #[derive(Serialize)]
 struct Params<'a> {
     bind: String,
-    sample_interval_ns: u64,
     once: bool,
     duration_ns: Option<u64>,
-    summary: &'a Path,
-    series: Option<&'a Path>,
-    message_series: Option<&'a Path>,
     #[serde(flatten)]
     options: OptionsParams<'a>,
 }
@@ -143,13 +137,9 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let c = &a.common;
     let params = Params {
         bind: a.bind.to_string(),
-        sample_interval_ns: c.sample_interval,
         once: a.once,
         duration_ns: a.duration,
-        summary: &c.summary,
-        series: c.series.as_deref(),
-        message_series: c.message_series.as_deref(),
-        options: opts.params(),
+        options: opts.params(c),
     };
     let crypto = Arc::new(QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?);
     let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
