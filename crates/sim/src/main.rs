@@ -11,7 +11,6 @@ mod world;
 
 use std::cell::Cell;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -38,22 +37,7 @@ const FLOW_CLIENT_PORT: u16 = 40_000;
 const PROBE_CLIENT_PORT: u16 = 50_000;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 2 {
-        eprintln!("usage: tlab-sim CONFIG.json");
-        std::process::exit(2);
-    }
-    let cfg = match SimConfig::load(&PathBuf::from(&args[1])) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("tlab-sim: config error: {e}");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(cfg) {
-        eprintln!("tlab-sim: {e}");
-        std::process::exit(1);
-    }
+    engine::cli::main_with_config("tlab-sim", SimConfig::load, run);
 }
 
 /// The process's peak resident set (VmHWM), in MiB; None where /proc does not say.
