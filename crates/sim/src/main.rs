@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use agent::cc::CcChoice;
 use engine::config::Config;
-use engine::forwarder::Forwarder;
+use engine::forwarder::{Forwarder, VirtualHosts};
 use engine::log::PacketLog;
 use engine::stats::{Lateness, RunStats};
 
@@ -30,7 +30,7 @@ use endpoint::tcp::{TcpClient, TcpServer};
 use endpoint::transportlab_tcp::{TcpClient as LabTcpClient, TcpServer as LabTcpServer};
 use endpoint::udp::{UdpReceiver, UdpSender};
 use endpoint::Delivered;
-use world::{SimHosts, World};
+use world::World;
 
 /// Client ports: flows from 40000, probes from 50000, one each (ephemeral in a kernel).
 const FLOW_CLIENT_PORT: u16 = 40_000;
@@ -179,7 +179,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         ));
     }
     let log = PacketLog::create(&net.log_path).map_err(|e| format!("{}: {e}", net.log_path.display()))?;
-    let mut fwd = Forwarder::new(&net, SimHosts::default(), log)?;
+    let mut fwd = Forwarder::new(&net, VirtualHosts::default(), log)?;
     // Trace time 0 is the scenario's time 0, as in the engine.
     fwd.set_origin(cfg.t0_ns);
     let mut world = World::new(fwd, &cfg.addresses);
