@@ -248,4 +248,19 @@ mod tests {
         };
         assert!(!QueueLimit::Packets(3).admits(b.plus(wire), 1500));
     }
+
+    #[test]
+    fn admit_hands_back_what_fits_and_refuses_the_rest_as_queue_full() {
+        let b = Backlog {
+            packets: 2,
+            bytes: 3000,
+        };
+        let fits = QueueLimit::Bytes(4500).admit(b, Packet::new(1, 1500, ()));
+        assert_eq!(fits.map(|p| p.id).ok(), Some(1));
+        let refused = QueueLimit::Bytes(4499)
+            .admit(b, Packet::new(2, 1500, ()))
+            .err()
+            .unwrap();
+        assert_eq!((refused.packet.id, refused.reason), (2, DropReason::QueueFull));
+    }
 }
