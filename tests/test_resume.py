@@ -1,6 +1,10 @@
 """An interrupted sweep resumes: finished runs (with their DONE marker) are kept and
 skipped, unfinished ones are run; seeds are derived per point and repetition."""
 
+import shutil
+
+import pytest
+
 from scenario_text import flow, link, scenario, table
 from transportlab import pipeline as runner
 from transportlab.plan.runs import plan
@@ -76,3 +80,47 @@ def test_a_failed_run_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
     executed.clear()
     outcome = runner.run_scenario(path, tmp_path / "out", progress=False)
     assert executed == [failed.run_dir] and not outcome.failed
+
+
+def test_a_sweep_stops_before_a_run_the_disk_has_no_room_for(tmp_path, monkeypatch):
+    """Free space below twice the largest run so far: the sweep stops before the next run
+    with one message naming the folder, the room and the run, and what is done is kept."""
+    path = tmp_path / "resume.toml"
+    path.write_text(SCENARIO)
+    _, runs = plan(path, tmp_path / "out")
+    executed = []
+
+    def fake_execute(run, run_id, record, on_progress=None):
+        executed.append(run.run_dir)
+        (run.run_dir / "raw").mkdir(parents=True, exist_ok=True)
+        (run.run_dir / "raw" / "packets.bin").write_bytes(b"\0" * 3000)  # the largest run: 3000 B
+        return []
+
+    def fake_usage(p):
+        # 9000 B free at first; each run takes 3000 B of it.
+        left = 9000 - 3000 * len(executed)
+        return shutil._ntuple_diskusage(1 << 30, (1 << 30) - left, left)
+
+    monkeypatch.setattr(runner, "execute", fake_execute)
+    monkeypatch.setattr(runner, "analyse", lambda d: d / "report.html")
+    monkeypatch.setattr(runner.shutil, "disk_usage", fake_usage)
+    monkeypatch.setattr(runner, "MIN_FREE_BYTES", 5500)
+    with pytest.raises(runner.DiskSpaceLow) as e:
+        runner.run_scenario(path, tmp_path / "out", progress=False)
+    # 9000 free: the first run starts (≥ 5500); then 6000 free, less than twice the first
+    # run's 3000 B of packets and its other files.
+    assert executed == [runs[0].run_dir]
+    message = str(e.value)
+    assert str(runs[1].run_dir) in message and "1 of 4 run(s) finished and kept" in message
+    assert runner.is_done(runs[0].run_dir)
+
+
+def test_the_disk_check_by_hand(tmp_path, monkeypatch):
+    gib = 1 << 30
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 * gib, 7 * gib, 3 * gib))
+    runner.check_free_space(tmp_path, gib, tmp_path / "next", 0, 1)  # 3 GiB ≥ max(2, 2 × 1)
+    with pytest.raises(runner.DiskSpaceLow, match=r"3\.0 GiB free, and a run starts only with 4\.0 GiB"):
+        runner.check_free_space(tmp_path, 2 * gib, tmp_path / "next", 0, 1)
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda p: shutil._ntuple_diskusage(10 * gib, 9 * gib, gib))
+    with pytest.raises(runner.DiskSpaceLow, match=r"1\.0 GiB free, and a run starts only with 2\.0 GiB"):
+        runner.check_free_space(tmp_path, 0, tmp_path / "next", 0, 1)

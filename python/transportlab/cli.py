@@ -19,7 +19,7 @@ def _scenario_errors(fn):
     def wrapped(args) -> int:
         from transportlab.artefacts.rundir import RunDirError
         from transportlab.network.live import NetworkError
-        from transportlab.pipeline import RunsFailed
+        from transportlab.pipeline import DiskSpaceLow, RunsFailed
         from transportlab.scenario import ScenarioError, format_error
 
         try:
@@ -28,7 +28,7 @@ def _scenario_errors(fn):
             print(format_error(e), file=sys.stderr)
             return 2
         # A network that cannot be built (a bad TLAB_* setting, no root): torn down by then.
-        except (RunDirError, RunsFailed, NetworkError) as e:
+        except (RunDirError, RunsFailed, NetworkError, DiskSpaceLow) as e:
             print(f"tlab: {e}", file=sys.stderr)
             return 1
 

@@ -8,6 +8,7 @@ stopped. A run whose agents failed is recorded as failed (`raw/failures.json`, n
 from __future__ import annotations
 
 import secrets
+import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -71,6 +72,35 @@ class Interrupted(KeyboardInterrupt):
             f"interrupted {where}; {finished} of {total} run(s) finished and kept, "
             "the same `tlab run` again resumes with the rest"
         )
+
+
+# A run starts only with this much free on the results' disk, or twice the largest run
+# of the sweep so far if that is more: a run's artefacts (its packet log above all; one
+# simulated study's runs at 1 Gbit/s once wrote ~40 GB between them) must never fill the
+# disk under the results already written.
+MIN_FREE_BYTES = 2 << 30
+
+
+class DiskSpaceLow(RuntimeError):
+    """Raised before a run when the results' disk has too little room for it."""
+
+
+def check_free_space(out: Path, largest_run: int, next_run: Path, finished: int, total: int) -> None:
+    free = shutil.disk_usage(out).free
+    need = max(MIN_FREE_BYTES, 2 * largest_run)
+    if free < need:
+        gib = 1 << 30
+        raise DiskSpaceLow(
+            f"{out}: {free / gib:.1f} GiB free, and a run starts only with {need / gib:.1f} GiB "
+            f"(2 GiB, or twice the largest run so far: {largest_run / gib:.1f} GiB); stopped before {next_run}; "
+            f"{finished} of {total} run(s) finished and kept — with room made (or another --out), "
+            "the same command resumes with the rest"
+        )
+
+
+def dir_size(path: Path) -> int:
+    """Bytes of the files under `path`."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def is_done(run_dir: Path) -> bool:
@@ -169,7 +199,9 @@ def run_scenario(
                     bar.advance(overall)
                 todo = []
             current = bar.add_task("", total=1.0)
+            largest = max((dir_size(r.run_dir) for r in runs if is_done(r.run_dir)), default=0)
             for run in todo:
+                check_free_space(sweep_dir, largest, run.run_dir, sum(is_done(r.run_dir) for r in runs), len(runs))
                 current_run = run.run_dir
                 bar.update(current, description=f"  {run.label}", completed=0)
                 outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x), simulated=simulated)
@@ -178,6 +210,7 @@ def run_scenario(
                     if progress:
                         bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
                 current_run = None
+                largest = max(largest, dir_size(run.run_dir))
                 bar.update(current, completed=1.0)
                 bar.advance(overall)
     except KeyboardInterrupt:

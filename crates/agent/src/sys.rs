@@ -237,3 +237,18 @@ pub fn is_retry(e: &io::Error) -> bool {
         io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
 }
+
+/// Runs the socket call `op` until it completes, again after each [`is_retry`] error;
+/// None if a stop was requested first.
+pub fn until_stopped<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<Option<T>> {
+    loop {
+        if stop_requested() {
+            return Ok(None);
+        }
+        match op() {
+            Ok(v) => return Ok(Some(v)),
+            Err(e) if is_retry(&e) => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}

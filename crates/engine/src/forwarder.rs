@@ -29,6 +29,26 @@ pub trait Hosts {
     fn now(&self) -> Nanos;
 }
 
+/// Hosts in virtual time (the simulator's, and the tests'): the packets handed over wait
+/// in `delivered` until the caller takes them, and the time is what `now` is set to, so
+/// every hand-over happens when it is due.
+#[derive(Default)]
+pub struct VirtualHosts {
+    pub delivered: Vec<(usize, Vec<u8>)>,
+    pub now: Nanos,
+}
+
+impl Hosts for VirtualHosts {
+    fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos> {
+        self.delivered.push((host, packet.to_vec()));
+        Some(self.now)
+    }
+
+    fn now(&self) -> Nanos {
+        self.now
+    }
+}
+
 /// What the engine carries through the model with each packet.
 #[derive(Clone)]
 pub struct Carried {
@@ -494,23 +514,6 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    /// Hosts that keep what they are handed; time stands still at `now`.
-    #[derive(Default)]
-    struct Collect {
-        delivered: Vec<(usize, Vec<u8>)>,
-        now: Nanos,
-    }
-
-    impl Hosts for Collect {
-        fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos> {
-            self.delivered.push((host, packet.to_vec()));
-            Some(self.now)
-        }
-        fn now(&self) -> Nanos {
-            self.now
-        }
-    }
-
     fn udp_packet() -> Vec<u8> {
         let ip = wire::ipv4::Ipv4Repr::new([10, 0, 0, 1].into(), [10, 0, 0, 2].into(), 0);
         wire::build::udp(&ip, 4000, 5000, &[], false).unwrap()
@@ -568,7 +571,7 @@ mod tests {
                 "routes": [{{"ingress": 0, "dst": "10.0.0.2", "directions": [0], "egress": 1{route_extra}}}]}}"#
         ))
         .unwrap();
-        let mut fwd = Forwarder::new(&cfg, Collect::default(), PacketLog::create(&log_path).unwrap()).unwrap();
+        let mut fwd = Forwarder::new(&cfg, VirtualHosts::default(), PacketLog::create(&log_path).unwrap()).unwrap();
         for (bytes, at) in packets {
             fwd.ingress(0, bytes, *at);
         }

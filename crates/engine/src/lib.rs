@@ -6,6 +6,7 @@
 
 mod background_file;
 pub mod capture;
+pub mod cli;
 pub mod config;
 pub mod control;
 pub mod forwarder;

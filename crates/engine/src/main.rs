@@ -9,7 +9,6 @@ mod clock;
 mod sys;
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use attach::{Egress, RxRing};
 use engine::config::{Attach, Config};
@@ -33,22 +32,7 @@ const TOKEN_CONTROL: u64 = u64::MAX - 2;
 const MAX_PACKET: usize = 65_536;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 2 {
-        eprintln!("usage: tlab-engine CONFIG.json");
-        std::process::exit(2);
-    }
-    let cfg = match Config::load(&PathBuf::from(&args[1])) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("tlab-engine: config error: {e}");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(cfg) {
-        eprintln!("tlab-engine: {e}");
-        std::process::exit(1);
-    }
+    engine::cli::main_with_config("tlab-engine", Config::load, run);
 }
 
 /// The hosts as the real-time engine reaches them: their TUN devices or veth ends, and

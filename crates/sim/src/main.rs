@@ -11,13 +11,12 @@ mod world;
 
 use std::cell::Cell;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Instant;
 
 use agent::cc::CcChoice;
 use engine::config::Config;
-use engine::forwarder::Forwarder;
+use engine::forwarder::{Forwarder, VirtualHosts};
 use engine::log::PacketLog;
 use engine::stats::{Lateness, RunStats};
 
@@ -31,29 +30,14 @@ use endpoint::tcp::{TcpClient, TcpServer};
 use endpoint::transportlab_tcp::{TcpClient as LabTcpClient, TcpServer as LabTcpServer};
 use endpoint::udp::{UdpReceiver, UdpSender};
 use endpoint::Delivered;
-use world::{SimHosts, World};
+use world::World;
 
 /// Client ports: flows from 40000, probes from 50000, one each (ephemeral in a kernel).
 const FLOW_CLIENT_PORT: u16 = 40_000;
 const PROBE_CLIENT_PORT: u16 = 50_000;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if args.len() != 2 {
-        eprintln!("usage: tlab-sim CONFIG.json");
-        std::process::exit(2);
-    }
-    let cfg = match SimConfig::load(&PathBuf::from(&args[1])) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("tlab-sim: config error: {e}");
-            std::process::exit(2);
-        }
-    };
-    if let Err(e) = run(cfg) {
-        eprintln!("tlab-sim: {e}");
-        std::process::exit(1);
-    }
+    engine::cli::main_with_config("tlab-sim", SimConfig::load, run);
 }
 
 /// The process's peak resident set (VmHWM), in MiB; None where /proc does not say.
@@ -195,7 +179,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
         ));
     }
     let log = PacketLog::create(&net.log_path).map_err(|e| format!("{}: {e}", net.log_path.display()))?;
-    let mut fwd = Forwarder::new(&net, SimHosts::default(), log)?;
+    let mut fwd = Forwarder::new(&net, VirtualHosts::default(), log)?;
     // Trace time 0 is the scenario's time 0, as in the engine.
     fwd.set_origin(cfg.t0_ns);
     let mut world = World::new(fwd, &cfg.addresses);

@@ -7,7 +7,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
-use engine::forwarder::{Forwarder, Hosts};
+use engine::forwarder::{Forwarder, VirtualHosts};
 use linkem::Nanos;
 
 use wire::flow_key;
@@ -17,24 +17,6 @@ use crate::endpoint::Endpoint;
 /// Passes at one instant after which the simulator gives up: endpoints that keep
 /// answering each other without time moving are a bug, not a workload.
 const MAX_PASSES_PER_INSTANT: u32 = 100_000;
-
-/// The hosts as the forwarder sees them: a queue of delivered packets, and virtual time.
-#[derive(Default)]
-pub struct SimHosts {
-    inbox: Vec<(usize, Vec<u8>)>,
-    now: Nanos,
-}
-
-impl Hosts for SimHosts {
-    fn deliver(&mut self, host: usize, packet: &[u8]) -> Option<Nanos> {
-        self.inbox.push((host, packet.to_vec()));
-        Some(self.now)
-    }
-
-    fn now(&self) -> Nanos {
-        self.now
-    }
-}
 
 /// Each endpoint's next wake-up as last asked, and those times in a min-heap by (time,
 /// endpoint). An endpoint's answer changes only when it receives or is polled, so it is
@@ -81,7 +63,7 @@ impl Wakes {
 }
 
 pub struct World {
-    fwd: Forwarder<SimHosts>,
+    fwd: Forwarder<VirtualHosts>,
     endpoints: Vec<Box<dyn Endpoint>>,
     /// Which of them are flows' clients: the run may end when they have all finished.
     clients: Vec<usize>,
@@ -97,7 +79,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(fwd: Forwarder<SimHosts>, addresses: &[Ipv4Addr]) -> World {
+    pub fn new(fwd: Forwarder<VirtualHosts>, addresses: &[Ipv4Addr]) -> World {
         World {
             fwd,
             endpoints: Vec::new(),
@@ -147,7 +129,7 @@ impl World {
         let mut out = Vec::new();
         let mut due = Vec::new();
         for _ in 0..MAX_PASSES_PER_INSTANT {
-            let inbox = std::mem::take(&mut self.fwd.hosts_mut().inbox);
+            let inbox = std::mem::take(&mut self.fwd.hosts_mut().delivered);
             due.clear();
             for (_, packet) in inbox {
                 self.events += 1;
@@ -172,7 +154,7 @@ impl World {
                 self.wakes.set(i, self.endpoints[i].next_wakeup());
                 self.send(&mut out, now);
             }
-            if self.fwd.hosts_mut().inbox.is_empty() && self.wakes.next().is_none_or(|t| t > now) {
+            if self.fwd.hosts_mut().delivered.is_empty() && self.wakes.next().is_none_or(|t| t > now) {
                 return Ok(());
             }
         }
@@ -208,7 +190,7 @@ impl World {
     }
 
     /// Writes every endpoint's summary; returns the forwarder for its statistics and log.
-    pub fn finish(mut self, raw: &std::path::Path, end: Nanos) -> Result<Forwarder<SimHosts>, String> {
+    pub fn finish(mut self, raw: &std::path::Path, end: Nanos) -> Result<Forwarder<VirtualHosts>, String> {
         for e in &mut self.endpoints {
             e.write_summary(raw, end)
                 .map_err(|err| format!("{}: summary: {err}", raw.display()))?;

@@ -27,7 +27,7 @@ use crate::{sys, tls, usage, Direction, QuicClientArgs};
 
 pub fn client(a: QuicClientArgs) -> anyhow::Result<()> {
     let c = &a.common;
-    let opts = Options::parse(&c.cc, &c.cc_param, c.datagram_size, c.rcvbuf, c.sndbuf)?;
+    let opts = Options::parse(c)?;
     let request = request(&a)?;
     if c.message_series.is_some() && request.mode != Mode::Messages {
         usage!("--message-series needs messages mode (--message-size)");
@@ -95,11 +95,7 @@ struct Params<'a> {
     record_interval_ns: Option<u64>,
     delivery: Option<&'static str>,
     record_series: Option<&'a Path>,
-    sample_interval_ns: u64,
     connect_timeout_ns: u64,
-    summary: &'a Path,
-    series: Option<&'a Path>,
-    message_series: Option<&'a Path>,
     #[serde(flatten)]
     options: OptionsParams<'a>,
 }
@@ -180,12 +176,8 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         record_interval_ns: a.record_interval,
         delivery: a.record_size.map(|_| a.delivery.name()),
         record_series: a.record_series.as_deref(),
-        sample_interval_ns: c.sample_interval,
         connect_timeout_ns: a.connect_timeout,
-        summary: &c.summary,
-        series: c.series.as_deref(),
-        message_series: c.message_series.as_deref(),
-        options: opts.params(),
+        options: opts.params(c),
     };
     let start_ns = sys::now_ns();
     let mut stop = super::spawn_stopper(None);

@@ -28,7 +28,7 @@ pub use client::client;
 pub use records::QuicDelivery;
 pub use server::server;
 
-use crate::sys;
+use crate::{sys, QuicCommonArgs};
 use agent::cc;
 
 /// How long a closing endpoint waits for its CONNECTION_CLOSE to go out and drain.
@@ -48,18 +48,12 @@ pub struct Options {
 
 impl Options {
     /// Validates what clap cannot: the controller name and parameters, the datagram size.
-    pub fn parse(
-        cc: &str,
-        cc_params: &[(String, String)],
-        datagram_size: Option<u64>,
-        rcvbuf: Option<u64>,
-        sndbuf: Option<u64>,
-    ) -> anyhow::Result<Options> {
-        let cc = match CcChoice::parse(cc, cc_params) {
+    pub fn parse(c: &QuicCommonArgs) -> anyhow::Result<Options> {
+        let cc = match CcChoice::parse(&c.cc, &c.cc_param) {
             Ok(c) => c,
             Err(e) => crate::usage!("{e}"),
         };
-        let datagram_size = match datagram_size {
+        let datagram_size = match c.datagram_size {
             None => None,
             Some(n @ 1200..=65527) => Some(n as u16),
             Some(n) => crate::usage!("--datagram-size {n}: must be between 1200 (QUIC's minimum) and 65527 bytes"),
@@ -67,14 +61,19 @@ impl Options {
         Ok(Options {
             cc,
             datagram_size,
-            rcvbuf,
-            sndbuf,
+            rcvbuf: c.rcvbuf,
+            sndbuf: c.sndbuf,
         })
     }
 
-    /// The `params` fields both ends share.
-    pub fn params(&self) -> OptionsParams<'_> {
+    /// The `params` fields both ends share: these options and the rest of `c`, the
+    /// arguments they were parsed from.
+    pub fn params<'a>(&'a self, c: &'a QuicCommonArgs) -> OptionsParams<'a> {
         OptionsParams {
+            sample_interval_ns: c.sample_interval,
+            summary: &c.summary,
+            series: c.series.as_deref(),
+            message_series: c.message_series.as_deref(),
             cc: &self.cc.name,
             cc_params: &self.cc.params,
             datagram_size: self.datagram_size,
@@ -118,6 +117,10 @@ pub fn qlog_path(path: &Path, index: u32) -> std::path::PathBuf {
 
 #[derive(Serialize)]
 pub struct OptionsParams<'a> {
+    pub sample_interval_ns: u64,
+    pub summary: &'a Path,
+    pub series: Option<&'a Path>,
+    pub message_series: Option<&'a Path>,
     pub cc: &'a str,
     pub cc_params: &'a congestion::Params,
     pub datagram_size: Option<u16>,

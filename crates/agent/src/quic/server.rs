@@ -2,12 +2,10 @@
 //! the request on its control stream; a summary shaped like tcp-server's.
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use agent_proto::wire::code;
-use agent_proto::wire::object::UploadReply;
 use agent_proto::wire::request::{self, Mode, Request, Transport};
 use agent_proto::wire::Error;
 use anyhow::{anyhow, bail, Context};
@@ -24,20 +22,15 @@ use crate::output::{self, bps, secs, ServedOutcome};
 use crate::{sys, tls, QuicServerArgs};
 
 pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
-    let c = &a.common;
-    let opts = Options::parse(&c.cc, &c.cc_param, c.datagram_size, c.rcvbuf, c.sndbuf)?;
+    let opts = Options::parse(&a.common)?;
     super::runtime()?.block_on(run(a, opts))
 }
 
 #[derive(Serialize)]
 struct Params<'a> {
     bind: String,
-    sample_interval_ns: u64,
     once: bool,
     duration_ns: Option<u64>,
-    summary: &'a Path,
-    series: Option<&'a Path>,
-    message_series: Option<&'a Path>,
     #[serde(flatten)]
     options: OptionsParams<'a>,
 }
@@ -144,13 +137,9 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
     let c = &a.common;
     let params = Params {
         bind: a.bind.to_string(),
-        sample_interval_ns: c.sample_interval,
         once: a.once,
         duration_ns: a.duration,
-        summary: &c.summary,
-        series: c.series.as_deref(),
-        message_series: c.message_series.as_deref(),
-        options: opts.params(),
+        options: opts.params(c),
     };
     let crypto = Arc::new(QuicServerConfig::try_from(tls::server_config()?).context("TLS config unusable for QUIC")?);
     let (udp, sock) = EndpointSocket::bind(a.bind, &opts)?;
@@ -473,12 +462,8 @@ async fn serve_request(
         Mode::Upload => {
             served.duration_over =
                 transfer::recv_bulk_streams(conn, &mut recv, req.streams, t).await? == RecvEnd::DurationOver;
-            // The sum over every stream.
-            let reply = UploadReply {
-                bytes_read: t.bytes_received.load(Relaxed),
-            };
-            transfer::send_word(&mut send, reply.encode(), t).await?;
-            let _ = send.finish();
+            // The reply counts what arrived on every stream.
+            transfer::reply_to_upload(&mut send, t).await?;
             served.transfer_done = true;
         }
         Mode::Download => {
@@ -490,11 +475,7 @@ async fn serve_request(
         }
         Mode::Messages if req.client_sends_messages => {
             transfer::recv_messages(&mut recv, req.message_size, t).await?;
-            let reply = UploadReply {
-                bytes_read: t.bytes_received.load(Relaxed),
-            };
-            transfer::send_word(&mut send, reply.encode(), t).await?;
-            let _ = send.finish();
+            transfer::reply_to_upload(&mut send, t).await?;
             served.transfer_done = true;
         }
         Mode::Messages => {

@@ -15,7 +15,7 @@ use crate::sys;
 pub use agent_proto::summary::MessagesSummary;
 use agent_proto::transfer::share;
 use agent_proto::wire::code;
-use agent_proto::wire::object::{self, ObjectRequest};
+use agent_proto::wire::object::{self, ObjectRequest, UploadReply};
 use agent_proto::wire::stamp::Stamp;
 
 /// Size of every bulk write (a shared zero buffer, sliced, never copied by the agent).
@@ -294,6 +294,17 @@ pub async fn recv_bulk_streams(
 pub async fn send_word(s: &mut SendStream, word: [u8; object::LEN], t: &Transfer) -> Result<(), WriteError> {
     s.write_all(&word).await?;
     t.sent(word.len(), false);
+    Ok(())
+}
+
+/// The server's end of an upload (bulk or messages): the reply with the bytes it read,
+/// then the end of the stream.
+pub async fn reply_to_upload(s: &mut SendStream, t: &Transfer) -> Result<(), WriteError> {
+    let reply = UploadReply {
+        bytes_read: t.bytes_received.load(Relaxed),
+    };
+    send_word(s, reply.encode(), t).await?;
+    let _ = s.finish();
     Ok(())
 }
 

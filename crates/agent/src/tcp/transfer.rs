@@ -11,16 +11,7 @@ use crate::tcpstream::Stream;
 
 /// Writes some bytes; None if a stop was requested while blocked.
 pub fn write_some(s: &mut Stream, buf: &[u8]) -> io::Result<Option<usize>> {
-    loop {
-        if sys::stop_requested() {
-            return Ok(None);
-        }
-        match s.write(buf) {
-            Ok(n) => return Ok(Some(n)),
-            Err(e) if sys::is_retry(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    sys::until_stopped(|| s.write(buf))
 }
 
 /// Writes all of `buf`; false if a stop was requested first.
@@ -37,16 +28,7 @@ pub fn write_all(s: &mut Stream, mut buf: &[u8]) -> io::Result<bool> {
 
 /// Reads some bytes (Some(0) = EOF); None if a stop was requested while blocked.
 pub fn read_some(s: &mut Stream, buf: &mut [u8]) -> io::Result<Option<usize>> {
-    loop {
-        if sys::stop_requested() {
-            return Ok(None);
-        }
-        match s.read(buf) {
-            Ok(n) => return Ok(Some(n)),
-            Err(e) if sys::is_retry(&e) => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    sys::until_stopped(|| s.read(buf))
 }
 
 pub enum Filled {

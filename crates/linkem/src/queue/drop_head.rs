@@ -41,12 +41,7 @@ impl<P> DropHead<P> {
 
 impl<P: Send> Discipline<P> for DropHead<P> {
     fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
-        if !self.limit.admits(cx.on_wire, packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let packet = self.limit.admit(cx.on_wire, packet)?;
         while !self.limit.admits(self.fifo.backlog().plus(cx.on_wire), packet.size) {
             let (old, _) = self
                 .fifo

@@ -207,12 +207,7 @@ impl<P: Send> Discipline<P> for DualPi2<P> {
     fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
         self.catch_up(now);
         let held = self.l.backlog().plus(self.c.backlog()).plus(cx.on_wire);
-        if !self.limit.admits(held, packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let packet = self.limit.admit(held, packet)?;
         match packet.ecn {
             Ecn::Ect1 | Ecn::Ce => self.l.push(packet, now),
             Ecn::NotEct | Ecn::Ect0 => self.c.push(packet, now),

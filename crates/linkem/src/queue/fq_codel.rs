@@ -179,12 +179,7 @@ impl<P> FqCodel<P> {
 
 impl<P: Send> Discipline<P> for FqCodel<P> {
     fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
-        if !self.limit.admits(cx.on_wire, packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let packet = self.limit.admit(cx.on_wire, packet)?;
         let idx = self.queue_of(packet.flow);
         let size = packet.size;
         let q = &mut self.queues[idx];

@@ -80,6 +80,19 @@ impl QueueLimit {
             QueueLimit::Unlimited => true,
         }
     }
+
+    /// `packet` back if it may join `occupancy`, else refused as [`DropReason::QueueFull`]:
+    /// every discipline's hard limit.
+    pub fn admit<P>(&self, occupancy: Backlog, packet: Packet<P>) -> Result<Packet<P>, Dropped<P>> {
+        if self.admits(occupancy, packet.size) {
+            Ok(packet)
+        } else {
+            Err(Dropped {
+                packet,
+                reason: DropReason::QueueFull,
+            })
+        }
+    }
 }
 
 /// What the stage tells a discipline at each call, and where the discipline reports what
@@ -179,12 +192,7 @@ impl<P> Fifo<P> {
         packet: Packet<P>,
         at: Nanos,
     ) -> Result<(), Dropped<P>> {
-        if !limit.admits(self.backlog.plus(on_wire), packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let packet = limit.admit(self.backlog.plus(on_wire), packet)?;
         self.push(packet, at);
         Ok(())
     }
@@ -239,5 +247,20 @@ mod tests {
             bytes: 1500,
         };
         assert!(!QueueLimit::Packets(3).admits(b.plus(wire), 1500));
+    }
+
+    #[test]
+    fn admit_hands_back_what_fits_and_refuses_the_rest_as_queue_full() {
+        let b = Backlog {
+            packets: 2,
+            bytes: 3000,
+        };
+        let fits = QueueLimit::Bytes(4500).admit(b, Packet::new(1, 1500, ()));
+        assert_eq!(fits.map(|p| p.id).ok(), Some(1));
+        let refused = QueueLimit::Bytes(4499)
+            .admit(b, Packet::new(2, 1500, ()))
+            .err()
+            .unwrap();
+        assert_eq!((refused.packet.id, refused.reason), (2, DropReason::QueueFull));
     }
 }

@@ -242,15 +242,12 @@ impl<P> Pie<P> {
 }
 
 impl<P: Send> Discipline<P> for Pie<P> {
-    fn enqueue(&mut self, mut packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
+    fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
         self.catch_up(now);
-        if !self.limit.admits(self.fifo.backlog().plus(cx.on_wire), packet.size) {
-            self.accu_prob = 0.0;
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let mut packet = self
+            .limit
+            .admit(self.fifo.backlog().plus(cx.on_wire), packet)
+            .inspect_err(|_| self.accu_prob = 0.0)?;
         if self.burst_allowance == 0 && self.drop_early(cx) {
             self.accu_prob = 0.0;
             let marked = self.ecn && self.drop_prob <= self.params.mark_ecnth && cx.mark(&mut packet, now);

@@ -187,7 +187,7 @@ impl<P> Red<P> {
 }
 
 impl<P: Send> Discipline<P> for Red<P> {
-    fn enqueue(&mut self, mut packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
+    fn enqueue(&mut self, packet: Packet<P>, now: Nanos, cx: &mut Context<'_, P>) -> Result<(), Dropped<P>> {
         let congested = self.decide(now, cx);
         let mark = congested && self.ecn && packet.ecn.is_capable();
         if congested && !mark {
@@ -196,12 +196,7 @@ impl<P: Send> Discipline<P> for Red<P> {
                 reason: DropReason::AqmDrop,
             });
         }
-        if !self.limit.admits(self.fifo.backlog().plus(cx.on_wire), packet.size) {
-            return Err(Dropped {
-                packet,
-                reason: DropReason::QueueFull,
-            });
-        }
+        let mut packet = self.limit.admit(self.fifo.backlog().plus(cx.on_wire), packet)?;
         if mark {
             cx.mark(&mut packet, now);
         }

@@ -34,18 +34,27 @@ pub trait FieldType: Sized {
     fn into_value(self) -> Value;
 }
 
-impl FieldType for u64 {
-    const EXPECTED: &'static str = "u64";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::UInt(n) => Some(*n),
-            _ => None,
+/// A type held in one [`Value`] variant as it is.
+macro_rules! field_type {
+    ($t:ty, $expected:literal, $variant:ident) => {
+        impl FieldType for $t {
+            const EXPECTED: &'static str = $expected;
+            fn from_value(v: &Value) -> Option<Self> {
+                match v {
+                    Value::$variant(x) => Some(x.to_owned()),
+                    _ => None,
+                }
+            }
+            fn into_value(self) -> Value {
+                Value::$variant(self)
+            }
         }
-    }
-    fn into_value(self) -> Value {
-        Value::UInt(self)
-    }
+    };
 }
+
+field_type!(u64, "u64", UInt);
+field_type!(bool, "a boolean", Bool);
+field_type!(String, "a string", Str);
 
 impl FieldType for u32 {
     const EXPECTED: &'static str = "u32";
@@ -72,32 +81,6 @@ impl FieldType for f64 {
     }
     fn into_value(self) -> Value {
         Value::Float(self)
-    }
-}
-
-impl FieldType for bool {
-    const EXPECTED: &'static str = "a boolean";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
-    fn into_value(self) -> Value {
-        Value::Bool(self)
-    }
-}
-
-impl FieldType for String {
-    const EXPECTED: &'static str = "a string";
-    fn from_value(v: &Value) -> Option<Self> {
-        match v {
-            Value::Str(s) => Some(s.clone()),
-            _ => None,
-        }
-    }
-    fn into_value(self) -> Value {
-        Value::Str(self)
     }
 }
 
