@@ -92,8 +92,8 @@ def check_free_space(out: Path, largest_run: int, next_run: Path, finished: int,
         gib = 1 << 30
         raise DiskSpaceLow(
             f"{out}: {free / gib:.1f} GiB free, and a run starts only with {need / gib:.1f} GiB "
-            f"(2 GiB, or twice the largest run so far: {largest_run / gib:.1f} GiB); stopped before {next_run}; "
-            f"{finished} of {total} run(s) finished and kept — with room made (or another --out), "
+            f"({MIN_FREE_BYTES / gib:g} GiB, or twice the largest run so far: {largest_run / gib:.1f} GiB); "
+            f"stopped before {next_run}; {finished} of {total} run(s) finished and kept — with room made (or another --out), "
             "the same command resumes with the rest"
         )
 
@@ -199,9 +199,10 @@ def run_scenario(
                     bar.advance(overall)
                 todo = []
             current = bar.add_task("", total=1.0)
-            largest = max((dir_size(r.run_dir) for r in runs if is_done(r.run_dir)), default=0)
+            done_before = [r.run_dir for r in runs if is_done(r.run_dir)]
+            largest, finished = max(map(dir_size, done_before), default=0), len(done_before)
             for run in todo:
-                check_free_space(sweep_dir, largest, run.run_dir, sum(is_done(r.run_dir) for r in runs), len(runs))
+                check_free_space(sweep_dir, largest, run.run_dir, finished, len(runs))
                 current_run = run.run_dir
                 bar.update(current, description=f"  {run.label}", completed=0)
                 outcome = run_one(run, on_progress=lambda x: bar.update(current, completed=x), simulated=simulated)
@@ -211,6 +212,7 @@ def run_scenario(
                         bar.console.print(f"[red]{outcome.line()}[/]", highlight=False)
                 current_run = None
                 largest = max(largest, dir_size(run.run_dir))
+                finished += outcome is None
                 bar.update(current, completed=1.0)
                 bar.advance(overall)
     except KeyboardInterrupt:
