@@ -54,6 +54,7 @@ def test_utp_transfer_completes_over_a_lossy_link(tmp_path, implementation, dire
         # The lab's give-up limits are the ones in effect, and the summary says so.
         assert client["utp"]["settings"]["utp_num_resends"] == 10
         assert client["utp"]["settings"]["max_out_request_queue"] == 60
+        assert client["utp"]["settings"]["max_allowed_in_request_queue"] == 60
         assert flow["drops"].get("random_loss", 0) > 0 and flow["lost_packets"] > 0
     else:
         # libutp's own window and delay, read by the vendored copy's getter: the data

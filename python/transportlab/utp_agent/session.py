@@ -52,7 +52,11 @@ LAB_GIVE_UP = {
 # = 983 820 bytes, plus one packet) the receiver's buffer can never fill
 # (docs/agent.md, "libtorrent's receive-buffer deadlock"). It caps a transfer at
 # 983 820 bytes per request round trip, near the 1 MiB per RTT the uTP window allows
-# anyway.
+# anyway. A receiver replaces its own `max_out_request_queue` with the `reqq` the peer
+# advertises in its extended handshake, which is the peer's
+# `max_allowed_in_request_queue` (default 2000; bt_peer_connection.cpp), so both ends
+# set both: with only the first, the cap was not in effect and 1 of 4 such downloads
+# still deadlocked.
 MAX_OUT_REQUEST_QUEUE = 60
 
 
@@ -89,6 +93,7 @@ def settings(lt, listen: str, params: dict[str, int]) -> dict:
         "alert_queue_size": 10_000,
         **LAB_GIVE_UP,
         "max_out_request_queue": MAX_OUT_REQUEST_QUEUE,
+        "max_allowed_in_request_queue": MAX_OUT_REQUEST_QUEUE,
     }
     for key, value in params.items():
         pack[LIBTORRENT_PARAMETERS[key].setting] = int(value)

@@ -79,7 +79,9 @@ def run(lt, job: Job, workdir: Path, stop_requested: Callable[[], bool], on_read
         st.port = _wait_listening(lt, ses)
         pack = ses.get_settings()
         st.settings_in_effect = {
-            k: pack[k] for k in sorted(pack) if k.startswith("utp_") or k == "max_out_request_queue"
+            k: pack[k]
+            for k in sorted(pack)
+            if k.startswith("utp_") or k in ("max_out_request_queue", "max_allowed_in_request_queue")
         }
         if job.role == "sender":
             job.content.write(workdir)
