@@ -118,6 +118,9 @@ def test_a_tcp_vegas_flow_runs_the_bpf_program_and_keeps_alpha_to_beta_packets_q
     assert cc not in kernel_cc.available() and set(kernel_cc.available()) <= before | {cc}
     assert m["unintended_drops"] == 0
     bulk = m["flows"]["bulk"]
+    # The sender's TCP_INFO series was checked for a window no socket can have (docs/bpf.md,
+    # "A kernel fault"); without loss there is no recovery, so none.
+    assert "impossible_window" in bulk and bulk["impossible_window"] is None
     # Vegas never fills the 100-packet queue: no drops, and the link stays busy.
     assert bulk["drops"] == {} or sum(bulk["drops"].values()) == 0, bulk["drops"]
     assert bulk["throughput_bps"] >= 0.9 * RATE_BPS, bulk["throughput_bps"]

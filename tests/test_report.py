@@ -469,6 +469,40 @@ def test_runner_forms_of_statistics(tmp_path):
     assert sweep_table([run]).set_index("flow").loc["bulk", "window_limited"] == True  # noqa: E712
 
 
+def test_impossible_kernel_window_is_found_and_makes_the_run_untrusted(tmp_path):
+    """A kernel TCP sender's TCP_INFO series (hand-made): the initial "infinite" ssthresh
+    and ordinary windows pass; the first sample with a window or ssthresh of 2^25 segments
+    or more is named, and a run with such a flow is not trusted and says why."""
+    from transportlab.kinds.tcp import impossible_window
+    from transportlab.report.html import run_validity
+
+    t0 = 1_000_000_000
+    series = pd.DataFrame(
+        {
+            "t_ns": [t0 + 10**8, t0 + 2 * 10**8, t0 + 13 * 10**9, t0 + 14 * 10**9],
+            "cwnd": [10, 5, 721_775_368, 5],
+            "ssthresh": [0x7FFFFFFF, 3, 0x81104110, 3],
+        }
+    )
+    assert impossible_window(series, t0) == "ssthresh 0x81104110, cwnd 721775368 at 13.0 s"
+    assert impossible_window(series.iloc[:2], t0) is None
+    # Either value alone is enough; just below the bound is possible.
+    wide = series.iloc[:2].assign(cwnd=[10, (1 << 25) - 1])
+    assert impossible_window(wide, t0) is None
+    assert impossible_window(wide.assign(cwnd=[10, 1 << 25]), t0) == f"ssthresh 0x3, cwnd {1 << 25} at 0.2 s"
+    assert impossible_window(None, t0) is None
+
+    run = make_run(tmp_path)
+    assert run_validity(RunData(run)).trusted
+    m = json.loads((run / "metrics.json").read_text())
+    m["flows"]["bulk"]["impossible_window"] = impossible_window(series, t0)
+    (run / "metrics.json").write_text(json.dumps(m))
+    v = run_validity(RunData(run))
+    assert not v.trusted and v.impossible_window == {"bulk": "ssthresh 0x81104110, cwnd 721775368 at 13.0 s"}
+    html = render_run(run).read_text()
+    assert "bulk: ssthresh 0x81104110, cwnd 721775368 at 13.0 s — no socket can have it" in html
+
+
 def test_study_table_lays_out_rows_by_swept_value_and_columns_by_arm():
     from transportlab.report.study import fairness_tables, markdown, study_tables
 

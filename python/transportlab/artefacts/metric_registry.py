@@ -68,6 +68,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("bytes_sent_by_data_sender", "bytes sent (data sender)", "bytes", "num", in_table=True),
     Metric("complete", "complete", "", numeric=False),
     Metric("window_limited", "window-limited", "", numeric=False),
+    Metric("impossible_window", "impossible kernel window", "", numeric=False),
     Metric("bottleneck", "bottleneck", "", numeric=False),
     Metric("records_sent", "records sent", "records"),
     Metric("records_delivered", "records delivered", "records"),

@@ -158,6 +158,7 @@ class FlowMetrics(_Record):
     marks: int = 0  # ECN marks on the flow's packets (CE set by a queue)
     retransmissions: int | None = None
     window_limited: bool | None = None
+    impossible_window: str | None = None  # kernel TCP: the first TCP_INFO window no socket can have
     lost_packets: int | None = None
     congestion_events: int | None = None
     sent: int | None = None

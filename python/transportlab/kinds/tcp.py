@@ -224,12 +224,39 @@ class Tcp(FlowKind):
             "cpu_s": cpu_seconds(client, server),
             "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
+            "impossible_window": impossible_window(run.series(f"{flow['name']}-{side}"), run.t0_ns),
         }
         if client.get("mode") == "records":
             out.update(records_flow_metrics(run, flow, client, sender))
         if client.get("mode") == "page":
             out.update(page_metrics(run, flow["name"]))
         return out
+
+
+# A congestion window or ssthresh (segments) no socket can have: 2^25 segments is 2 GiB even
+# at the 64-byte minimum MSS, more than the largest send buffer Linux allows (INT_MAX
+# bytes). 0x7fffffff is the kernel's "infinite" ssthresh before the first loss.
+IMPOSSIBLE_WINDOW = 1 << 25
+INFINITE_SSTHRESH = 0x7FFFFFFF
+
+
+def impossible_window(series, t0_ns: int) -> str | None:
+    """The first TCP_INFO sample of a sender's series whose window or ssthresh no socket
+    can have, as "ssthresh 0x81104110, cwnd 721775368 at 13.0 s", else None. The kernel
+    got such a value from a fault (docs/bpf.md, "A kernel fault"), and what the flow
+    measured after it is not the congestion control's."""
+    if series is None or not len(series) or not {"cwnd", "ssthresh", "t_ns"} <= set(series.columns):
+        return None
+    ssthresh = series["ssthresh"]
+    bad = series[
+        (series["cwnd"] >= IMPOSSIBLE_WINDOW) | ((ssthresh >= IMPOSSIBLE_WINDOW) & (ssthresh != INFINITE_SSTHRESH))
+    ]
+    if not len(bad):
+        return None
+    first = bad.iloc[0]
+    return (
+        f"ssthresh {int(first['ssthresh']):#x}, cwnd {int(first['cwnd'])} at {(int(first['t_ns']) - t0_ns) / 1e9:.1f} s"
+    )
 
 
 def _check_download(spec, given, what: str, delivery_issue: str, tls_issue: str) -> None:

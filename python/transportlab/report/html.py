@@ -469,15 +469,25 @@ LATENESS_P99_TARGET_US = 50.0
 HANDOVER_TO_READ_TARGET_US = 50.0
 
 
+# Why a run is not trusted, in one place for the run and study reports.
+UNTRUSTED_BECAUSE = (
+    f"the engine handed packets over late (p99 over {LATENESS_P99_TARGET_US:g} µs), packets were lost "
+    "outside the emulated network, or a kernel TCP sender's window became one no socket can have (a kernel "
+    "fault, docs/bpf.md)"
+)
+
+
 @dataclass(frozen=True)
 class Validity:
     """Whether a run's numbers can be trusted: unintended drops (packets lost outside the
-    emulated network) and the engine's hand-over lateness p99 against its target (NaN when
-    not reported, e.g. a simulated run); flows the hosts limited."""
+    emulated network), the engine's hand-over lateness p99 against its target (NaN when
+    not reported, e.g. a simulated run) and kernel TCP windows no socket can have (flow →
+    the first such sample); flows the hosts limited."""
 
     unintended_drops: float
     lateness_p99_us: float
     window_limited: list[str]
+    impossible_window: dict[str, str]
 
     @property
     def timing_ok(self) -> bool | None:
@@ -485,9 +495,9 @@ class Validity:
 
     @property
     def trusted(self) -> bool:
-        """No unintended drops and the engine on time (unknown lateness counts as on time:
-        the simulator has no hand-over)."""
-        return self.unintended_drops == 0 and self.timing_ok is not False
+        """No unintended drops, the engine on time (unknown lateness counts as on time: the
+        simulator has no hand-over) and no impossible kernel window."""
+        return self.unintended_drops == 0 and self.timing_ok is not False and not self.impossible_window
 
 
 def run_validity(rd: RunData) -> Validity:
@@ -498,6 +508,7 @@ def run_validity(rd: RunData) -> Validity:
         as_float(m.get("unintended_drops")),
         as_float((lat or {}).get("p99_us")),
         [n for n, f in rd.flows.items() if f.get("window_limited")],
+        {n: f["impossible_window"] for n, f in rd.flows.items() if f.get("impossible_window")},
     )
 
 
@@ -524,6 +535,16 @@ def validity_table(rd: RunData) -> str:
             ),
         ),
         ("window-limited flows", verdict(not limited, ", ".join(limited) or "none")),
+        (
+            "kernel TCP windows",
+            verdict(
+                not v.impossible_window,
+                "; ".join(f"{n}: {w}" for n, w in v.impossible_window.items())
+                + " — no socket can have it (a kernel fault)"
+                if v.impossible_window
+                else "none impossible",
+            ),
+        ),
     ]
     # What the probes saw beyond the engine: its hand-over to the receiving agent's read
     # is not in the link model, and adds to the configured delay.

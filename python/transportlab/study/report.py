@@ -19,7 +19,7 @@ import pandas as pd
 
 from transportlab.artefacts.catalogue import AXIS
 from transportlab.artefacts.metric_registry import BY_NAME
-from transportlab.report.html import LATENESS_P99_TARGET_US, cell, img_tag, page, run_validity, table
+from transportlab.report.html import UNTRUSTED_BECAUSE, cell, img_tag, page, run_validity, table
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, save
 from transportlab.report.table import probe_table, sweep_table
@@ -305,12 +305,7 @@ def _caption(fig: Figure, d: pd.DataFrame, plans: list[ExperimentPlan], design: 
     setup = "; ".join(_setup(p, folder) for p in plans)
     thin = {p.experiment.name: p.design for p in plans}
     dens = ", ".join(f"{n}: every {x.thin}th step" for n, x in thin.items() if x.thin > 1) or "every sweep step"
-    trust = (
-        f" {untrusted} of them with timing not trusted (engine hand-over lateness p99 over "
-        f"{LATENESS_P99_TARGET_US:g} µs, or unintended drops) — marked ✗ below."
-        if untrusted
-        else ""
-    )
+    trust = f" {untrusted} of them not trusted ({UNTRUSTED_BECAUSE}) — marked ✗ below." if untrusted else ""
     return (
         f"<b>{escape(fig.title)}.</b> {escape(fig.measured)} <i>Set-up:</i> {escape(setup)}. "
         f"<i>Repetitions:</i> {escape(_repetitions(d, plans))} (design {escape(design)}, {escape(dens)}); "
@@ -435,7 +430,7 @@ def _experiments_section(out: StudyOutcome, trusted: dict[str, bool]) -> str:
             "repetitions",
             "sweep steps",
             "done / planned",
-            "timing not trusted",
+            "not trusted",
             "not run",
             "report",
         ],
@@ -464,9 +459,8 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
     bad = int((~runs["trusted"].astype(bool)).sum()) if len(runs) else 0
     if bad:
         body.append(
-            f'<div class="banner warn">{bad} of {len(runs)} runs have timing that is not trusted (the engine '
-            f"handed packets over late, p99 over {LATENESS_P99_TARGET_US:g} µs, or packets were lost outside the "
-            "emulated network); each figure says how many of its runs, and the run lists mark them ✗.</div>"
+            f'<div class="banner warn">{bad} of {len(runs)} runs are not trusted ({UNTRUSTED_BECAUSE}); '
+            "each figure says how many of its runs, and the run lists mark them ✗.</div>"
         )
     body.append('<h2 id="figures">Figures and tables, in the study’s order</h2>')
     md = [f"# {study.title}\n\nDesign: {out.design}; mode: {mode}{' (smoke)' if smoke else ''}.\n"]
