@@ -1,9 +1,11 @@
-//! CUBIC (RFC 9438), with a "chromium" variant that emulates two connections.
+//! CUBIC (RFC 9438), with a "chromium" variant that emulates two connections and leaves
+//! slow start by Chromium's hybrid slow start, as gQUIC's sender did.
 //!
 //! Windows are kept in bytes as `f64` so the per-ack increments of RFC 9438 (fractions
 //! of a segment) accumulate exactly; the cubic function itself works in segments and
 //! seconds as the RFC writes it, converting with the current MSS.
 
+use crate::hybrid_slow_start::{HybridSlowStart, CHROMIUM_MSS};
 use crate::params::ParamReader;
 use crate::recovery::RecoveryPeriod;
 use crate::window::{initial_window, minimum_window};
@@ -28,6 +30,9 @@ pub struct CubicShape {
     pub alpha_after_prior: f64,
     /// Fast convergence: W_max ← W·this when a loss comes before W_max was regained.
     pub last_max_backoff: f64,
+    /// Slow start also ends on an RTT increase (Chromium's hybrid slow start), not only
+    /// on a loss.
+    pub hybrid_slow_start: bool,
 }
 
 impl CubicShape {
@@ -41,6 +46,7 @@ impl CubicShape {
             alpha: 3.0 * (1.0 - beta) / (1.0 + beta),
             alpha_after_prior: 1.0,
             last_max_backoff: (1.0 + beta) / 2.0,
+            hybrid_slow_start: false,
         }
     }
 
@@ -49,6 +55,7 @@ impl CubicShape {
     /// never switches α to 1), last-max back-off 0.85 as docs/algorithms.md states.
     /// (Chromium's code scales that back-off for N too — (N − 1 + 0.85)/N = 0.925 — and
     /// tests `cwnd + MSS < W_max`; we follow the spec's 0.85 and RFC 9438's `cwnd < W_max`.)
+    /// Slow start ends on a loss or, as Chromium's `TcpCubicSender`, by hybrid slow start.
     pub fn chromium() -> Self {
         let n = 2.0;
         let beta = (n - 1.0 + 0.7) / n;
@@ -59,6 +66,7 @@ impl CubicShape {
             alpha,
             alpha_after_prior: alpha,
             last_max_backoff: 0.85,
+            hybrid_slow_start: true,
         }
     }
 }
@@ -100,6 +108,23 @@ pub struct Cubic {
     epoch: Option<Epoch>,
     recovery: RecoveryPeriod,
     untouched: bool,
+    /// The chromium variant's slow-start exit, and the ACK frame it is checked on.
+    hybrid: Option<HybridSlowStart>,
+    frame: Option<Frame>,
+}
+
+/// What one ACK frame's acknowledgements leave for the hybrid slow-start check at its
+/// end. Chromium checks before the frame's acks grow the window and with the RTT of the
+/// frame's largest acknowledged packet; the controller sees the acks one by one, the
+/// largest last, so the check runs at `on_ack_end` against the window as it was before.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Frame {
+    window_before: f64,
+    in_slow_start_before: bool,
+    latest_rtt: Nanos,
+    min_rtt: Nanos,
+    /// The latest send time acknowledged while in slow start (ends a round).
+    acked_in_slow_start: Option<Nanos>,
 }
 
 impl Cubic {
@@ -114,6 +139,8 @@ impl Cubic {
             epoch: None,
             recovery: RecoveryPeriod::default(),
             untouched: true,
+            hybrid: shape.hybrid_slow_start.then(HybridSlowStart::default),
+            frame: None,
         }
     }
 
@@ -185,6 +212,56 @@ impl Cubic {
         self.untouched = false;
     }
 
+    /// One acknowledgement's growth: none in recovery or while application-limited,
+    /// the acked bytes in slow start, RFC 9438 in congestion avoidance.
+    fn grow(&mut self, acked: &Acked) {
+        if self.recovery.covers(acked.sent_time) {
+            return;
+        }
+        if acked.app_limited {
+            // No growth while the window is not the limit (RFC 9438 §5.8, RFC 9002
+            // §7.8): the window is capped where it is, and the stage's clock stops.
+            if let Some(epoch) = self.epoch.as_mut() {
+                epoch.paused_at.get_or_insert(acked.now);
+            }
+            return;
+        }
+        if let Some(epoch) = self.epoch.as_mut() {
+            if let Some(paused_at) = epoch.paused_at.take() {
+                epoch.start += acked.now.saturating_sub(paused_at);
+            }
+        }
+        if self.in_slow_start() {
+            self.window += acked.bytes as f64;
+            return;
+        }
+        self.avoid_congestion(acked);
+    }
+
+    /// The chromium variant's hybrid slow-start check for the ACK frame just
+    /// acknowledged. On an exit the frame's slow-start growth is taken back, as Chromium
+    /// leaves slow start before it (its congestion-avoidance growth for those few acks
+    /// is left out).
+    fn settle_frame(&mut self) {
+        let (Some(hybrid), Some(frame)) = (self.hybrid.as_mut(), self.frame.take()) else {
+            return;
+        };
+        if frame.in_slow_start_before
+            && hybrid.should_exit(
+                frame.latest_rtt,
+                frame.min_rtt,
+                frame.window_before as u64 / CHROMIUM_MSS,
+            )
+        {
+            self.window = frame.window_before;
+            self.ssthresh = Some(frame.window_before);
+            return;
+        }
+        if let Some(sent_time) = frame.acked_in_slow_start {
+            hybrid.on_acked(sent_time);
+        }
+    }
+
     /// Congestion avoidance for one ack (RFC 9438 §4.2–4.4).
     fn avoid_congestion(&mut self, acked: &Acked) {
         let mut epoch = match self.epoch {
@@ -222,34 +299,45 @@ impl Cubic {
 }
 
 impl Controller for Cubic {
-    fn on_sent(&mut self, _sent: &Sent) {}
+    fn on_sent(&mut self, sent: &Sent) {
+        if let Some(hybrid) = self.hybrid.as_mut() {
+            hybrid.on_sent(sent.time);
+        }
+    }
 
     fn on_ack(&mut self, acked: &Acked) {
         self.untouched = false;
-        if self.recovery.covers(acked.sent_time) {
-            return;
+        if self.hybrid.is_some() {
+            let (window, in_slow_start) = (self.window, self.in_slow_start());
+            let frame = self.frame.get_or_insert(Frame {
+                window_before: window,
+                in_slow_start_before: in_slow_start,
+                latest_rtt: acked.rtt.latest,
+                min_rtt: acked.rtt.min,
+                acked_in_slow_start: None,
+            });
+            frame.latest_rtt = acked.rtt.latest;
+            frame.min_rtt = acked.rtt.min;
         }
-        if acked.app_limited {
-            // No growth while the window is not the limit (RFC 9438 §5.8, RFC 9002
-            // §7.8): the window is capped where it is, and the stage's clock stops.
-            if let Some(epoch) = self.epoch.as_mut() {
-                epoch.paused_at.get_or_insert(acked.now);
-            }
-            return;
-        }
-        if let Some(epoch) = self.epoch.as_mut() {
-            if let Some(paused_at) = epoch.paused_at.take() {
-                epoch.start += acked.now.saturating_sub(paused_at);
-            }
-        }
+        self.grow(acked);
         if self.in_slow_start() {
-            self.window += acked.bytes as f64;
-            return;
+            if let Some(frame) = self.frame.as_mut() {
+                frame.acked_in_slow_start = Some(
+                    frame
+                        .acked_in_slow_start
+                        .map_or(acked.sent_time, |t| t.max(acked.sent_time)),
+                );
+            }
         }
-        self.avoid_congestion(acked);
+    }
+
+    fn on_ack_end(&mut self, _now: Nanos, _bytes_in_flight: u64) {
+        self.settle_frame();
     }
 
     fn on_loss(&mut self, lost: &Lost) {
+        // Chromium checks slow start's exit before it handles the frame's losses.
+        self.settle_frame();
         self.untouched = false;
         if self.recovery.on_loss(lost) {
             // Fast convergence (RFC 9438 §4.7): a loss before W_max was regained means
@@ -269,6 +357,9 @@ impl Controller for Cubic {
             self.window = minimum_window(self.mss) as f64;
             self.epoch = None;
             self.recovery.forget();
+            if let Some(hybrid) = self.hybrid.as_mut() {
+                hybrid.restart();
+            }
         }
     }
 

@@ -11,7 +11,7 @@
 //! | name | module | `cc_params` keys (default) |
 //! |---|---|---|
 //! | `newreno` | [`newreno`] | none |
-//! | `cubic` | [`cubic`] | `variant` = `rfc9438` \| `chromium` (`rfc9438`) |
+//! | `cubic` | [`cubic`] | `variant` = `rfc9438` \| `chromium` (`rfc9438`; `chromium` also leaves slow start by Chromium's hybrid slow start) |
 //! | `vegas` | [`vegas`] | `alpha` (2), `beta` (4), `gamma` (1) packets, 0..=1000, alpha ≤ beta |
 //! | `ledbat` | [`ledbat`] | `flavour` = `libutp` \| `libtorrent` (`libutp`); `target` ms (100), 0.001..=10000; `delay_signal` = `one-way` \| `rtt` (`one-way`) |
 //! | `delay-correlation` | [`delay_correlation`] | `variant` (as cubic); `window` (32) 4..=4096; `threshold` (0.9) 0..=1; `seed` (u64, [`delay_correlation::DEFAULT_SEED`]); `dither_small` (2), `dither_large_min` (10) packets 0..=10000; `dither_large_divisor` (16) 1..=1e6 |
@@ -26,6 +26,7 @@ mod base_delay;
 mod correlation;
 pub mod cubic;
 pub mod delay_correlation;
+mod hybrid_slow_start;
 pub mod ledbat;
 pub mod newreno;
 mod params;

@@ -188,3 +188,107 @@ fn persistent_congestion_collapses_to_minimum_window() {
     cubic.on_loss(&persistent_loss(now + SECOND, now + MS));
     assert_eq!(cubic.window(), 2 * MSS);
 }
+
+/// A window-limited sender over a path whose RTT is `base` until `rise_at`, then
+/// `base + rise` (a queue building): packets sent whenever the window allows, each
+/// acknowledged in its own ACK frame one RTT after it was sent. Returns the time and
+/// window at which slow start ended (ssthresh set), if it did before `until`.
+fn slow_start_on_a_rising_rtt(
+    shape: CubicShape,
+    base: Nanos,
+    rise_at: Nanos,
+    rise: Nanos,
+    until: Nanos,
+) -> Option<(Nanos, u64)> {
+    let mut cubic = Cubic::new(shape, MSS);
+    let mut flight = std::collections::BTreeMap::<(Nanos, u64), Nanos>::new(); // (ack time, packet) → sent time
+    let mut packet = 0;
+    let mut send = |cubic: &mut Cubic, flight: &mut std::collections::BTreeMap<(Nanos, u64), Nanos>, now: Nanos| {
+        while (flight.len() as u64) * MSS < cubic.window() {
+            packet += 1;
+            cubic.on_sent(&sent(now, packet, (flight.len() as u64 + 1) * MSS));
+            let rtt = if now >= rise_at { base + rise } else { base };
+            flight.insert((now + rtt, packet), now);
+        }
+    };
+    send(&mut cubic, &mut flight, 0);
+    while let Some(((now, _), sent_time)) = flight.pop_first() {
+        if now > until {
+            break;
+        }
+        let rtt = congestion::Rtt {
+            latest: now - sent_time,
+            min: base,
+            smoothed: now - sent_time,
+        };
+        cubic.on_ack(&ack(now, sent_time, rtt));
+        cubic.on_ack_end(now, flight.len() as u64 * MSS);
+        if let Some(ssthresh) = cubic.ssthresh() {
+            assert_eq!(ssthresh, cubic.window(), "slow start ends at the window it had");
+            return Some((now, ssthresh));
+        }
+        send(&mut cubic, &mut flight, now);
+    }
+    None
+}
+
+#[test]
+fn chromium_variant_leaves_slow_start_when_the_rtt_rises_by_more_than_an_eighth() {
+    // Base RTT 40 ms: the threshold is 40/8 = 5 ms. From 200 ms on, packets take 6 ms
+    // longer; the first acks to show it come at 246 ms, and a round's first eight
+    // samples then exceed 45 ms within one more round.
+    let (at, window) = slow_start_on_a_rising_rtt(CubicShape::chromium(), 40 * MS, 200 * MS, 6 * MS, 400 * MS)
+        .expect("the chromium variant leaves slow start on the RTT rise");
+    assert!((246 * MS..=246 * MS + 2 * 46 * MS).contains(&at), "exit at {at} ns");
+    // Above Chromium's low window of 16 packets of 1460 bytes.
+    assert!(window >= 16 * 1460, "window {window}");
+    // The same rise of 4 ms stays within the threshold, and the RFC 9438 variant leaves
+    // slow start only on a loss: neither exits by 400 ms (three rounds after the rise).
+    assert_eq!(
+        slow_start_on_a_rising_rtt(CubicShape::chromium(), 40 * MS, 200 * MS, 4 * MS, 400 * MS),
+        None
+    );
+    assert_eq!(
+        slow_start_on_a_rising_rtt(CubicShape::rfc9438(), 40 * MS, 200 * MS, 6 * MS, 400 * MS),
+        None
+    );
+}
+
+#[test]
+fn chromium_variant_takes_the_loss_after_the_frames_exit_check() {
+    // A frame whose check exits and which also reports a loss: the exit takes back the
+    // frame's growth first, then the loss reduces from there (Chromium's order).
+    let mut cubic = Cubic::new(CubicShape::chromium(), MSS);
+    let base = 40 * MS;
+    let mut now = SECOND;
+    cubic.on_sent(&sent(now - base, 1, MSS));
+    // Grow to 40 packets with flat RTT (each frame its own round: nothing found).
+    let mut sent_time = now - base;
+    while cubic.window() < 40 * MSS {
+        cubic.on_ack(&ack(now, sent_time, steady_rtt(base)));
+        cubic.on_ack_end(now, 0);
+        now += MS;
+        sent_time += MS;
+    }
+    let before = cubic.window();
+    // One round of eight frames 10 ms late; the packets' send times lie before the
+    // round's end (the last packet sent), so the round lasts.
+    cubic.on_sent(&sent(now, 2, MSS));
+    let late = congestion::Rtt {
+        latest: base + 10 * MS,
+        min: base,
+        smoothed: base,
+    };
+    for i in 0..7 {
+        cubic.on_ack(&ack(now + i, now - base, late));
+        cubic.on_ack_end(now + i, 0);
+    }
+    assert_eq!(cubic.ssthresh(), None);
+    let seven = cubic.window();
+    assert_eq!(seven, before + 7 * MSS);
+    cubic.on_ack(&ack(now + 7, now - base, late));
+    cubic.on_loss(&loss(now + 7, now - base));
+    cubic.on_ack_end(now + 7, 0);
+    // Exit at the window before the eighth frame, then × 0.85 for the loss.
+    assert_eq!(cubic.window(), (seven as f64 * 0.85).round() as u64);
+}
