@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from transportlab.scenario.errors import FieldIssue
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from transportlab.artefacts.rundir import RunDir
     from transportlab.plan.flows import Flow
     from transportlab.scenario.schema import FlowSpec
@@ -136,13 +138,12 @@ def sender_results(client: dict, server: dict) -> tuple[dict, str]:
     return (server.get("connections") or [{}])[0], "server"
 
 
-def srtt_stats(run: RunDir, stem: str) -> dict | None:
+def srtt_stats(series: pd.DataFrame | None) -> dict | None:
     """Smoothed-RTT distribution (ms) from an agent's series (`srtt_us` column)."""
     import numpy as np
 
     from transportlab import metrics as M
 
-    series = run.series(stem)
     if series is None or not len(series) or "srtt_us" not in series:
         return None
     v = series.loc[series["srtt_us"] > 0, "srtt_us"].to_numpy(dtype=float) / 1e3

@@ -199,12 +199,13 @@ class Quic(FlowKind):
 
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
         sender, side = sender_results(client, server)
-        quic = sender.get("quic") or {}
-        if flow.get("implementation") in STACKS:
+        stack = flow.get("implementation") in STACKS
+        if stack:
             # A stack's series (and so its counters) come from its qlogs, made now.
             for end in ("client", "server"):
                 ensure_series(run.raw, f"{flow['name']}-{end}")
-            quic = last_values(run.series(f"{flow['name']}-{side}"))
+        series = run.series(f"{flow['name']}-{side}")
+        quic = last_values(series) if stack else sender.get("quic") or {}
         # QUIC never retransmits a packet (lost data goes out in new packets): its
         # counterpart of TCP's retransmissions is the packets declared lost, and of TCP's
         # retransmission rate those ÷ the packets sent (docs/metrics.md).
@@ -213,7 +214,7 @@ class Quic(FlowKind):
             "congestion_events": quic.get("congestion_events"),
             "retransmission_rate": M.retransmission_rate(quic.get("lost_packets"), quic.get("packets_sent")),
             "cpu_s": cpu_seconds(client, server),
-            "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
+            "rtt_ms": srtt_stats(series),
         }
         if client.get("mode") == "records":
             out.update(records_flow_metrics(run, flow, client, sender, min_rtt_us=quic.get("min_rtt_us")))

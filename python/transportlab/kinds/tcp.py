@@ -218,13 +218,14 @@ class Tcp(FlowKind):
         # capped it, and the run says so.
         info = sender.get("tcp_info") or {}
         limited_us = info.get("rwnd_limited_us", 0) + info.get("sndbuf_limited_us", 0)
+        series = run.series(f"{flow['name']}-{side}")
         out = {
             "retransmissions": sender.get("retransmits"),
             "retransmission_rate": M.retransmission_rate(info.get("total_retrans"), info.get("segs_out")),
             "cpu_s": cpu_seconds(client, server),
-            "rtt_ms": srtt_stats(run, f"{flow['name']}-{side}"),
+            "rtt_ms": srtt_stats(series),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
-            "impossible_window": impossible_window(run.series(f"{flow['name']}-{side}"), run.t0_ns),
+            "impossible_window": impossible_window(series, run.t0_ns),
         }
         if client.get("mode") == "records":
             out.update(records_flow_metrics(run, flow, client, sender))

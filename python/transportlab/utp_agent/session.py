@@ -58,6 +58,10 @@ LAB_GIVE_UP = {
 # set both: with only the first, the cap was not in effect and 1 of 4 such downloads
 # still deadlocked.
 MAX_OUT_REQUEST_QUEUE = 60
+REQUEST_QUEUE_CAP = {
+    "max_out_request_queue": MAX_OUT_REQUEST_QUEUE,
+    "max_allowed_in_request_queue": MAX_OUT_REQUEST_QUEUE,
+}
 
 
 def settings(lt, listen: str, params: dict[str, int]) -> dict:
@@ -92,8 +96,7 @@ def settings(lt, listen: str, params: dict[str, int]) -> dict:
         ),
         "alert_queue_size": 10_000,
         **LAB_GIVE_UP,
-        "max_out_request_queue": MAX_OUT_REQUEST_QUEUE,
-        "max_allowed_in_request_queue": MAX_OUT_REQUEST_QUEUE,
+        **REQUEST_QUEUE_CAP,
     }
     for key, value in params.items():
         pack[LIBTORRENT_PARAMETERS[key].setting] = int(value)

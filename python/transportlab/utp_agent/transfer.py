@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from transportlab.utp_agent.content import Content
-from transportlab.utp_agent.session import COUNTERS, UTP_SOCKET_FLAG, settings
+from transportlab.utp_agent.session import COUNTERS, REQUEST_QUEUE_CAP, UTP_SOCKET_FLAG, settings
 
 LISTEN_TIMEOUT_S = 5.0
 RECONNECT_EVERY_NS = 1_000_000_000
@@ -78,11 +78,7 @@ def run(lt, job: Job, workdir: Path, stop_requested: Callable[[], bool], on_read
     try:
         st.port = _wait_listening(lt, ses)
         pack = ses.get_settings()
-        st.settings_in_effect = {
-            k: pack[k]
-            for k in sorted(pack)
-            if k.startswith("utp_") or k in ("max_out_request_queue", "max_allowed_in_request_queue")
-        }
+        st.settings_in_effect = {k: pack[k] for k in sorted(pack) if k.startswith("utp_") or k in REQUEST_QUEUE_CAP}
         if job.role == "sender":
             job.content.write(workdir)
         handle = ses.add_torrent(_torrent_params(lt, job, workdir))
