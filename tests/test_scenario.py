@@ -643,6 +643,14 @@ to = "server"
 interval = "100ms"
 count = 100
 
+[[probes]]
+name = "late"
+from = "client"
+to = "server"
+interval = "100ms"
+start = "20s"
+until = "40s"
+
 [[flows]]""",
         1,
     )
@@ -655,6 +663,7 @@ count = 100
     assert flows["cbr"].count == 1 and flows["cbr"].interval == 0.004  # round(0.5) = 0, at least 1
     assert (flows["timed"].start, flows["timed"].stop, flows["timed"].bytes) == pytest.approx((0.5, 2.0, None))
     assert s.probes[0].count == 5 and s.probes[0].interval == 0.1
+    assert (s.probes[1].start, s.probes[1].until, s.probes[1].count) == pytest.approx((1.0, 2.0, None))
     assert s.links[0].forward.queue.packets == 100
     # A scenario already shorter than the smoke's seconds is left as it is.
     same = shortened(load_scenario(write(tmp_path, doc(duration='"2s"', flow='bytes = "100MB"'))), 3.0)

@@ -56,27 +56,15 @@ def shortened(s: Scenario, seconds: float) -> Scenario:
     def smaller(n: int | None) -> int | None:
         return None if n is None else min(n, max(SHORTENED_MIN_BYTES, round(n * k)))
 
-    flows = [
-        f.model_copy(
-            update={
-                "start": f.start * k,
-                "stop": f.stop * k if f.stop is not None else None,
-                "bytes": smaller(f.bytes),
-                "count": fewer(f.count),
-            }
-        )
-        for f in s.flows
-    ]
-    probes = [
-        p.model_copy(
-            update={
-                "start": p.start * k,
-                "until": p.until * k if p.until is not None else None,
-                "count": fewer(p.count),
-            }
-        )
-        for p in s.probes
-    ]
+    def scaled(item, end: str, **more):
+        """A flow or a probe (its end time in field `end`) with its start, end and count
+        scaled by k, and the `more` fields set."""
+        stop = getattr(item, end)
+        update = {"start": item.start * k, end: None if stop is None else stop * k, "count": fewer(item.count)}
+        return item.model_copy(update=update | more)
+
+    flows = [scaled(f, "stop", bytes=smaller(f.bytes)) for f in s.flows]
+    probes = [scaled(p, "until") for p in s.probes]
     a = s.analysis
     analysis = a.model_copy(
         update={"window": [w * k for w in a.window] if a.window else None, "bin": min(a.bin, max(0.01, a.bin * k))}
