@@ -581,6 +581,8 @@ def test_dumbbell_to_topology():
         ),
         ('{ alpha = "two" }', r"cc_params\.alpha: vegas's alpha is a number"),
         ("{ alpha = -1 }", r"cc_params\.alpha: vegas's alpha is 0 to 1000 packets \(got -1\)"),
+        # A rule between parameters, as for the TCP (BPF) Vegas.
+        ("{ alpha = 6 }", r"cc_params\.alpha: vegas's alpha must not exceed beta \(4\) \(got 6\)"),
     ],
 )
 def test_quic_cc_params_are_checked_against_the_contract(tmp_path, params, match):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from transportlab import contract
 from transportlab.scenario.errors import FieldIssue
 
 if TYPE_CHECKING:
@@ -99,6 +100,25 @@ class FlowKind:
         """Kind-specific fields of the flow's FlowMetrics from its agents' results
         (`client`, `server`: the summaries' "results", {} if absent)."""
         return {}
+
+
+def check_cc_params(protocol: str, cc: str, given: dict | None, called: str) -> None:
+    """Refuses (at cc_params.<key>) a parameter controller `cc` does not take (`called`
+    names the controller in that message), a value outside the contract's description of
+    it, and values that break a rule between parameters (the contract's)."""
+    params = contract.parameters(protocol, cc)
+    given = given or {}
+    for key, value in given.items():
+        if key not in params:
+            has = f"it takes {', '.join(params)}" if params else "it takes none"
+            raise FieldIssue(f"not a parameter of {called} ({has})", ("cc_params", key), value)
+        problem = contract.parameter_problem(params[key], value)
+        if problem:
+            raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
+    values = {k: given.get(k, p["default"]) for k, p in params.items()}
+    if (rule := contract.cross_parameter_problem(cc, values)) is not None:
+        key, why = rule
+        raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
 
 
 def agent_binary() -> str:

@@ -20,6 +20,7 @@ from transportlab.kinds.base import (
     FlowKind,
     agent_binary,
     bulk_argv,
+    check_cc_params,
     duration_arg,
     sender_results,
     server_argv,
@@ -137,14 +138,7 @@ class Quic(FlowKind):
         known = contract.controllers("quic")
         if cc not in known:
             raise FieldIssue(f"unknown QUIC congestion control; expected one of {', '.join(known)}", ("cc",))
-        params = contract.parameters("quic", cc)
-        for key, value in (spec.cc_params or {}).items():
-            if key not in params:
-                has = f"it takes {', '.join(params)}" if params else "it takes none"
-                raise FieldIssue(f"not a parameter of {cc} ({has})", ("cc_params", key), value)
-            problem = contract.parameter_problem(params[key], value)
-            if problem:
-                raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
+        check_cc_params("quic", cc, spec.cc_params, cc)
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:

@@ -18,6 +18,7 @@ from transportlab.kinds.base import (
     FlowKind,
     agent_binary,
     bulk_argv,
+    check_cc_params,
     duration_arg,
     sender_results,
     server_argv,
@@ -139,19 +140,7 @@ class Tcp(FlowKind):
                 raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
             hint = ' (it runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
             raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}{hint}", ("cc",))
-        params = contract.parameters("tcp", cc)
-        given = spec.cc_params or {}
-        for key, value in given.items():
-            if key not in params:
-                has = f"it takes {', '.join(params)}" if params else "it takes none"
-                raise FieldIssue(f"not a parameter of TCP {cc} ({has})", ("cc_params", key), value)
-            problem = contract.parameter_problem(params[key], value)
-            if problem:
-                raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
-        values = {k: given.get(k, p["default"]) for k, p in params.items()}
-        if (rule := contract.cross_parameter_problem(cc, values)) is not None:
-            key, why = rule
-            raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
+        check_cc_params("tcp", cc, spec.cc_params, f"TCP {cc}")
         if contract.implementation("tcp", cc) == "bpf" and spec.application != AGENT:
             raise FieldIssue(
                 f"TCP {cc} is the lab's BPF program; {spec.http_server} and curl run the kernel's "
