@@ -134,6 +134,13 @@ def server_argv(command: str, port: int, files: Files, serve_for_s: float, once:
     return argv + ["--duration", duration_arg(serve_for_s)] + summary_args(files.server_summary, files.server_series)
 
 
+def client_argv(command: str, server_addr: str, port: int, files: Files) -> list[str]:
+    """A client end: connects to `server_addr`:`port`, writing its summary and series where
+    `files` says."""
+    argv = [agent_binary(), command, "--connect", f"{server_addr}:{port}"]
+    return argv + summary_args(files.client_summary, files.client_series)
+
+
 def summary_args(summary: Path, series: Path | None) -> list[str]:
     return ["--summary", str(summary)] + (["--series", str(series)] if series else [])
 

@@ -18,14 +18,13 @@ from transportlab.kinds.base import (
     Endpoints,
     Files,
     FlowKind,
-    agent_binary,
     bulk_argv,
     check_cc_params,
+    client_argv,
     duration_arg,
     sender_results,
     server_argv,
     srtt_stats,
-    summary_args,
 )
 from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
@@ -145,8 +144,7 @@ class Quic(FlowKind):
         if flow.implementation in STACKS:
             return _stack_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("quic-server", flow.port, files, serve_for_s)
-        client = [agent_binary(), "quic-client", "--connect", f"{server_addr}:{flow.port}"]
-        client += summary_args(files.client_summary, files.client_series)
+        client = client_argv("quic-client", server_addr, flow.port, files)
         if flow.qlog:
             server += ["--qlog", str(files.server_qlog)]
             client += ["--qlog", str(files.client_qlog)]

@@ -16,14 +16,13 @@ from transportlab.kinds.base import (
     Endpoints,
     Files,
     FlowKind,
-    agent_binary,
     bulk_argv,
     check_cc_params,
+    client_argv,
     duration_arg,
     sender_results,
     server_argv,
     srtt_stats,
-    summary_args,
 )
 from transportlab.kinds.records import RECORD_RANGE, check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
@@ -167,8 +166,7 @@ class Tcp(FlowKind):
         if flow.application != AGENT:
             return _http_endpoints(flow, server_addr, files, serve_for_s)
         server = server_argv("tcp-server", flow.port, files, serve_for_s)
-        client = [agent_binary(), "tcp-client", "--connect", f"{server_addr}:{flow.port}"]
-        client += summary_args(files.client_summary, files.client_series)
+        client = client_argv("tcp-client", server_addr, flow.port, files)
         for argv in (server, client):
             if flow.cc:
                 argv += ["--cc", flow.cc]

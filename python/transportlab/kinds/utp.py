@@ -12,8 +12,8 @@ from transportlab.kinds.base import (
     Endpoints,
     Files,
     FlowKind,
-    agent_binary,
     bulk_argv,
+    client_argv,
     duration_arg,
     sender_results,
     server_argv,
@@ -104,8 +104,7 @@ def _libutp_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) 
     if flow.mss:
         params += ["--datagram-size", str(flow.mss)]
     server = server_argv("utp-server", flow.port, files, serve_for_s, once=False) + params
-    client = [agent_binary(), "utp-client", "--connect", f"{server_addr}:{flow.port}", *bulk_argv(flow)]
-    client += params + summary_args(files.client_summary, files.client_series)
+    client = client_argv("utp-client", server_addr, flow.port, files) + bulk_argv(flow) + params
     return Endpoints(server, client)
 
 
