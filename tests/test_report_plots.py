@@ -25,7 +25,7 @@ from transportlab.report.linkplots import (
     trace_opportunities_ns,
 )
 from transportlab.report.pantheon import draw_pantheon, pantheon_groups, sigma_ellipse
-from transportlab.report.plots import SWEEP_METRICS, pantheon_layout, sweep_plots
+from transportlab.report.plots import SWEEP_METRICS, by_connection, pantheon_layout, sweep_plots
 from transportlab.report.rundata import RunData
 
 MS = 1_000_000
@@ -322,3 +322,12 @@ def test_sweep_report_shows_pantheon_with_caption(tmp_path):
     html = render_sweep(tmp_path / "sweep", runs).read_text()
     assert 'id="plot-pantheon"' in html and "95th percentile of the per-packet one-way delay" in html
     assert sweep_table(runs)["path_delay_p95_ms"].eq(30.0).all()
+
+
+def test_a_sender_series_of_several_connections_is_drawn_per_connection():
+    """The RTT and cwnd plots draw a line per connection, named in its label, in time order."""
+    series = pd.DataFrame({"t_ns": [3, 1, 2, 4], "conn": [1, 0, 1, 0]})
+    parts = [(label, part["t_ns"].tolist()) for label, part in by_connection(series)]
+    assert parts == [(" conn 0", [1, 4]), (" conn 1", [2, 3])]
+    one = series[series["conn"] == 0]
+    assert [(label, part["t_ns"].tolist()) for label, part in by_connection(one)] == [("", [1, 4])]

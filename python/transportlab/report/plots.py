@@ -14,6 +14,7 @@ reason in `skipped`, never an exception.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -146,6 +147,16 @@ def plot_queueing_delay(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) 
     return spec.finish(fig, ax, out, caption, rd=rd)
 
 
+def by_connection(series: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
+    """A sender series' samples in time order, one part per connection when it has several:
+    (" conn <n>" to add to the line's label, or "" for a series of one connection; the part)."""
+    if "conn" in series and series["conn"].nunique() > 1:
+        for conn, part in series.groupby("conn"):
+            yield f" conn {conn}", part.sort_values("t_ns")
+    else:
+        yield "", series.sort_values("t_ns")
+
+
 @registered("rtt", "Round-trip time over time", RUN)
 def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
     caption = (
@@ -173,12 +184,10 @@ def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
         df, side = rd.sender_series(name)
         if df is None or "srtt_us" not in df:
             continue
-        groups = df.groupby("conn") if "conn" in df and df["conn"].nunique() > 1 else [(None, df)]
-        for conn, g in groups:
-            g = g.sort_values("t_ns")
+        for conn, g in by_connection(df):
             srtt = pd.to_numeric(g["srtt_us"], errors="coerce").to_numpy(np.float64, na_value=np.nan)
             keep = srtt > 0
-            label = f"{name} srtt ({side})" + (f" conn {conn}" if conn is not None else "")
+            label = f"{name} srtt ({side}){conn}"
             ax.plot(rd.seconds(g["t_ns"].to_numpy())[keep], srtt[keep] / 1e3, color=colors[name], lw=1.2, label=label)
             drawn += 1
     if not drawn:
@@ -246,10 +255,8 @@ def plot_cwnd(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
         else:
             continue
         df = df.assign(_cw=cw.to_numpy(np.float64, na_value=np.nan))
-        groups = df.groupby("conn") if "conn" in df and df["conn"].nunique() > 1 else [(None, df)]
-        for conn, g in groups:
-            g = g.sort_values("t_ns")
-            label = f"{name} ({side})" + (f" conn {conn}" if conn is not None else "")
+        for conn, g in by_connection(df):
+            label = f"{name} ({side}){conn}"
             ax.step(
                 rd.seconds(g["t_ns"].to_numpy()),
                 g["_cw"].to_numpy() / 1e3,
@@ -336,6 +343,15 @@ def _line_key(row, others: list[str]) -> str:
     return f"{row['flow']}" + (f" [{extra}]" if extra else "")
 
 
+def y_scale(values: pd.Series, scale, ylabel: str) -> tuple[float, str]:
+    """(divisor, axis label) of a sweep plot's metric values: for `scale` "rate" a rate unit
+    fit to the largest value, named in the label; otherwise `scale` is the divisor."""
+    if scale == "rate":
+        div, unit = rate_scale(float(values.abs().max()))
+        return div, f"{ylabel} ({unit})"
+    return scale, ylabel
+
+
 def sweep_metric_plot(m: Metric) -> PlotFunction:
     """The plot of metric `m` against the swept value (titled as the registry says)."""
     return PlotFunction(f"sweep_{m.name}", m.plot_title or m.label, SWEEP, plot_sweep_metric)
@@ -374,11 +390,7 @@ def plot_sweep_metric(
     xcol = d[path].map(_fmt) if path else d["point"].astype(str)
     d = d.assign(_x=xcol.map(pos), _line=d.apply(lambda r: _line_key(r, others), axis=1))
     d = d[~d[col].isna()]
-    if scale == "rate":
-        div, unit = rate_scale(float(d[col].abs().max()))
-        ylabel = f"{ylabel} ({unit})"
-    else:
-        div = scale
+    div, ylabel = y_scale(d[col], scale, ylabel)
     lines = list(dict.fromkeys(d["_line"]))
     colors = Colors(lines)
     fig, ax = figure()
@@ -431,11 +443,7 @@ def plot_sweep_boxes(spec: PlotSpec, df: pd.DataFrame, col: str, title: str, yla
     reps = d.groupby(["point", "flow"], dropna=False)[col].size()
     if reps.max() < 2:
         return spec.skip(caption, "one repetition per point: nothing to spread")
-    if scale == "rate":
-        div, unit = rate_scale(float(d[col].abs().max()))
-        ylabel = f"{ylabel} ({unit})"
-    else:
-        div = scale
+    div, ylabel = y_scale(d[col], scale, ylabel)
     flows = list(dict.fromkeys(d["flow"]))
     points = list(dict.fromkeys(df["point"].astype(str)))
     ncols = min(3, len(flows))
