@@ -7,7 +7,7 @@ use crate::cc::{self, CaState, CongestionOps, Context, Window, INFINITE_SSTHRESH
 use crate::receiver::Receiver;
 use crate::rtt::{RttEstimator, RTO_INITIAL_US, RTO_MAX_US, RTO_MIN_US};
 use crate::scoreboard::{Delivery, Scoreboard};
-use crate::segment::{flags, Segment, MAX_SACK_BLOCKS_WITH_TIMESTAMPS};
+use crate::segment::{flags, SackBlocks, Segment, TcpRepr, MAX_SACK_BLOCKS_WITH_TIMESTAMPS};
 use crate::send_buffer::SendBuffer;
 use crate::time::{Jiffies, Nanos};
 
@@ -478,7 +478,7 @@ impl Connection {
         } else {
             (window >> self.rcv.wscale).min(65535) as u16
         };
-        let mut s = Segment {
+        let mut h = TcpRepr {
             src_port: self.cfg.local_port,
             dst_port: self.cfg.remote_port,
             seq: self.cfg.isn.wrapping_add(seq_off as u32),
@@ -489,27 +489,31 @@ impl Connection {
             },
             flags: fl,
             window,
-            payload,
-            ..Segment::default()
+            ..TcpRepr::default()
         };
         if self.ts_ok || (syn && self.state == State::SynSent) {
-            s.timestamps = Some((self.tsval(now), if fl & flags::ACK != 0 { self.ts_recent } else { 0 }));
+            h.timestamps = Some((self.tsval(now), if fl & flags::ACK != 0 { self.ts_recent } else { 0 }));
         }
         if syn {
-            s.mss = Some(self.advmss as u16);
+            h.mss = Some(self.advmss as u16);
             if self.state == State::SynSent || self.rcv.wscale > 0 {
-                s.window_scale = Some(self.rcv.wscale);
+                h.window_scale = Some(self.rcv.wscale);
             }
-            s.sack_permitted = self.state == State::SynSent || self.sack_ok;
+            h.sack_permitted = self.state == State::SynSent || self.sack_ok;
         } else if self.sack_ok {
             let irs = self.irs;
-            s.sack = sack
+            let blocks: Vec<(u32, u32)> = sack
                 .iter()
                 .take(MAX_SACK_BLOCKS_WITH_TIMESTAMPS)
                 .map(|&(l, r)| (irs.wrapping_add(l as u32), irs.wrapping_add(r as u32)))
                 .collect();
+            h.sack = SackBlocks::new(&blocks).expect("at most MAX_SACK_BLOCKS SACK blocks");
         }
-        s
+        Segment {
+            header: h,
+            payload,
+            ecn: 0,
+        }
     }
 
     // ---- Receiving. ----
@@ -527,7 +531,7 @@ impl Connection {
             State::Closed => {}
             State::Listen => {
                 if seg.has(flags::SYN) && !seg.has(flags::ACK) {
-                    self.irs = seg.seq;
+                    self.irs = seg.header.seq;
                     self.peer_options(seg);
                     self.rcv.start(1);
                     self.state = State::SynReceived;
@@ -535,8 +539,8 @@ impl Connection {
                 }
             }
             State::SynSent => {
-                if seg.has(flags::SYN) && seg.has(flags::ACK) && self.snd_off(seg.ack) == 1 {
-                    self.irs = seg.seq;
+                if seg.has(flags::SYN) && seg.has(flags::ACK) && self.snd_off(seg.header.ack) == 1 {
+                    self.irs = seg.header.seq;
                     self.peer_options(seg);
                     self.rcv.start(1);
                     self.handshake_done(now, seg);
@@ -549,7 +553,7 @@ impl Connection {
                     self.syn_due = true;
                     return;
                 }
-                if seg.has(flags::ACK) && self.snd_off(seg.ack) == 1 {
+                if seg.has(flags::ACK) && self.snd_off(seg.header.ack) == 1 {
                     self.handshake_done(now, seg);
                     self.established_segment(now, seg);
                 }
@@ -560,23 +564,23 @@ impl Connection {
 
     /// Options of the peer's SYN or SYN-ACK.
     fn peer_options(&mut self, seg: &Segment) {
-        self.ts_ok = seg.timestamps.is_some();
-        self.sack_ok = seg.sack_permitted;
-        if let Some((val, _)) = seg.timestamps {
+        self.ts_ok = seg.header.timestamps.is_some();
+        self.sack_ok = seg.header.sack_permitted;
+        if let Some((val, _)) = seg.header.timestamps {
             self.ts_recent = val;
         }
-        match seg.window_scale {
+        match seg.header.window_scale {
             Some(ws) => self.snd_wscale = ws.min(14),
             None => {
                 self.snd_wscale = 0;
                 self.rcv.wscale = 0;
             }
         }
-        let peer = u32::from(seg.mss.unwrap_or(536));
+        let peer = u32::from(seg.header.mss.unwrap_or(536));
         let clamp = self.cfg.mss_clamp.map_or(u32::MAX, u32::from);
         let mss = u32::from(self.cfg.mtu - 40).min(peer).min(clamp);
         self.mss = mss - if self.ts_ok { TIMESTAMP_BYTES } else { 0 };
-        self.snd_wnd = u64::from(seg.window);
+        self.snd_wnd = u64::from(seg.header.window);
     }
 
     fn handshake_done(&mut self, now: Nanos, seg: &Segment) {
@@ -612,7 +616,7 @@ impl Connection {
 
     /// RTT from the timestamp echo (ms resolution), as Linux's fallback.
     fn ts_rtt_us(&self, now: Nanos, seg: &Segment) -> Option<u64> {
-        let (_, ecr) = seg.timestamps?;
+        let (_, ecr) = seg.header.timestamps?;
         if ecr == 0 {
             return None;
         }
@@ -621,8 +625,8 @@ impl Connection {
     }
 
     fn established_segment(&mut self, now: Nanos, seg: &Segment) {
-        let start = self.rcv_off(seg.seq);
-        if let Some((val, _)) = seg.timestamps {
+        let start = self.rcv_off(seg.header.seq);
+        if let Some((val, _)) = seg.header.timestamps {
             if start <= self.rcv.rcv_wup {
                 self.ts_recent = val;
             }
@@ -632,7 +636,7 @@ impl Connection {
             self.tcp_ack(now, seg, has_data);
         }
         if has_data {
-            if let Some((_, ecr)) = seg.timestamps {
+            if let Some((_, ecr)) = seg.header.timestamps {
                 let ts_now = self.tsval(now);
                 self.rcv.rtt_measure_ts(ecr, ts_now, seg.payload.len() as u64);
             }
@@ -652,12 +656,12 @@ impl Connection {
 
     /// `tcp_ack`.
     fn tcp_ack(&mut self, now: Nanos, seg: &Segment, has_data: bool) {
-        let ack = self.snd_off(seg.ack);
+        let ack = self.snd_off(seg.header.ack);
         if ack < self.snd_una || ack > self.snd_nxt {
             return;
         }
         let mut flag = if has_data { FLAG_DATA } else { 0 };
-        let nwin = u64::from(seg.window) << self.snd_wscale;
+        let nwin = u64::from(seg.header.window) << self.snd_wscale;
         if ack > self.snd_una || has_data || nwin > self.snd_wnd {
             flag |= FLAG_WIN_UPDATE;
         }
@@ -669,7 +673,7 @@ impl Connection {
         let min_rtt = self.rtt.min_rtt_us();
         let mut sacked = Delivery::default();
         if self.sack_ok {
-            for &(l, r) in &seg.sack {
+            for &(l, r) in seg.header.sack.as_slice() {
                 let (lo, hi) = (self.snd_off(l), self.snd_off(r));
                 // D-SACKs (below the cumulative ACK) and nonsense are ignored.
                 if lo >= hi || hi > self.snd_nxt || lo < ack {

@@ -26,7 +26,7 @@ pub mod send_buffer;
 pub mod time;
 
 pub use connection::{Config, Connection, State, Stats, TimerKind, UnknownCc};
-pub use segment::{flags, Segment};
+pub use segment::{flags, SackBlocks, Segment, TcpRepr};
 pub use time::Nanos;
 
 /// The name runs record this stack by.

@@ -1,9 +1,12 @@
-//! One TCP segment as the stack takes and gives it: header fields and options typed,
-//! sequence numbers as on the wire (32-bit), and the ECN codepoint of the IP header that
-//! carries it. `parse`/`emit` convert to and from the TCP header's bytes through the
-//! `wire` crate's `TcpRepr` (the IP header is the driver's).
+//! One TCP segment as the stack takes and gives it: the header as the `wire` crate's
+//! `TcpRepr` (sequence numbers as on the wire, 32-bit), the payload, and the ECN codepoint
+//! of the IP header that carries it. `parse` reads one from the TCP header's bytes; the
+//! driver puts it on the wire with `wire::build::tcp` (it knows the IP header).
 
-use wire::tcp::{SackBlocks, TcpPacket, TcpRepr};
+use wire::tcp::TcpPacket;
+
+/// The header's values and its SACK blocks, as `Segment::header` holds them.
+pub use wire::tcp::{SackBlocks, TcpRepr};
 
 /// Header flags (the low byte of the flags field).
 pub use wire::tcp::flags;
@@ -11,24 +14,13 @@ pub use wire::tcp::flags;
 /// Most SACK blocks one segment carries: 40 option bytes, 12 for timestamps (with
 /// padding), 8 per block + 2 → 3 (Linux sends 4 without timestamps).
 pub const MAX_SACK_BLOCKS_WITH_TIMESTAMPS: usize = 3;
-pub const MAX_SACK_BLOCKS: usize = 4;
+pub use wire::tcp::MAX_SACK_BLOCKS;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Segment {
-    pub src_port: u16,
-    pub dst_port: u16,
-    pub seq: u32,
-    pub ack: u32,
-    pub flags: u8,
-    /// The window field as sent (unscaled).
-    pub window: u16,
-    pub mss: Option<u16>,
-    pub window_scale: Option<u8>,
-    pub sack_permitted: bool,
-    /// (TSval, TSecr).
-    pub timestamps: Option<(u32, u32)>,
-    /// SACK blocks (left edge, right edge), most recent first.
-    pub sack: Vec<(u32, u32)>,
+    /// The TCP header: ports, numbers, flags, the window as sent (unscaled) and options
+    /// (SACK blocks most recent first).
+    pub header: TcpRepr,
     pub payload: Vec<u8>,
     /// ECN codepoint of the carrying IP header (0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
     pub ecn: u8,
@@ -36,7 +28,7 @@ pub struct Segment {
 
 impl Segment {
     pub fn has(&self, flag: u8) -> bool {
-        self.flags & flag != 0
+        self.header.flags & flag != 0
     }
 
     /// Sequence space it occupies: payload plus one for SYN and one for FIN.
@@ -44,55 +36,11 @@ impl Segment {
         self.payload.len() as u32 + u32::from(self.has(flags::SYN)) + u32::from(self.has(flags::FIN))
     }
 
-    /// The header as the wire crate's values.
-    fn repr(&self) -> TcpRepr {
-        TcpRepr {
-            src_port: self.src_port,
-            dst_port: self.dst_port,
-            seq: self.seq,
-            ack: self.ack,
-            flags: self.flags,
-            window: self.window,
-            mss: self.mss,
-            window_scale: self.window_scale,
-            sack_permitted: self.sack_permitted,
-            sack: SackBlocks::new(&self.sack).expect("at most MAX_SACK_BLOCKS SACK blocks"),
-            timestamps: self.timestamps,
-        }
-    }
-
-    /// Length of its TCP header with options (Linux's layouts), padded to 4 bytes.
-    pub fn header_len(&self) -> usize {
-        self.repr().header_len()
-    }
-
-    /// The TCP header and payload (checksum left 0: the driver fills it, it needs the IP
-    /// addresses).
-    pub fn emit(&self) -> Vec<u8> {
-        let r = self.repr();
-        let hl = r.header_len();
-        let mut b = vec![0u8; hl + self.payload.len()];
-        r.emit(&mut b).expect("a segment's options fit the 40 option bytes");
-        b[hl..].copy_from_slice(&self.payload);
-        b
-    }
-
     /// A TCP header and payload (`ecn` from the IP header); `None` if it is malformed.
     pub fn parse(b: &[u8], ecn: u8) -> Option<Segment> {
         let p = TcpPacket::new_checked(b).ok()?;
-        let r = TcpRepr::parse(&p).ok()?;
         Some(Segment {
-            src_port: r.src_port,
-            dst_port: r.dst_port,
-            seq: r.seq,
-            ack: r.ack,
-            flags: r.flags,
-            window: r.window,
-            mss: r.mss,
-            window_scale: r.window_scale,
-            sack_permitted: r.sack_permitted,
-            timestamps: r.timestamps,
-            sack: r.sack.as_slice().to_vec(),
+            header: TcpRepr::parse(&p).ok()?,
             payload: p.payload().to_vec(),
             ecn,
         })
@@ -101,52 +49,62 @@ impl Segment {
 
 #[cfg(test)]
 mod tests {
+    use std::net::Ipv4Addr;
+
+    use wire::ipv4::{protocol, Ecn, Ipv4Packet, Ipv4Repr};
+
     use super::*;
 
-    #[test]
-    fn emit_parse_round_trip_with_every_option() {
-        let s = Segment {
-            src_port: 40000,
-            dst_port: 5201,
-            seq: 0xfffffff0,
-            ack: 7,
-            flags: flags::ACK | flags::SYN,
-            window: 502,
-            mss: Some(1460),
-            window_scale: Some(7),
-            sack_permitted: true,
-            timestamps: Some((123, 456)),
-            sack: vec![],
-            payload: vec![1, 2, 3],
-            ecn: 0,
+    /// `s` as a driver puts it in an IPv4 packet, parsed back.
+    fn through_the_wire(s: &Segment) -> (usize, Option<Segment>) {
+        let ip = Ipv4Repr {
+            ecn: Ecn::from_bits(s.ecn),
+            ..Ipv4Repr::new(Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 0, 2), protocol::TCP)
         };
-        let b = s.emit();
-        assert_eq!(b.len(), s.header_len() + 3);
-        assert_eq!(s.header_len(), 20 + 4 + 12 + 4);
-        assert_eq!(Segment::parse(&b, 0), Some(s.clone()));
-        // A data segment with timestamps and three SACK blocks fills the 40 option bytes.
-        let d = Segment {
-            flags: flags::ACK,
-            mss: None,
-            window_scale: None,
-            sack_permitted: false,
-            sack: vec![(10, 20), (30, 40), (50, 60)],
-            ..s
-        };
-        assert_eq!(d.header_len(), 60);
-        assert_eq!(
-            Segment::parse(&d.emit(), 2).map(|p| (p.sack, p.ecn)),
-            Some((d.sack.clone(), 2))
-        );
+        let p = wire::build::tcp(&ip, &s.header, &s.payload).unwrap();
+        let v = Ipv4Packet::new_checked(&p[..]).unwrap();
+        (v.transport().len(), Segment::parse(v.transport(), v.ecn() as u8))
     }
 
     #[test]
-    fn a_data_segment_with_timestamps_has_a_32_byte_header() {
+    fn parse_reads_back_every_option_and_the_ecn_codepoint() {
         let s = Segment {
-            timestamps: Some((1, 2)),
-            payload: vec![0; 1448],
-            ..Segment::default()
+            header: TcpRepr {
+                src_port: 40000,
+                dst_port: 5201,
+                seq: 0xfffffff0,
+                ack: 7,
+                flags: flags::ACK | flags::SYN,
+                window: 502,
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: true,
+                timestamps: Some((123, 456)),
+                sack: SackBlocks::default(),
+            },
+            payload: vec![1, 2, 3],
+            ecn: 0,
         };
-        assert_eq!(s.emit().len(), 32 + 1448);
+        assert_eq!(through_the_wire(&s), (20 + 4 + 12 + 4 + 3, Some(s.clone())));
+        assert_eq!(s.seq_len(), 3 + 1);
+        // A data segment with timestamps and three SACK blocks fills the 40 option bytes.
+        let d = Segment {
+            header: TcpRepr {
+                flags: flags::ACK,
+                mss: None,
+                window_scale: None,
+                sack_permitted: false,
+                sack: SackBlocks::new(&[(10, 20), (30, 40), (50, 60)]).unwrap(),
+                ..s.header
+            },
+            ecn: 2,
+            ..s
+        };
+        assert_eq!(through_the_wire(&d), (60 + 3, Some(d.clone())));
+    }
+
+    #[test]
+    fn a_truncated_header_does_not_parse() {
+        assert_eq!(Segment::parse(&[0; 19], 0), None);
     }
 }

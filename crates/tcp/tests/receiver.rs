@@ -1,19 +1,22 @@
 //! The receiving end's ACKs under virtual time (Linux's delayed-ACK rules, HZ = 250).
 
-use tcp::{flags, Config, Connection, Nanos, Segment};
+use tcp::{flags, Config, Connection, Nanos, Segment, TcpRepr};
 
 const MS: Nanos = 1_000_000;
 const CLIENT_ISN: u32 = 100;
 
 fn data(n: u32, tsval: u32) -> Segment {
     Segment {
-        src_port: 40000,
-        dst_port: 5201,
-        seq: CLIENT_ISN + 1 + (n - 1) * 1448,
-        ack: 0, // filled in
-        flags: flags::ACK,
-        window: 1000,
-        timestamps: Some((tsval, 0)),
+        header: TcpRepr {
+            src_port: 40000,
+            dst_port: 5201,
+            seq: CLIENT_ISN + 1 + (n - 1) * 1448,
+            ack: 0, // filled in
+            flags: flags::ACK,
+            window: 1000,
+            timestamps: Some((tsval, 0)),
+            ..TcpRepr::default()
+        },
         payload: vec![0; 1448],
         ..Segment::default()
     }
@@ -27,15 +30,18 @@ fn accepted() -> (Connection, u32) {
 /// The client's SYN (MSS 1460, window scale 7, SACK, timestamps).
 fn syn() -> Segment {
     Segment {
-        src_port: 40000,
-        dst_port: 5201,
-        seq: CLIENT_ISN,
-        flags: flags::SYN,
-        window: 64240,
-        mss: Some(1460),
-        window_scale: Some(7),
-        sack_permitted: true,
-        timestamps: Some((1, 0)),
+        header: TcpRepr {
+            src_port: 40000,
+            dst_port: 5201,
+            seq: CLIENT_ISN,
+            flags: flags::SYN,
+            window: 64240,
+            mss: Some(1460),
+            window_scale: Some(7),
+            sack_permitted: true,
+            timestamps: Some((1, 0)),
+            ..TcpRepr::default()
+        },
         ..Segment::default()
     }
 }
@@ -55,25 +61,28 @@ fn accepted_with(cfg: Config) -> (Connection, u32) {
     let (mut server, synack) = syn_acked(cfg);
     assert!(synack.has(flags::SYN) && synack.has(flags::ACK));
     let ack = Segment {
-        seq: CLIENT_ISN + 1,
-        ack: synack.seq.wrapping_add(1),
-        flags: flags::ACK,
-        timestamps: Some((21, synack.timestamps.unwrap().0)),
+        header: TcpRepr {
+            seq: CLIENT_ISN + 1,
+            ack: synack.header.seq.wrapping_add(1),
+            flags: flags::ACK,
+            timestamps: Some((21, synack.header.timestamps.unwrap().0)),
+            ..syn.header
+        },
         ..syn
     };
     server.receive(20 * MS, &ack);
     assert!(server.is_established());
-    (server, synack.seq.wrapping_add(1))
+    (server, synack.header.seq.wrapping_add(1))
 }
 
 /// Delivers segment `n` at `at`; returns the ACK numbers (as segment counts) sent then.
 fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
     let mut s = data(n, (at / MS) as u32);
-    s.ack = una;
+    s.header.ack = una;
     server.receive(at, &s);
     let mut out = Vec::new();
     server.poll(at, &mut out);
-    out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448).collect()
+    out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448).collect()
 }
 
 /// Linux's receiver: the first 16 segments are each ACKed at once (quick ACKs: the
@@ -101,7 +110,9 @@ fn quick_acks_then_every_second_segment_then_the_40_ms_timer() {
     assert!(out.is_empty());
     server.poll(240 * MS, &mut out);
     assert_eq!(
-        out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448).collect::<Vec<_>>(),
+        out.iter()
+            .map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448)
+            .collect::<Vec<_>>(),
         vec![19]
     );
 }
@@ -126,14 +137,14 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
     // 17 lost; 18 and 19 arrive.
     for n in [18, 19] {
         let mut s = data(n, 0);
-        s.ack = una;
+        s.header.ack = una;
         server.receive(t, &s);
         let mut out = Vec::new();
         server.poll(t, &mut out);
         assert_eq!(out.len(), 1);
         let first = CLIENT_ISN + 1 + 17 * 1448;
-        assert_eq!(out[0].sack, vec![(first, first + (n - 17) * 1448)]);
-        assert_eq!((out[0].ack - CLIENT_ISN - 1) / 1448, 16);
+        assert_eq!(out[0].header.sack.as_slice(), [(first, first + (n - 17) * 1448)]);
+        assert_eq!((out[0].header.ack - CLIENT_ISN - 1) / 1448, 16);
         t += MS;
     }
     assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
@@ -158,11 +169,16 @@ fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
     let mut sent = Vec::new();
     for n in [18, 20, 22, 24, 26] {
         let mut s = data(n, (t / MS) as u32);
-        s.ack = una;
+        s.header.ack = una;
         server.receive(t, &s);
         let mut out = Vec::new();
         server.poll(t, &mut out);
-        sent.push((n, out.iter().map(|a| a.sack.clone()).collect::<Vec<_>>()));
+        sent.push((
+            n,
+            out.iter()
+                .map(|a| a.header.sack.as_slice().to_vec())
+                .collect::<Vec<_>>(),
+        ));
         t += 10_000;
     }
     assert_eq!(
@@ -184,8 +200,8 @@ fn a_fifth_sack_block_flushes_the_compressed_ack_first() {
 fn deliver_and_read(server: &mut Connection, una: u32, synack_ts: u32, n: u32) -> Vec<Segment> {
     let at = (39 + u64::from(n)) * MS;
     let mut s = data(n, (at / MS) as u32);
-    s.ack = una;
-    s.timestamps = Some(((at / MS) as u32, synack_ts));
+    s.header.ack = una;
+    s.header.timestamps = Some(((at / MS) as u32, synack_ts));
     server.receive(at, &s);
     let mut out = Vec::new();
     server.poll(at, &mut out);
@@ -223,7 +239,7 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
     let mut acks = Vec::new();
     for n in 1..=80u32 {
         let out = deliver_and_read(&mut server, una, synack_ts, n);
-        acks.extend(out.iter().map(|a| (a.ack - CLIENT_ISN - 1) / 1448));
+        acks.extend(out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448));
     }
     let mut want: Vec<u32> = (1..=16).collect();
     want.extend([18, 20]);
@@ -251,7 +267,7 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
 fn tcp_rmem_sets_the_starting_buffer_and_the_autotuning_limit() {
     let syn_ack = |cfg: Config| {
         let s = syn_acked(cfg).1;
-        (s.window, s.window_scale)
+        (s.header.window, s.header.window_scale)
     };
     let mut cfg = Config::new("cubic", 5201, 40000);
     assert_eq!(syn_ack(cfg.clone()), (64256, Some(7)));

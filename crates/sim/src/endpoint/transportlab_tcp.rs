@@ -12,8 +12,7 @@ use std::path::Path;
 
 use linkem::Nanos;
 use tcp::{Config, Connection, Segment, State, STACK_NAME};
-use wire::ipv4::{self, protocol, Ecn, Ipv4Packet, Ipv4Repr};
-use wire::TcpPacket;
+use wire::ipv4::{protocol, Ecn, Ipv4Packet, Ipv4Repr};
 
 use super::bulk::{client_request, Bulk, ClientLife, SummaryOf, TcpSetup, REQUEST_LEN};
 use super::tcp_series::{self, Sample, Window};
@@ -24,16 +23,11 @@ const CHUNK: u64 = 1 << 20;
 
 /// The IPv4 packet carrying `seg` from `src` to `dst` (DF set, TTL 64, both checksums).
 fn to_packet(seg: &Segment, src: SocketAddrV4, dst: SocketAddrV4) -> Vec<u8> {
-    let tcp = seg.emit();
-    let mut p = vec![0u8; ipv4::MIN_HEADER_LEN + tcp.len()];
     let ip = Ipv4Repr {
         ecn: Ecn::from_bits(seg.ecn),
         ..Ipv4Repr::new(*src.ip(), *dst.ip(), protocol::TCP)
     };
-    ip.emit(&mut p, tcp.len()).expect("a segment fits an IPv4 packet");
-    p[ipv4::MIN_HEADER_LEN..].copy_from_slice(&tcp);
-    TcpPacket::new_unchecked(&mut p[ipv4::MIN_HEADER_LEN..]).fill_checksum(*src.ip(), *dst.ip());
-    p
+    wire::build::tcp(&ip, &seg.header, &seg.payload).expect("a segment fits an IPv4 packet")
 }
 
 /// The TCP segment in an IPv4 packet; `None` if it is not one.
@@ -89,7 +83,7 @@ impl End {
 
     fn receive(&mut self, now: Nanos, packet: &[u8]) {
         if let Some(seg) = from_packet(packet) {
-            if seg.dst_port == self.addr.port() && seg.src_port == self.peer.port() {
+            if seg.header.dst_port == self.addr.port() && seg.header.src_port == self.peer.port() {
                 self.conn.receive(now, &seg);
             }
         }
@@ -330,19 +324,24 @@ impl Endpoint for TcpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tcp::TcpRepr;
+    use wire::TcpPacket;
 
     #[test]
     fn packets_carry_valid_checksums_and_parse_back() {
         let seg = Segment {
-            src_port: 40000,
-            dst_port: 5201,
-            seq: 7,
-            ack: 9,
-            flags: tcp::flags::ACK,
-            window: 100,
-            timestamps: Some((1, 2)),
+            header: TcpRepr {
+                src_port: 40000,
+                dst_port: 5201,
+                seq: 7,
+                ack: 9,
+                flags: tcp::flags::ACK,
+                window: 100,
+                timestamps: Some((1, 2)),
+                ..TcpRepr::default()
+            },
             payload: vec![1, 2, 3],
-            ..Segment::default()
+            ecn: 2,
         };
         let a = SocketAddrV4::new([10, 0, 0, 1].into(), 40000);
         let b = SocketAddrV4::new([10, 0, 0, 2].into(), 5201);

@@ -52,6 +52,19 @@ impl Window {
         left
     }
 
+    /// What every `cong_avoid` does first: nothing when the window did not limit the sender
+    /// (`tcp_is_cwnd_limited`), slow start while in it. Returns the acknowledged segments
+    /// left for congestion avoidance; None when there is nothing more to do.
+    pub fn slow_start_if_limited(&mut self, cwnd_limited: bool, acked: u32) -> Option<u32> {
+        if !cwnd_limited {
+            return None;
+        }
+        if !self.in_slow_start() {
+            return Some(acked);
+        }
+        Some(self.slow_start(acked)).filter(|&left| left > 0)
+    }
+
     /// `tcp_cong_avoid_ai`: +1 segment per `w` segments acknowledged.
     pub fn cong_avoid_ai(&mut self, w: u32, acked: u32) {
         let w = w.max(1);
@@ -124,5 +137,32 @@ pub fn build(name: &str) -> Option<Box<dyn CongestionOps>> {
         "reno" => Some(Box::new(reno::Reno)),
         "cubic" => Some(Box::new(cubic::Cubic::default())),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slow_start_if_limited_leaves_what_congestion_avoidance_gets() {
+        let w = Window {
+            ssthresh: 12,
+            ..Window::new(10)
+        };
+        // Not limited by the window: no growth at all.
+        let mut v = w;
+        assert_eq!(v.slow_start_if_limited(false, 5), None);
+        assert_eq!(v, w);
+        // Slow start up to ssthresh; 3 of the 5 are left.
+        assert_eq!(v.slow_start_if_limited(true, 5), Some(3));
+        assert_eq!(v.cwnd, 12);
+        // Slow start takes them all: nothing left.
+        let mut v = w;
+        assert_eq!(v.slow_start_if_limited(true, 2), None);
+        assert_eq!(v.cwnd, 12);
+        // Past ssthresh every acknowledged segment goes to congestion avoidance.
+        assert_eq!(v.slow_start_if_limited(true, 4), Some(4));
+        assert_eq!(v.cwnd, 12);
     }
 }

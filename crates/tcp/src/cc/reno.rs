@@ -15,16 +15,10 @@ impl CongestionOps for Reno {
         (w.cwnd >> 1).max(2)
     }
 
-    fn cong_avoid(&mut self, w: &mut Window, ctx: &Context, mut acked: u32) {
-        if !ctx.cwnd_limited {
+    fn cong_avoid(&mut self, w: &mut Window, ctx: &Context, acked: u32) {
+        let Some(acked) = w.slow_start_if_limited(ctx.cwnd_limited, acked) else {
             return;
-        }
-        if w.in_slow_start() {
-            acked = w.slow_start(acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        };
         let cwnd = w.cwnd;
         w.cong_avoid_ai(cwnd, acked);
     }

@@ -8,7 +8,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use tcp::{flags, Config, Connection, Nanos, Segment};
+use tcp::{flags, Config, Connection, Nanos, SackBlocks, Segment, TcpRepr};
 
 pub const MS: Nanos = 1_000_000;
 pub const MSS: u64 = 1448;
@@ -55,16 +55,19 @@ impl Path {
         sender.poll(0, &mut out);
         let syn = out.pop().expect("a SYN");
         let synack = Segment {
-            src_port: 5201,
-            dst_port: 40000,
-            seq: PEER_ISN,
-            ack: syn.seq.wrapping_add(1),
-            flags: flags::SYN | flags::ACK,
-            window: 65535,
-            mss: Some(1460),
-            window_scale: Some(7),
-            sack_permitted: true,
-            timestamps: Some((1, syn.timestamps.unwrap().0)),
+            header: TcpRepr {
+                src_port: 5201,
+                dst_port: 40000,
+                seq: PEER_ISN,
+                ack: syn.header.seq.wrapping_add(1),
+                flags: flags::SYN | flags::ACK,
+                window: 65535,
+                mss: Some(1460),
+                window_scale: Some(7),
+                sack_permitted: true,
+                timestamps: Some((1, syn.header.timestamps.unwrap().0)),
+                ..TcpRepr::default()
+            },
             ..Segment::default()
         };
         sender.receive(2 * one_way, &synack);
@@ -74,7 +77,7 @@ impl Path {
             sender.close();
         }
         Path {
-            isn: syn.seq,
+            isn: syn.header.seq,
             sender,
             one_way,
             drop: Box::new(|_, _| false),
@@ -108,7 +111,7 @@ impl Path {
             if s.payload.is_empty() && !s.has(flags::FIN) {
                 continue;
             }
-            let start = self.off(s.seq);
+            let start = self.off(s.header.seq);
             let n = number(start);
             let count = self.tx_count.entry(n).or_default();
             let tx = Tx {
@@ -129,7 +132,7 @@ impl Path {
 
     /// The receiver's ACK for the data segment `s`.
     fn ack_for(&mut self, s: &Segment) -> Segment {
-        let start = self.off(s.seq);
+        let start = self.off(s.header.seq);
         let end = start + s.seq_len() as u64;
         // Merge into the received ranges and the recency list.
         let (mut lo, mut hi) = (start, end);
@@ -152,20 +155,24 @@ impl Path {
         self.recent.insert(0, (lo, hi));
         self.recent.retain(|&(_, b)| b > cum);
         let isn = self.isn;
+        let sack: Vec<(u32, u32)> = self
+            .recent
+            .iter()
+            .take(3)
+            .map(|&(a, b)| (isn.wrapping_add(a as u32), isn.wrapping_add(b as u32)))
+            .collect();
         Segment {
-            src_port: 5201,
-            dst_port: 40000,
-            seq: PEER_ISN + 1,
-            ack: isn.wrapping_add(cum as u32),
-            flags: flags::ACK,
-            window: 65535,
-            timestamps: Some((1, s.timestamps.unwrap().0)),
-            sack: self
-                .recent
-                .iter()
-                .take(3)
-                .map(|&(a, b)| (isn.wrapping_add(a as u32), isn.wrapping_add(b as u32)))
-                .collect(),
+            header: TcpRepr {
+                src_port: 5201,
+                dst_port: 40000,
+                seq: PEER_ISN + 1,
+                ack: isn.wrapping_add(cum as u32),
+                flags: flags::ACK,
+                window: 65535,
+                timestamps: Some((1, s.header.timestamps.unwrap().0)),
+                sack: SackBlocks::new(&sack).unwrap(),
+                ..TcpRepr::default()
+            },
             ..Segment::default()
         }
     }
