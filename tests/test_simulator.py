@@ -243,7 +243,8 @@ def test_quic_objects_and_several_streams(tmp_path):
     10 Mbit/s link: 20 objects of 100 kB downloaded 4 at a time, each on its own stream
     (each whole, a time to first byte above the 20 ms RTT, all 20 served); a 3 000 001-byte
     download on 3 streams (each its share, the remainder on the first, as the agent
-    splits it); a 4 s upload on 2 streams (both carry about half)."""
+    splits it); a 4 s upload on 2 streams (both carry about half). Goodput counts the
+    handshake, as the agent's does (docs/metrics.md): the bytes over the completion time."""
     objects = {"count": 20, "size": 100000}
     text = scenario(
         "sim-streams",
@@ -260,9 +261,11 @@ def test_quic_objects_and_several_streams(tmp_path):
     assert [o["index"] for o in objs["objects"]] == list(range(20))
     assert all(o["size"] == 100_000 and o["ttfb_s"] > 0.02 for o in objs["objects"])
     assert objs["bytes"] == 2_000_000 and objs["error"] is None
+    assert objs["goodput_bps"] == pytest.approx(8 * 2_000_000 / objs["completion_s"], rel=1e-6), objs
     assert json.loads((raw / "objs-server.json").read_text())["results"]["connections"][0]["objects_served"] == 20
     multi = json.loads((raw / "multi-client.json").read_text())["results"]
     assert multi["complete"] and multi["stream_bytes"] == [1_000_001, 1_000_000, 1_000_000], multi
+    assert multi["goodput_bps"] == pytest.approx(8 * 3_000_001 / multi["completion_s"], rel=1e-6), multi
     up = json.loads((raw / "up-server.json").read_text())["results"]["connections"][0]
     a, b = up["stream_bytes"]
     assert a + b == up["bytes"] > 0.9 * 10e6 / 8 * 4 and abs(a - b) < 0.1 * (a + b), up

@@ -21,6 +21,12 @@ pub fn bps(bytes: u64, ns: u64) -> Option<f64> {
     (ns != 0).then(|| bytes as f64 * 8.0 / secs(ns))
 }
 
+/// Goodput as every end reports it (docs/metrics.md): `bytes` over the time from just
+/// before connecting to `end_ns`, so the handshake counts; None when no time passed.
+pub fn goodput_bps(bytes: u64, connect_start_ns: u64, end_ns: u64) -> Option<f64> {
+    bps(bytes, end_ns.saturating_sub(connect_start_ns))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +47,8 @@ mod tests {
         assert_eq!(secs(1_500_000_000), 1.5);
         assert_eq!(bps(1_000, 1_000_000_000), Some(8_000.0));
         assert_eq!(bps(1_000, 0), None);
+        // 1 000 bytes from a connect at 2 s to the last byte at 3 s: the handshake counts.
+        assert_eq!(goodput_bps(1_000, 2_000_000_000, 3_000_000_000), Some(8_000.0));
+        assert_eq!(goodput_bps(1_000, 5, 5), None);
     }
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use anyhow::Context;
 use serde::Serialize;
 
-pub use agent_proto::transfer::{bps, secs};
+pub use agent_proto::transfer::{bps, goodput_bps, secs};
 
 /// Writes `value` as pretty JSON followed by a newline (write to a temp file, then rename,
 /// so a reader never sees a half-written summary).

@@ -21,7 +21,7 @@ use super::records::{self, QuicDelivery};
 use super::series::{self, Sampler, Sources};
 use super::transfer::{self, MessagesSummary, RecvEnd, SendEnd, Transfer};
 use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
-use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::output::{self, bps, goodput_bps, secs, ObjectSummary, ObjectsSummary};
 use crate::tcp::records::{ReceivedRecords, RecordReceiver};
 use crate::{sys, tls, usage, Direction, QuicClientArgs};
 
@@ -324,7 +324,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         // A sender's written bytes are not delivered bytes: without the server's count
         // (transfer failed or stopped) there is no rate to report.
         throughput_bps: bps(bytes, transfer_ns).filter(|_| delivered_known),
-        goodput_bps: bps(bytes, completion_ns).filter(|_| delivered_known),
+        goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns).filter(|_| delivered_known),
         quic,
         samples: samples.len(),
         socket: sock.summary(),

@@ -19,7 +19,7 @@ use super::records::{self, Delivery, ReceivedRecords, RecordReceiver, Sink, TapR
 use super::sampler::{Progress, Sampler};
 use super::transfer::{close_after_sending, prepare, read_some, send_bulk, write_all};
 use super::{series, BUF_LEN};
-use crate::output::{self, bps, secs, ObjectSummary, ObjectsSummary};
+use crate::output::{self, bps, goodput_bps, secs, ObjectSummary, ObjectsSummary};
 use crate::sys::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
@@ -326,7 +326,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         duration_s: secs(transfer_ns),
         completion_s: complete.then(|| secs(completion_ns)),
         throughput_bps: bps(bytes, transfer_ns),
-        goodput_bps: bps(bytes, completion_ns),
+        goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns),
         retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use linkem::Nanos;
 use serde::Serialize;
 
-use agent_proto::transfer::{bps, secs};
+use agent_proto::transfer::{goodput_bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
 
 use super::{write_summary, Delivered};
@@ -264,18 +264,9 @@ impl SummaryOf {
         }
     }
 
-    /// `<name>-client.json`: `connected_ns` is when the connection was established
-    /// (goodput's start).
-    pub fn write_client(
-        &self,
-        raw: &Path,
-        end: Nanos,
-        p: &Progress,
-        connected_ns: Option<Nanos>,
-        retransmits: Option<u64>,
-    ) -> std::io::Result<()> {
+    /// `<name>-client.json`.
+    pub fn write_client(&self, raw: &Path, end: Nanos, p: &Progress, retransmits: Option<u64>) -> std::io::Result<()> {
         let delivered = self.delivered.get();
-        let span = delivered.last_ns.zip(connected_ns).map(|(l, c)| l.saturating_sub(c));
         let results = ClientResults {
             mode: mode(p.upload),
             sender: sender(p.upload),
@@ -286,7 +277,9 @@ impl SummaryOf {
             bytes_received: p.received,
             complete: p.complete,
             completion_s: p.done_ns.map(|d| secs(d - self.start)),
-            goodput_bps: span.and_then(|s| bps(delivered.bytes, s)),
+            goodput_bps: delivered
+                .last_ns
+                .and_then(|l| goodput_bps(delivered.bytes, self.start, l)),
             retransmits,
         };
         let stopped_by = if p.complete { "bytes" } else { "duration" };

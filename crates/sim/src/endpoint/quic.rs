@@ -34,7 +34,7 @@ use serde::Serialize;
 use wire::ipv4::Ecn;
 
 use agent_proto::summary::{MessagesSummary, ObjectSummary, ObjectsSummary, QuicStats};
-use agent_proto::transfer::{bps, secs, share};
+use agent_proto::transfer::{goodput_bps, secs, share};
 use agent_proto::wire::object;
 use agent_proto::wire::request::{Mode, Request, Transport::Quic as QUIC};
 
@@ -1050,8 +1050,6 @@ impl Endpoint for QuicClient {
         let quic = self.transfer.quic_summary(&self.stack.probe);
         let t = &self.transfer;
         let d = self.delivered.get();
-        // Goodput: what arrived over the time from the connection to its last byte.
-        let span = d.last_ns.zip(self.connected_ns).map(|(l, c)| l.saturating_sub(c));
         let bulk = t.messages.is_none() && t.objects.is_none();
         let requests = if t.objects.is_some() {
             t.next_object * object::LEN as u64
@@ -1074,7 +1072,7 @@ impl Endpoint for QuicClient {
             bytes_received: if t.upload { 0 } else { t.bytes },
             stream_bytes: bulk.then(|| t.stream_bytes.clone()),
             completion_s: t.done_ns.map(|d| secs(d - self.start)),
-            goodput_bps: span.and_then(|s| bps(d.bytes, s)),
+            goodput_bps: d.last_ns.and_then(|l| goodput_bps(d.bytes, self.start, l)),
             quic,
             objects: t.objects.map(|_| objects_summary(&t.objects_done)),
             messages: t.messages_summary(),

@@ -496,7 +496,7 @@ impl Endpoint for TcpClient {
         // Segments this end sent again (counted by the endpoint: smoltcp keeps no count).
         let retransmits = Some(self.stack.meter.retransmits);
         let p = &self.transfer.bulk.p;
-        self.of.write_client(raw, end, p, self.life.connected_ns, retransmits)
+        self.of.write_client(raw, end, p, retransmits)
     }
 }
 

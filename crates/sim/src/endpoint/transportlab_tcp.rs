@@ -246,8 +246,7 @@ impl Endpoint for TcpClient {
         // The sending end's retransmitted segments (`tcpi_total_retrans`), when the client
         // sends, as the agent reports it.
         let retransmits = e.bulk.p.upload.then(|| e.conn.stats().total_retrans);
-        self.of
-            .write_client(raw, end, &e.bulk.p, self.life.connected_ns, retransmits)
+        self.of.write_client(raw, end, &e.bulk.p, retransmits)
     }
 }
 
