@@ -151,7 +151,8 @@ def _cmd_study(args) -> int:
         print(f"tlab study: {e}", file=sys.stderr)
         return 2
     for p in outcome.plans:
-        if p.not_run:
+        # With --experiment, what the other experiments cannot run is the report's to say.
+        if p.not_run and (not args.experiment or p.experiment.name in args.experiment):
             print(f"{p.experiment.name}: {p.not_run}", file=sys.stderr)
     for f in outcome.failed:
         print(f.line(), file=sys.stderr)
