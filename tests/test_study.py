@@ -119,11 +119,15 @@ def test_cli_refuses_bad_study_and_design_without_traceback(tmp_path):
 def test_simulate_one_experiment_names_only_its_own_refusals(tmp_path):
     """`--simulate --experiment one`: the bbr points (a kernel control) are refused naming
     experiment one; experiment two, not asked for, is not listed (the report says it)."""
-    two = STUDY.replace('[[figures]]', '[[experiments]]\nname = "two"\nfile = "tiny.toml"\ntitle = "again"\n\n[[figures]]')
+    two = STUDY.replace(
+        "[[figures]]", '[[experiments]]\nname = "two"\nfile = "tiny.toml"\ntitle = "again"\n\n[[figures]]'
+    )
     folder = _study(tmp_path, two)
     res = tlab("study", folder, "--simulate", "--experiment", "one", "--quiet", "--out", tmp_path / "out", timeout=300)
     assert res.returncode == 0, res.stderr
-    assert "one: not in the simulator: delay=1ms,cc=bbr (flows.bulk.cc:" in res.stderr and "two:" not in res.stderr, res.stderr
+    assert "one: not in the simulator: delay=1ms,cc=bbr (flows.bulk.cc:" in res.stderr and "two:" not in res.stderr, (
+        res.stderr
+    )
 
 
 def test_interval_by_hand():
