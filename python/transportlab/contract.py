@@ -63,6 +63,25 @@ def cross_parameter_problem(controller: str, values: dict[str, Any]) -> tuple[st
     return None
 
 
+def resolve_parameters(
+    protocol: str, controller: str, given: dict[str, Any]
+) -> tuple[dict[str, Any], tuple[str, Any, str, bool] | None]:
+    """Every parameter of `controller`, given or default, and the first problem with
+    `given` as (key, value, why, unknown): a key the controller does not take (`unknown`,
+    `why` says what it takes), a value outside the contract's description of it, or a rule
+    between parameters; None when there is none."""
+    spec = parameters(protocol, controller)
+    for key, value in given.items():
+        if key not in spec:
+            return {}, (key, value, f"it takes {', '.join(spec) if spec else 'none'}", True)
+        if (why := parameter_problem(spec[key], value)) is not None:
+            return {}, (key, value, why, False)
+    values = {k: given.get(k, p["default"]) for k, p in spec.items()}
+    if (rule := cross_parameter_problem(controller, values)) is not None:
+        return {}, (rule[0], values[rule[0]], rule[1], False)
+    return values, None
+
+
 def drop_reasons() -> dict[int, str]:
     return {int(r["code"]): r["name"] for r in _contract()["drop_reasons"]}
 

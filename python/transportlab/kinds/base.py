@@ -106,19 +106,11 @@ def check_cc_params(protocol: str, cc: str, given: dict | None, called: str) -> 
     """Refuses (at cc_params.<key>) a parameter controller `cc` does not take (`called`
     names the controller in that message), a value outside the contract's description of
     it, and values that break a rule between parameters (the contract's)."""
-    params = contract.parameters(protocol, cc)
-    given = given or {}
-    for key, value in given.items():
-        if key not in params:
-            has = f"it takes {', '.join(params)}" if params else "it takes none"
-            raise FieldIssue(f"not a parameter of {called} ({has})", ("cc_params", key), value)
-        problem = contract.parameter_problem(params[key], value)
-        if problem:
-            raise FieldIssue(f"{cc}'s {key} {problem}", ("cc_params", key), value)
-    values = {k: given.get(k, p["default"]) for k, p in params.items()}
-    if (rule := contract.cross_parameter_problem(cc, values)) is not None:
-        key, why = rule
-        raise FieldIssue(f"{cc}'s {key} {why}", ("cc_params", key), values[key])
+    _, problem = contract.resolve_parameters(protocol, cc, given or {})
+    if problem is not None:
+        key, value, why, unknown = problem
+        message = f"not a parameter of {called} ({why})" if unknown else f"{cc}'s {key} {why}"
+        raise FieldIssue(message, ("cc_params", key), value)
 
 
 def agent_binary() -> str:

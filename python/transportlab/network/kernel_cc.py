@@ -101,17 +101,12 @@ def program(controller: str) -> Program:
 def resolve_params(controller: str, given: dict) -> dict[str, int | float | str]:
     """Every parameter of `controller`, given or default, checked against the contract;
     KernelCcError naming the parameter and value otherwise."""
-    spec = contract.parameters("tcp", controller)
-    for key, value in given.items():
-        if key not in spec:
-            raise KernelCcError(f"{key} = {value!r} is not a parameter of {controller} (it takes {', '.join(spec)})")
-        problem = contract.parameter_problem(spec[key], value)
-        if problem:
-            raise KernelCcError(f"{controller}'s {key} = {value!r}: {problem}")
-    values = {k: given.get(k, p["default"]) for k, p in spec.items()}
-    rule = contract.cross_parameter_problem(controller, values)
-    if rule is not None:
-        raise KernelCcError(f"{controller}'s {rule[0]} = {values[rule[0]]!r}: {rule[1]}")
+    values, problem = contract.resolve_parameters("tcp", controller, given)
+    if problem is not None:
+        key, value, why, unknown = problem
+        if unknown:
+            raise KernelCcError(f"{key} = {value!r} is not a parameter of {controller} ({why})")
+        raise KernelCcError(f"{controller}'s {key} = {value!r}: {why}")
     return values
 
 
