@@ -56,7 +56,7 @@ def test_the_summary_counts_and_names_what_is_outside():
     lines = summary_lines(paired(agg_rows(), "emu", "sim"))
     assert lines[0] == "emulated vs simulated: 4 of 6 values within their agreement band"
     assert lines[1] == "  OUTSIDE  n=10 tcp: retransmissions emulated 10, simulated 14 (1.4×)"
-    assert lines[2] == "  OUTSIDE  n=20 tcp: throughput emulated 1e+08, simulated 9.4e+07 (0.94×)"
+    assert lines[2] == "  OUTSIDE  n=20 tcp: throughput emulated 100 Mbit/s, simulated 94 Mbit/s (0.94×)"
     assert len(lines) == 3
 
 

@@ -145,6 +145,9 @@ def test_study_report_in_chromium(tmp_path):
     )
     (folder / "study.toml").write_text(STUDY)
     out = tmp_path / "out"
+    # Simulated first: the emulated study's report then pairs the two ("emulated against
+    # simulated", every experiment both ran).
+    tlab_ok("study", folder, "--smoke", "--simulate", "--out", out, "--quiet", timeout=300)
     tlab_ok("study", folder, "--smoke", "--out", out, "--quiet", timeout=300)
     report = out / "browser-study-smoke" / "report.html"
     check = _check(report)
@@ -155,3 +158,7 @@ def test_study_report_in_chromium(tmp_path):
     assert positions == sorted(positions)
     assert html.count('class="caption"') == 5 and "not drawn" not in html and "Not yet run" not in html
     assert html.count("runs behind it") == 5 and "rep-0/report.html" in html
+    agreement = html[html.index('id="agreement"') : html.index('id="experiments"')]
+    assert "<h3>sweep:" in agreement and "<h3>single:" in agreement and "within their agreement band" in agreement
+    assert "rate=10Mbit" in agreement and "rate=20Mbit" not in agreement  # smoke: the first point only
+    assert "## Emulated against simulated: sweep" in (report.parent / "tables.md").read_text()

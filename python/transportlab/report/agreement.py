@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from transportlab.artefacts.metric_registry import COMPARE
+from transportlab.report.html import metric_format
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,15 @@ def shown_metrics(pairs: pd.DataFrame):
     ]
 
 
-def disagreements(pairs: pd.DataFrame) -> list[tuple[str, str, str, float, float]]:
-    """(point, flow, metric label, emulated, simulated) of every value outside its band."""
+def disagreements(pairs: pd.DataFrame) -> list[tuple[str, str, str, str, float]]:
+    """(point, flow, metric label, "emulated E, simulated S" in the metric's unit, S / E)
+    of every value outside its band."""
     out = []
     for _, r in pairs.iterrows():
         for m in METRICS:
             if r.get(f"{m.name}_agrees") is False:
-                out.append((r["point"], r["flow"], m.label, r[f"{m.name}_emulated"], r[f"{m.name}_simulated"]))
+                e, s, f = r[f"{m.name}_emulated"], r[f"{m.name}_simulated"], metric_format(m.name)
+                out.append((r["point"], r["flow"], m.label, f"emulated {f(e)}, simulated {f(s)}", s / e if e else 0.0))
     return out
 
 
@@ -120,8 +123,7 @@ def summary_lines(pairs: pd.DataFrame) -> list[str]:
     checked = sum(r.get(f"{m.name}_agrees") is not None for _, r in pairs.iterrows() for m in METRICS)
     off = disagreements(pairs)
     lines = [f"emulated vs simulated: {checked - len(off)} of {checked} values within their agreement band"]
-    for point, flow, label, e, s in off:
-        ratio = f"{s / e:.3g}×" if e else "—"
+    for point, flow, label, values, ratio in off:
         where = f"{point} {flow}".strip()
-        lines.append(f"  OUTSIDE  {where}: {label} emulated {e:.4g}, simulated {s:.4g} ({ratio})")
+        lines.append(f"  OUTSIDE  {where}: {label} {values} ({f'{ratio:.3g}×' if ratio else '—'})")
     return lines

@@ -24,6 +24,7 @@ from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure, legend_below, save
 from transportlab.report.table import probe_table, sweep_table
 from transportlab.scenario.load import read_toml
+from transportlab.study.agreement import agreement_section
 from transportlab.study.run import ExperimentPlan, StudyOutcome
 from transportlab.study.spec import Figure
 
@@ -451,9 +452,13 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
         + (" · <b>smoke</b>: every experiment once, shortened to a few seconds" if smoke else "")
         + f" · on a machine with {os.cpu_count()} CPU(s) shared with other work"
     )
+    agreement, agreement_md = ("", []) if simulated else agreement_section(out, trusted)
+    nav = '<a href="#figures">Figures</a>' + (
+        '<a href="#agreement">Emulated against simulated</a>' if agreement else ""
+    )
     body = [
         f'<h1>{escape(study.title)}</h1><p class="sub">{sub}</p><p>{escape(study.description)}</p>',
-        '<nav><a href="#figures">Figures</a><a href="#experiments">Experiments and runs</a></nav>',
+        f'<nav>{nav}<a href="#experiments">Experiments and runs</a></nav>',
     ]
     runs = rows.drop_duplicates("run_dir") if len(rows) else rows
     bad = int((~runs["trusted"].astype(bool)).sum()) if len(runs) else 0
@@ -478,6 +483,8 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
         body.append(html)
         if numbers is not None and not numbers.empty:
             md.append(f"## Figure {i}: {fig.title}\n\n{_markdown(numbers)}\n")
+    body.append(agreement)
+    md += agreement_md
     body.append('<h2 id="experiments">Experiments and runs</h2>' + _experiments_section(out, trusted))
     (out.dir / "tables.md").write_text("\n".join(md), encoding="utf-8")
     path = out.dir / "report.html"
