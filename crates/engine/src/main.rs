@@ -396,6 +396,7 @@ fn run(cfg: Config) -> Result<(), String> {
     fwd.unintended.ring_full = rings.iter().map(|r| r.as_ref().map_or(0, |r| r.drops)).collect();
     let unintended_total = fwd.unintended.total();
     let lateness = fwd.lateness.summary();
+    let burst_wait = fwd.burst_wait.summary();
     let arrival_shift = fwd.arrival_shift.summary();
     let (directions, unintended, packets_in, packets_out) = (
         fwd.take_direction_stats(),
@@ -410,6 +411,7 @@ fn run(cfg: Config) -> Result<(), String> {
         packets_in,
         packets_out,
         handover_lateness: lateness,
+        burst_wait,
         arrival_shift,
         timer_calibration: calibration,
         timer_lateness: timer_lateness.summary(),

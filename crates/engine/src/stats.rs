@@ -148,7 +148,12 @@ pub struct RunStats {
     pub unintended_drops_total: u64,
     pub packets_in: u64,
     pub packets_out: u64,
+    /// How late each packet was handed to its host: from its due time, or, for one the
+    /// model released at the same instant as the packet before it, from the end of that
+    /// packet's hand-over (it could not start earlier).
     pub handover_lateness: LatenessSummary,
+    /// Packets released at one instant: how long each waited behind those before it.
+    pub burst_wait: LatenessSummary,
     /// How much later than their stamps arrivals entered the model (non-zero only when
     /// the engine fell behind: the packet's timing was shifted by that much).
     pub arrival_shift: LatenessSummary,
