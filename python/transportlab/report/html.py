@@ -423,7 +423,11 @@ def _engine_section(engine: Any) -> str:
     )
     out = []
     if lat:
-        out.append("<p>Hand-over lateness: real time a packet was written to its host minus the model's due time.</p>")
+        out.append(
+            "<p>Hand-over lateness: real time a packet was written to its host minus the model's due time (for a "
+            "packet due at the same instant as the one before it, minus the end of that one's hand-over; the wait "
+            "behind such a burst is the engine's <code>burst_wait</code>, raw/engine.json).</p>"
+        )
         out.append(
             table(
                 ["samples", "mean", "p50", "p99", "max"],
