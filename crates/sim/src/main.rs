@@ -190,6 +190,7 @@ fn run(cfg: SimConfig) -> Result<(), String> {
     let stats = RunStats {
         unintended_drops_total: fwd.unintended.total(),
         handover_lateness: fwd.lateness.summary(),
+        burst_wait: fwd.burst_wait.summary(),
         arrival_shift: fwd.arrival_shift.summary(),
         directions: fwd.take_direction_stats(),
         unintended_drops: std::mem::take(&mut fwd.unintended),
