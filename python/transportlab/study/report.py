@@ -452,7 +452,14 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
         + (" · <b>smoke</b>: every experiment once, shortened to a few seconds" if smoke else "")
         + f" · on a machine with {os.cpu_count()} CPU(s) shared with other work"
     )
-    agreement, agreement_md = ("", []) if simulated else agreement_section(out, trusted)
+    try:
+        agreement, agreement_md = ("", []) if simulated else agreement_section(out, trusted)
+    except Exception as e:  # noqa: BLE001 - the pairing must not cost the report; the page says why
+        agreement, agreement_md = (
+            '<h2 id="agreement">Emulated against simulated</h2>'
+            f'<div class="banner bad">not drawn: {escape(type(e).__name__)}: {escape(str(e))}</div>',
+            [],
+        )
     nav = '<a href="#figures">Figures</a>' + (
         '<a href="#agreement">Emulated against simulated</a>' if agreement else ""
     )
