@@ -24,16 +24,17 @@ def _both_ran(pairs: pd.DataFrame) -> pd.DataFrame:
     return pairs[keep].reset_index(drop=True)
 
 
-def experiment_pairs(p: ExperimentPlan, simulated_dir: Path, trusted: dict[str, bool]) -> tuple[pd.DataFrame, int]:
-    """The paired rows of one experiment's points run both ways, and how many emulated
-    runs were left out as not trusted; an empty frame when one side has no run."""
-    emulated = [r.run_dir for r in p.done if trusted.get(str(r.run_dir), False)]
+def experiment_pairs(p: ExperimentPlan, simulated_dir: Path, trusted: dict[str, RunData]) -> tuple[pd.DataFrame, int]:
+    """The paired rows of one experiment's points run both ways (`trusted`: the emulated
+    runs already loaded and trusted, by folder), and how many emulated runs were left out
+    as not trusted; an empty frame when one side has no run."""
+    emulated = [trusted[str(r.run_dir)] for r in p.done if str(r.run_dir) in trusted]
     untrusted = len(p.done) - len(emulated)
     simulated = find_runs(simulated_dir) if simulated_dir.is_dir() else []
     if not emulated or not simulated:
         return pd.DataFrame(), untrusted
     sources = [
-        Source(p.sweep_dir, "emulated", [RunData.load(d) for d in emulated]),
+        Source(p.sweep_dir, "emulated", emulated),
         Source(simulated_dir, "simulated", [RunData.load(d) for d in simulated]),
     ]
     pairs = paired(compare_table(compare_rows(sources)), "emulated", "simulated")
@@ -59,8 +60,9 @@ def long_table_html(pairs: pd.DataFrame) -> str:
     return table(["point", "flow", "metric", "emulated", "simulated", "sim / emu", "within band"], rows)
 
 
-def agreement_section(out: StudyOutcome, trusted: dict[str, bool]) -> tuple[str, list[str]]:
-    """The HTML section and its tables.md lines; empty when no experiment ran both ways."""
+def agreement_section(out: StudyOutcome, trusted: dict[str, RunData]) -> tuple[str, list[str]]:
+    """The HTML section and its tables.md lines (`trusted`: the study's trusted emulated
+    runs, loaded, by folder); empty when no experiment ran both ways."""
     html, md = [], []
     for p in out.plans:
         pairs, untrusted = experiment_pairs(p, out.dir / "simulated" / p.sweep_dir.name, trusted)

@@ -90,26 +90,27 @@ def label_of(metric: str, fig: Figure | None = None) -> tuple[str, float, str]:
 # ---- data -------------------------------------------------------------------------------
 
 
-def study_rows(plans: Sequence[ExperimentPlan]) -> tuple[pd.DataFrame, dict[str, bool]]:
+def study_rows(plans: Sequence[ExperimentPlan]) -> tuple[pd.DataFrame, dict[str, bool], dict[str, RunData]]:
     """Catalogue rows (flows and probes) of every done run, with `experiment` and
-    `trusted` columns; and run_dir → trusted."""
-    frames, trusted = [], {}
+    `trusted` columns; run_dir → trusted; and run_dir → its loaded run."""
+    frames, trusted, loaded = [], {}, {}
     for p in plans:
         rds = [RunData.load(r.run_dir) for r in p.done]
         if not rds:
             continue
         for rd in rds:
             trusted[str(rd.dir)] = run_validity(rd).trusted
+            loaded[str(rd.dir)] = rd
         flows = sweep_table(rds)
         probes = probe_table(rds).rename(columns={"probe": "flow"})
         for df in (flows, probes):
             if len(df):
                 frames.append(df.assign(experiment=p.experiment.name))
     if not frames:
-        return pd.DataFrame(columns=["experiment", "run_dir", "point", "flow", "trusted"]), trusted
+        return pd.DataFrame(columns=["experiment", "run_dir", "point", "flow", "trusted"]), trusted, loaded
     rows = pd.concat(frames, ignore_index=True)
     rows["trusted"] = rows["run_dir"].map(lambda d: trusted.get(str(d), False))
-    return rows, trusted
+    return rows, trusted, loaded
 
 
 def _column(rows: pd.DataFrame, name: str, axis_first: bool = True) -> str:
@@ -442,7 +443,7 @@ def _experiments_section(out: StudyOutcome, trusted: dict[str, bool]) -> str:
 def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = False) -> Path:
     """Writes report.html, tables.md and plots/ into the study's folder; returns the report."""
     study = out.study
-    rows, trusted = study_rows(out.plans)
+    rows, trusted, loaded = study_rows(out.plans)
     mode = "simulated (virtual time)" if simulated else "emulated"
     design = study.designs[out.design]
     sub = (
@@ -453,7 +454,9 @@ def render_study(out: StudyOutcome, *, smoke: bool = False, simulated: bool = Fa
         + f" · on a machine with {os.cpu_count()} CPU(s) shared with other work"
     )
     try:
-        agreement, agreement_md = ("", []) if simulated else agreement_section(out, trusted)
+        agreement, agreement_md = (
+            ("", []) if simulated else agreement_section(out, {d: rd for d, rd in loaded.items() if trusted[d]})
+        )
     except Exception as e:  # noqa: BLE001 - the pairing must not cost the report; the page says why
         agreement, agreement_md = (
             '<h2 id="agreement">Emulated against simulated</h2>'
