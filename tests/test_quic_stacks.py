@@ -75,6 +75,8 @@ def test_each_stack_runs_its_own_controllers(tmp_path, implementation, cc, expec
         ),
         ('implementation = "aioquic"\napplication = "agent"', r"flows\.dl\.application: aioquic carries HTTP/3"),
         ('implementation = "quic-go"\nqlog = false', r"flows\.dl\.qlog: quic-go's series come from its qlog"),
+        ("pacing = false", r"flows\.dl\.pacing: quinn paces every connection and has no switch.*aioquic can"),
+        ('implementation = "ngtcp2"\npacing = false', r"flows\.dl\.pacing: ngtcp2's pacer cannot be switched off"),
         (
             'implementation = "ngtcp2"\ndirection = "upload"',
             r"flows\.dl\.direction: ngtcp2's client uploads a file: give bytes",
@@ -104,6 +106,61 @@ def test_stack_ends_are_the_stack_end_module_with_a_give_up_before_the_runners_g
     # the stack end gives up 11.5 s after its start, 2.5 s before the runner would stop it.
     assert float(ends.client[ends.client.index("--give-up") + 1]) == pytest.approx(11.5)
     assert ends.server[ends.server.index("--qlog") + 1] == str(tmp_path / "dl-server.sqlog")
+
+
+def test_an_unpaced_aioquic_flow_switches_the_pacer_off_at_both_ends(tmp_path):
+    s = load(tmp_path, 'implementation = "aioquic"\nbytes = "1MB"\npacing = false')
+    (f,) = resolve(s).flows
+    ends = kind("quic").endpoints(f, "10.0.0.2", Files.of(tmp_path, "dl"), 17.0)
+    assert "--no-pacing" in ends.server and "--no-pacing" in ends.client
+
+
+def burst_after_handshake(tmp_path, pacing: bool) -> int:
+    """Datagrams an aioquic server (the lab's endpoint) sends at one instant once it has
+    a stream's worth of data, after a handshake over a 50 ms round trip in virtual time."""
+    import asyncio
+
+    from aioquic.quic.connection import QuicConnection
+
+    from transportlab.stacks.aioquic_endpoint import Endpoint, configuration
+    from transportlab.stacks.tls import self_signed
+
+    cert, key = self_signed(tmp_path)
+    client = QuicConnection(configuration=configuration(True, "reno", None, None))
+    server_config = configuration(False, "reno", None, None)
+    server_config.load_cert_chain(cert, key)
+    server = QuicConnection(
+        configuration=server_config, original_destination_connection_id=client.original_destination_connection_id
+    )
+
+    async def wrap() -> None:
+        Endpoint(server, pacing=pacing)  # installs the pacer the flow asked for
+
+    asyncio.run(wrap())
+    now, addr = 0.0, ("10.0.0.1", 4433)
+    client.connect(addr, now=now)
+    for _ in range(4):  # the handshake, one round trip a step
+        for data, _ in client.datagrams_to_send(now=now):
+            server.receive_datagram(data, addr, now=now + 0.025)
+        now += 0.025
+        for data, _ in server.datagrams_to_send(now=now):
+            client.receive_datagram(data, addr, now=now + 0.025)
+        now += 0.025
+    stream = client.get_next_available_stream_id()
+    client.send_stream_data(stream, b"GET", end_stream=False)
+    for data, _ in client.datagrams_to_send(now=now):
+        server.receive_datagram(data, addr, now=now + 0.025)
+    now += 0.025
+    server.send_stream_data(stream, b"x" * 1_000_000)
+    return len(server.datagrams_to_send(now=now))
+
+
+def test_aioquic_unpaced_sends_its_window_at_once_and_paced_does_not(tmp_path):
+    # The initial window is 10 datagrams; aioquic's pacer lets out a burst of a quarter
+    # of it (at least two datagrams) and spaces the rest at cwnd / srtt.
+    unpaced = burst_after_handshake(tmp_path, pacing=False)
+    paced = burst_after_handshake(tmp_path, pacing=True)
+    assert unpaced >= 10 and paced <= 4, (unpaced, paced)
 
 
 def test_a_bulk_stack_flow_is_a_download_for_its_duration(tmp_path):

@@ -171,15 +171,16 @@ def test_a_cycle_through_a_base_is_refused(tmp_path):
 def test_the_s1_files_are_built_on_their_bases():
     s1 = PROJECT_ROOT / "scenarios" / "s1"
     # The single-connectivity baselines have a topology of their own (no legs); study.toml
-    # is no scenario; the LTE-trace and ngtcp2-appendix files are built on the sweeps they
-    # repeat.
+    # is no scenario; the LTE-trace, pacer-off and ngtcp2-appendix files are built on the
+    # sweeps they repeat.
     files = sorted(
         p for p in s1.rglob("*.toml") if p.name not in ("base.toml", "study.toml", "single_connectivity.toml")
     )
-    assert len(files) == 41  # and stacks.toml (docs/stacks.md)
+    assert len(files) == 43  # and stacks.toml (docs/stacks.md)
     for f in files:
         folder = f.parent.relative_to(s1).as_posix()
-        base = {"lte": f"../{f.name}", "ngtcp2": f"../{f.name}", "ngtcp2/fairness": f"../../fairness/{f.name}"}.get(
+        again = f"../{f.name}"
+        base = {"lte": again, "pacer_off": again, "ngtcp2": again, "ngtcp2/fairness": f"../../fairness/{f.name}"}.get(
             folder, "base.toml"
         )
         assert f'include = "{base}"' in f.read_text(), f

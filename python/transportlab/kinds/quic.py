@@ -45,13 +45,20 @@ GIVE_UP_MARGIN_S = 2.5
 class Quic(FlowKind):
     name = "quic"
     ip_proto = 17
-    fields = AGENT_TRANSFER_FIELDS | {"streams", "rcvbuf", "qlog", "rate"}
+    fields = AGENT_TRANSFER_FIELDS | {"streams", "rcvbuf", "qlog", "rate", "pacing"}
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
         if _stack(spec) is not None:
             self._check_stack(spec, given)
             return
+        if not spec.pacing:
+            raise FieldIssue(
+                "quinn paces every connection and has no switch (quinn-proto 0.11); "
+                f"{', '.join(s.name for s in STACKS.values() if s.pacer_switch)} can send unpaced",
+                ("pacing",),
+                spec.pacing,
+            )
         if spec.application != AGENT:
             raise FieldIssue(
                 f"quinn's ends are the lab's agents: application is \"{AGENT}\" (HTTP/3 is the third-party "
@@ -113,6 +120,8 @@ class Quic(FlowKind):
         spec.application = HTTP3
         if not spec.qlog:
             raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
+        if not spec.pacing and not STACKS[name].pacer_switch:
+            raise FieldIssue(f"{name}'s pacer cannot be switched off by the lab", ("pacing",), spec.pacing)
         if spec.bytes is None and spec.direction == "upload" and not STACKS[name].bulk_upload:
             raise FieldIssue(
                 f"{name}'s client uploads a file: give bytes, or make the bulk transfer a download",
@@ -232,6 +241,8 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
 
     end = [sys.executable, "-m", STACK_END]
     common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
+    if not flow.pacing:
+        common.append("--no-pacing")
     server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += ["--summary", str(files.server_summary)]
     server += ["--qlog", str(files.server_qlog)]

@@ -54,6 +54,7 @@ class Flow:
     tls: bool = False  # tcp: TLS 1.3 over the connection ("HTTPS")
     rcvbuf: int | None = None  # quic: UDP socket receive buffer of both ends (bytes)
     qlog: bool = True  # quic: both ends write their connection's qlog
+    pacing: bool = True  # quic: false = the sender's pacer off (aioquic)
     tcp_info_interval: float | None = None  # tcp only
     # records (tcp, quic, udp): how the client receives them (kinds/*.py)
     delivery: Literal["ordered", "unordered", "streams"] | None = None

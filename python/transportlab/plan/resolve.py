@@ -128,6 +128,7 @@ def to_flows(s: Scenario) -> list[Flow]:
                 tls=f.tls,
                 rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
                 qlog=f.qlog,
+                pacing=f.pacing,
                 tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
                 delivery=f.delivery,
                 playout=tuple(f.playout) if f.playout else None,

@@ -451,6 +451,9 @@ class FlowSpec(_Table):
     # quic: both ends write their connection's qlog (every packet event as JSON, in the
     # agents' own threads); false leaves it out (the CPU experiment, scenarios/s2/cpu.toml).
     qlog: bool = True
+    # quic: false switches the sender's pacer off, so only the congestion window limits
+    # it (S1's pacer-off reruns; a stack whose pacer the lab can switch off: aioquic).
+    pacing: bool = True
     tcp_info_interval: PositiveDuration = 0.010
     # tcp records as VoIP frames: the jitter buffers (fixed playout delays from each
     # frame's send time) for which frames missing playout and loss bursts are reported.

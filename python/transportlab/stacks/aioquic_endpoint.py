@@ -4,7 +4,7 @@ does what the lab's flows need, as `tlab-quic-go` does for quic-go:
 
     python -m transportlab.stacks.aioquic_endpoint server --bind ADDR:PORT --cert F --key F
     python -m transportlab.stacks.aioquic_endpoint client --url https://ADDR:PORT/N
-        [--upload N] [--duration SECONDS] [--cc reno|cubic]
+        [--upload N] [--duration SECONDS] [--cc reno|cubic] [--no-pacing]
 
 The server answers GET /N with N bytes and POST with the count of the body's bytes. Each
 end writes each connection's qlog into --qlog-dir as JSON-SEQ while the connection runs
@@ -16,11 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlparse
@@ -31,6 +32,7 @@ from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
 from aioquic.quic.logger import QLOG_VERSION, QuicLogger, QuicLoggerTrace
+from aioquic.quic.recovery import QuicPacketPacer
 
 CHUNK = 256 * 1024
 # Bytes queued ahead of the network per stream: enough that the sender never waits on
@@ -137,11 +139,23 @@ def streaming(qlog: StreamedQlog | None) -> Iterator[None]:
         qlog.close()
 
 
+class Unpaced(QuicPacketPacer):
+    """A pacer that never holds a packet back: the congestion window alone limits sending
+    (S1's pacer-off reruns). aioquic has no setting for it; its connection asks its
+    recovery's pacer before each packet (aioquic 1.7.2, `QuicConnection._write_application`)."""
+
+    # aioquic annotates it `float`, yet its own returns None when a packet may go now.
+    def next_send_time(self, now: float) -> None:  # type: ignore[override]
+        return None
+
+
 class Endpoint(QuicConnectionProtocol):
     """One connection's HTTP/3: the server's answers, the client's one request."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, pacing: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        if not pacing:
+            self._quic._loss._pacer = Unpaced(max_datagram_size=self._quic._max_datagram_size)
         self.h3: H3Connection = None  # type: ignore[assignment]  # set once ALPN is done
         self.received: dict[int, int] = {}
         self.done: dict[int, asyncio.Future] = {}
@@ -227,6 +241,10 @@ class Endpoint(QuicConnectionProtocol):
             self.transmit()
 
 
+def endpoint(pacing: bool) -> Callable[..., Endpoint]:
+    return functools.partial(Endpoint, pacing=pacing)
+
+
 def address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     return host, int(port)
@@ -236,7 +254,7 @@ async def run_server(args) -> int:
     qlog = open_qlog(args.qlog_dir, "server")
     config = configuration(False, args.cc, args.datagram_size, qlog)
     config.load_cert_chain(args.cert, args.key)
-    server = await serve(*address(args.bind), configuration=config, create_protocol=Endpoint)
+    server = await serve(*address(args.bind), configuration=config, create_protocol=endpoint(args.pacing))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -264,7 +282,7 @@ async def run_client(args) -> int:
     error = None
     with streaming(qlog):
         async with connect(
-            url.hostname or "", url.port or 443, configuration=config, create_protocol=Endpoint
+            url.hostname or "", url.port or 443, configuration=config, create_protocol=endpoint(args.pacing)
         ) as proto:
             assert isinstance(proto, Endpoint)
             conn = proto
@@ -323,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--cc", choices=("reno", "cubic"), default="reno")
         p.add_argument("--qlog-dir", type=Path)
         p.add_argument("--datagram-size", type=int, help="UDP payload size (aioquic's max_datagram_size)")
+        p.add_argument("--no-pacing", dest="pacing", action="store_false", help="send as the window allows")
     args = ap.parse_args(argv)
     return asyncio.run(run_server(args) if args.end == "server" else run_client(args))
 

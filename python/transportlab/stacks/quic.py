@@ -33,6 +33,8 @@ class Stack:
     qlog_clock: str
     # Columns its qlog cannot give (left empty in the series), for the docs and tests.
     silent: tuple[str, ...] = field(default=())
+    # Whether the lab can switch its pacer off (a flow's `pacing = false`).
+    pacer_switch: bool = False
 
     def executable(self) -> list[str]:
         """The stack's command (its program and any fixed leading arguments); raises
@@ -93,6 +95,7 @@ STACKS: dict[str, Stack] = {
             install=f"run {SETUP} (it installs aioquic from PyPI)",
             qlog_clock="absolute",
             silent=("congestion_events",),
+            pacer_switch=True,
         ),
         _Ngtcp2(
             "ngtcp2",
