@@ -17,8 +17,10 @@ pub const INITIAL_WINDOW: u32 = 10;
 const TIMEOUT_MIN_US: u64 = 2_000;
 /// `TCP_TIMEOUT_MIN` (jiffies): added to RACK's reordering timer.
 const TIMEOUT_MIN_J: u64 = 2;
-/// `tcp_reordering`.
+/// `tcp_reordering`: the reordering (in segments) assumed before any is seen.
 const REORDERING: u32 = 3;
+/// `tcp_max_reordering`.
+const MAX_REORDERING: u32 = 300;
 /// Option bytes a timestamp costs each data segment.
 const TIMESTAMP_BYTES: u32 = 12;
 
@@ -94,6 +96,10 @@ pub struct Stats {
     pub loss_probes: u64,
     pub recoveries: u64,
     pub bytes_acked: u64,
+    /// Times the path was seen reordering (`tcpi_reord_seen`).
+    pub reord_seen: u64,
+    /// The reordering (segments) the sender allows for (`tcpi_reordering`).
+    pub reordering: u32,
 }
 
 // ACK flags (`FLAG_*` of tcp_input.c) this port needs.
@@ -224,7 +230,10 @@ impl Connection {
             syn_due: state == State::SynSent,
             rst_due: false,
             rcv,
-            stats: Stats::default(),
+            stats: Stats {
+                reordering: REORDERING,
+                ..Stats::default()
+            },
             cfg,
         })
     }
@@ -671,6 +680,7 @@ impl Connection {
             self.retransmits = 0;
         }
         let min_rtt = self.rtt.min_rtt_us();
+        let prior_fack = self.sb.highest_sack_seq(self.snd_una);
         let mut sacked = Delivery::default();
         if self.sack_ok {
             for &(l, r) in seg.header.sack.as_slice() {
@@ -685,6 +695,9 @@ impl Connection {
         if sacked.segments > 0 {
             flag |= FLAG_DATA_SACKED;
         }
+        if let Some(low) = sacked.reord {
+            self.check_sack_reordering(low);
+        }
         let mut acked = Delivery::default();
         self.sb.ack(ack, now, min_rtt, &mut acked);
         if acked.cum_acked > 0 {
@@ -692,6 +705,10 @@ impl Connection {
         }
         self.stats.bytes_acked += ack - self.snd_una;
         self.snd_una = ack;
+        // A hole the original filled (not a retransmission): the path reordered.
+        if let Some(low) = acked.reord.filter(|&low| acked.cum_acked > 0 && low < prior_fack) {
+            self.check_sack_reordering(low);
+        }
         self.send.release(ack.saturating_sub(1));
 
         // tcp_ack_update_rtt.
@@ -874,10 +891,30 @@ impl Connection {
         self.update_pacing_rate();
     }
 
-    /// `tcp_rack_reo_wnd`: no reordering is ever seen here, so the window is 0 in
-    /// recovery or once `tcp_reordering` segments are SACKed, else min RTT / 4.
+    /// `tcp_check_sack_reordering`: a segment below the highest SACK was delivered
+    /// by its original transmission. The reordering allowed for grows to the distance
+    /// (segments), and from the first such event on RACK keeps its reordering window
+    /// open (`reord_seen`).
+    fn check_sack_reordering(&mut self, low: u64) {
+        let fack = self.sb.highest_sack_seq(self.snd_una);
+        if low >= fack {
+            return;
+        }
+        let metric = fack - low;
+        let mss = u64::from(self.mss);
+        if metric > u64::from(self.stats.reordering) * mss {
+            self.stats.reordering = metric.div_ceil(mss).min(u64::from(MAX_REORDERING)) as u32;
+        }
+        self.stats.reord_seen += 1;
+    }
+
+    /// `tcp_rack_reo_wnd`: until the path has been seen reordering, 0 in recovery or once
+    /// `reordering` segments are SACKed; otherwise min RTT / 4 (at most the smoothed RTT;
+    /// Linux widens it in steps on D-SACKs, which this port does not read).
     fn reo_wnd_us(&self) -> u64 {
-        if self.ca_state >= CaState::Recovery || self.sb.sacked_out >= REORDERING {
+        if self.stats.reord_seen == 0
+            && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.stats.reordering)
+        {
             return 0;
         }
         let min_rtt = self.rtt.min_rtt_us().unwrap_or(0);

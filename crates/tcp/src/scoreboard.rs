@@ -43,9 +43,17 @@ pub struct Delivery {
     pub last_xmit: Option<Nanos>,
     /// Segments cumulatively acknowledged (SACKed before or not).
     pub cum_acked: u32,
+    /// The lowest start of a never-retransmitted segment newly delivered behind one
+    /// already SACKed (a SACK) or not SACKed before (a cumulative ACK): a hole filled
+    /// by the original, so the path reordered (`state->reord` / `reord` of tcp_input.c).
+    pub reord: Option<u64>,
 }
 
 impl Delivery {
+    fn reordered(&mut self, start: u64) {
+        self.reord = Some(self.reord.map_or(start, |r| r.min(start)));
+    }
+
     fn count(&mut self, s: &Sent) {
         self.segments += 1;
         if s.ever_retrans {
@@ -84,6 +92,8 @@ pub struct Scoreboard {
     pub rack: Rack,
     /// Segments ever marked lost (Linux's `tp->lost`), for PRR's "newly lost".
     pub lost_events: u64,
+    /// One past the highest SACKed sequence while anything is SACKed.
+    highest_sack_end: u64,
     /// Transmissions so far (the next one's `order`).
     transmissions: u64,
 }
@@ -99,6 +109,16 @@ impl Scoreboard {
 
     pub fn is_empty(&self) -> bool {
         self.q.is_empty()
+    }
+
+    /// `tcp_highest_sack_seq`: one past the highest SACKed segment, `snd_una` when
+    /// nothing is SACKed.
+    pub fn highest_sack_seq(&self, snd_una: u64) -> u64 {
+        if self.sacked_out == 0 {
+            snd_una
+        } else {
+            self.highest_sack_end
+        }
     }
 
     pub fn head(&self) -> Option<&Sent> {
@@ -153,6 +173,9 @@ impl Scoreboard {
                 break;
             }
             if s.start >= left && !s.sacked {
+                if !s.ever_retrans && self.sacked_out > 0 && s.start < self.highest_sack_end {
+                    d.reordered(s.start);
+                }
                 if s.retrans {
                     self.retrans_out -= 1;
                 }
@@ -160,6 +183,7 @@ impl Scoreboard {
                     self.lost_out -= 1;
                 }
                 self.sacked_out += 1;
+                self.highest_sack_end = self.highest_sack_end.max(s.end);
                 let e = &mut self.q[i];
                 e.sacked = true;
                 e.retrans = false;
@@ -190,6 +214,9 @@ impl Scoreboard {
             }
             if s.lost {
                 self.lost_out -= 1;
+            }
+            if !s.ever_retrans {
+                d.reordered(s.start);
             }
             d.count(&s);
             self.rack_advance(&s, now, min_rtt_us);

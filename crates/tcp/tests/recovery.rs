@@ -144,3 +144,40 @@ fn the_rto_is_200_ms_above_the_rtt_and_backs_off_exponentially() {
     assert_eq!(p.sender.rto_us(), 8 * 212_000);
     assert_eq!(p.sender.ca_state(), CaState::Loss);
 }
+
+/// Reno, 60 segments, no loss; the first transmission of each `(late, after)` reaches
+/// the receiver right after `after`.
+fn reordered(late: &[(u64, u64)]) -> Path {
+    let mut p = Path::new("reno", 50 * MS, 60, false);
+    p.late = late.to_vec();
+    p.run(500 * MS);
+    p
+}
+
+/// Segment 33 (third flight, sent at 300 ms) arrives behind 34–38. At 400 ms the SACKs of
+/// 34, 34–35, 34–36 make three SACKed: with no reordering seen, RACK's window is 0 in that
+/// case, and 33 (sent with 36, one RTT ago) is marked lost → Recovery and its fast
+/// retransmission, spurious (the original arrives next, and no D-SACK is read).
+#[test]
+fn reordering_before_any_was_seen_is_taken_for_loss() {
+    let p = reordered(&[(33, 38)]);
+    let s = p.sender.stats();
+    assert_eq!(numbers(&p.retransmissions()), vec![33]);
+    assert_eq!((s.recoveries, s.reord_seen), (1, 0));
+}
+
+/// As above, but the second flight already reordered, shallowly: 12 arrived behind 13
+/// and 14 (two SACKed, RACK waiting min RTT / 4), and the cumulative ACK its original
+/// brought at 300 ms filled a hole below the highest SACK → the path reorders
+/// (`reord_seen`, 3 segments: within `tcp_reordering`). From then on RACK keeps its
+/// window (min RTT / 4 = 25 ms) even with three SACKed, so 33 behind 34–38 is waited for
+/// — its original arrives right after 38 — and not retransmitted; the distance, 6
+/// segments, becomes the reordering allowed for.
+#[test]
+fn once_the_path_was_seen_reordering_rack_waits_for_a_late_segment() {
+    let p = reordered(&[(12, 14), (33, 38)]);
+    let s = p.sender.stats();
+    assert_eq!(p.retransmissions(), vec![]);
+    assert_eq!((s.recoveries, s.reord_seen, s.reordering), (0, 2, 6));
+    assert_eq!(p.sender.ca_state(), CaState::Open);
+}

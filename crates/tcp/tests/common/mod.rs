@@ -28,6 +28,10 @@ pub struct Path {
     pub one_way: Nanos,
     /// (segment number, transmission count so far of it) → dropped?
     pub drop: Box<dyn FnMut(u64, u32) -> bool>,
+    /// (segment, other): the first transmission of `segment` reaches the receiver right
+    /// after `other` does (reordering), not in its place; an entry goes once used.
+    pub late: Vec<(u64, u64)>,
+    held: Vec<(u64, Segment)>,
     pub sent: Vec<Tx>,
     /// ACK arrival times at the sender with what the sender sent in answer.
     pub answers: Vec<(Nanos, Vec<Tx>)>,
@@ -81,6 +85,8 @@ impl Path {
             sender,
             one_way,
             drop: Box::new(|_, _| false),
+            late: Vec::new(),
+            held: Vec::new(),
             sent: Vec::new(),
             answers: Vec::new(),
             heap: BinaryHeap::new(),
@@ -197,8 +203,20 @@ impl Path {
                 let Reverse((_, _, i)) = self.heap.pop().unwrap();
                 let (to_receiver, s) = self.in_flight[i].take().unwrap();
                 if to_receiver {
+                    let n = number(self.off(s.header.seq));
+                    // Its first arrival is its first transmission: the path keeps order.
+                    if let Some(i) = self.late.iter().position(|&(late, _)| late == n) {
+                        let (_, after) = self.late.remove(i);
+                        self.held.push((after, s));
+                        continue;
+                    }
                     let ack = self.ack_for(&s);
                     self.schedule(now + self.one_way, false, ack);
+                    while let Some(i) = self.held.iter().position(|&(after, _)| after == n) {
+                        let (_, late) = self.held.remove(i);
+                        let ack = self.ack_for(&late);
+                        self.schedule(now + self.one_way, false, ack);
+                    }
                 } else {
                     self.sender.receive(now, &s);
                     let txs = self.poll(now);
