@@ -98,8 +98,6 @@ pub struct Stats {
     pub bytes_acked: u64,
     /// Times the path was seen reordering (`tcpi_reord_seen`).
     pub reord_seen: u64,
-    /// The reordering (segments) the sender allows for (`tcpi_reordering`).
-    pub reordering: u32,
 }
 
 // ACK flags (`FLAG_*` of tcp_input.c) this port needs.
@@ -130,6 +128,8 @@ pub struct Connection {
     fin_queued: bool,
     fin_sent: bool,
     sb: Scoreboard,
+    /// `tp->reordering`: the reordering (segments) the sender allows for.
+    reordering: u32,
     rtt: RttEstimator,
     cc: Box<dyn CongestionOps>,
     win: Window,
@@ -207,6 +207,7 @@ impl Connection {
             fin_queued: false,
             fin_sent: false,
             sb: Scoreboard::default(),
+            reordering: REORDERING,
             rtt: RttEstimator::default(),
             cc,
             win: Window::new(INITIAL_WINDOW),
@@ -230,10 +231,7 @@ impl Connection {
             syn_due: state == State::SynSent,
             rst_due: false,
             rcv,
-            stats: Stats {
-                reordering: REORDERING,
-                ..Stats::default()
-            },
+            stats: Stats::default(),
             cfg,
         })
     }
@@ -341,6 +339,11 @@ impl Connection {
 
     pub fn ca_state(&self) -> CaState {
         self.ca_state
+    }
+
+    /// The reordering (segments) the sender allows for (`tcpi_reordering`).
+    pub fn reordering(&self) -> u32 {
+        self.reordering
     }
 
     /// The payload bytes per full segment.
@@ -706,7 +709,7 @@ impl Connection {
         self.stats.bytes_acked += ack - self.snd_una;
         self.snd_una = ack;
         // A hole the original filled (not a retransmission): the path reordered.
-        if let Some(low) = acked.reord.filter(|&low| acked.cum_acked > 0 && low < prior_fack) {
+        if let Some(low) = acked.reord.filter(|&low| low < prior_fack) {
             self.check_sack_reordering(low);
         }
         self.send.release(ack.saturating_sub(1));
@@ -902,8 +905,8 @@ impl Connection {
         }
         let metric = fack - low;
         let mss = u64::from(self.mss);
-        if metric > u64::from(self.stats.reordering) * mss {
-            self.stats.reordering = metric.div_ceil(mss).min(u64::from(MAX_REORDERING)) as u32;
+        if metric > u64::from(self.reordering) * mss {
+            self.reordering = metric.div_ceil(mss).min(u64::from(MAX_REORDERING)) as u32;
         }
         self.stats.reord_seen += 1;
     }
@@ -912,9 +915,7 @@ impl Connection {
     /// `reordering` segments are SACKed; otherwise min RTT / 4 (at most the smoothed RTT;
     /// Linux widens it in steps on D-SACKs, which this port does not read).
     fn reo_wnd_us(&self) -> u64 {
-        if self.stats.reord_seen == 0
-            && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.stats.reordering)
-        {
+        if self.stats.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.reordering) {
             return 0;
         }
         let min_rtt = self.rtt.min_rtt_us().unwrap_or(0);

@@ -178,6 +178,6 @@ fn once_the_path_was_seen_reordering_rack_waits_for_a_late_segment() {
     let p = reordered(&[(12, 14), (33, 38)]);
     let s = p.sender.stats();
     assert_eq!(p.retransmissions(), vec![]);
-    assert_eq!((s.recoveries, s.reord_seen, s.reordering), (0, 2, 6));
+    assert_eq!((s.recoveries, s.reord_seen, p.sender.reordering()), (0, 2, 6));
     assert_eq!(p.sender.ca_state(), CaState::Open);
 }
