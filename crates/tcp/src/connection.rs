@@ -6,10 +6,11 @@
 use crate::cc::{self, CaState, CongestionOps, Context, Window, INFINITE_SSTHRESH};
 use crate::receiver::Receiver;
 use crate::rtt::{RttEstimator, RTO_INITIAL_US, RTO_MAX_US, RTO_MIN_US};
-use crate::scoreboard::{Delivery, Scoreboard};
+use crate::scoreboard::{Delivery, Scoreboard, RACK_RECOVERY_THRESH};
 use crate::segment::{flags, SackBlocks, Segment, TcpRepr, MAX_SACK_BLOCKS_WITH_TIMESTAMPS};
 use crate::send_buffer::SendBuffer;
 use crate::time::{Jiffies, Nanos};
+use crate::undo::Undo;
 
 /// `TCP_INIT_CWND`.
 pub const INITIAL_WINDOW: u32 = 10;
@@ -98,6 +99,9 @@ pub struct Stats {
     pub bytes_acked: u64,
     /// Times the path was seen reordering (`tcpi_reord_seen`).
     pub reord_seen: u64,
+    /// Window reductions undone as spurious (Linux's TCPFullUndo, TCPPartialUndo,
+    /// TCPDSACKUndo and TCPLossUndo together).
+    pub undos: u64,
 }
 
 // ACK flags (`FLAG_*` of tcp_input.c) this port needs.
@@ -108,6 +112,8 @@ const FLAG_SND_UNA_ADVANCED: u32 = 0x400;
 const FLAG_SET_XMIT_TIMER: u32 = 0x1000;
 const FLAG_LOST_RETRANS: u32 = 0x80;
 const FLAG_DATA: u32 = 0x01;
+const FLAG_DSACKING_ACK: u32 = 0x800;
+const FLAG_DSACK_TLP: u32 = 0x20000;
 
 pub struct Connection {
     cfg: Config,
@@ -136,6 +142,9 @@ pub struct Connection {
     ca_state: CaState,
     high_seq: u64,
     prior_cwnd: u32,
+    undo: Undo,
+    /// The timestamp echo of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: Option<u32>,
     prr_delivered: u32,
     prr_out: u32,
     tlp_high_seq: Option<u64>,
@@ -214,6 +223,8 @@ impl Connection {
             ca_state: CaState::Open,
             high_seq: 0,
             prior_cwnd: 0,
+            undo: Undo::default(),
+            rcv_tsecr: None,
             prr_delivered: 0,
             prr_out: 0,
             tlp_high_seq: None,
@@ -470,7 +481,8 @@ impl Connection {
     fn segment(&mut self, now: Nanos, seq_off: u64, fl: u8, payload: Vec<u8>) -> Segment {
         let window = self.rcv.ack_sent();
         self.stats.segs_out += 1;
-        self.segment_with(now, seq_off, fl, payload, window, self.rcv.sack_blocks())
+        let sack = self.rcv.sack_option();
+        self.segment_with(now, seq_off, fl, payload, window, &sack)
     }
 
     /// A segment with the current acknowledgement and the given window (bytes) and SACK
@@ -682,24 +694,40 @@ impl Connection {
             flag |= FLAG_SND_UNA_ADVANCED;
             self.retransmits = 0;
         }
+        self.rcv_tsecr = seg.header.timestamps.map(|(_, ecr)| ecr);
+        let prior_snd_una = self.snd_una;
         let min_rtt = self.rtt.min_rtt_us();
         let prior_fack = self.sb.highest_sack_seq(self.snd_una);
         let mut sacked = Delivery::default();
         if self.sack_ok {
-            for &(l, r) in seg.header.sack.as_slice() {
-                let (lo, hi) = (self.snd_off(l), self.snd_off(r));
-                // D-SACKs (below the cumulative ACK) and nonsense are ignored.
+            let blocks: Vec<(u64, u64)> = seg
+                .header
+                .sack
+                .as_slice()
+                .iter()
+                .map(|&(l, r)| (self.snd_off(l), self.snd_off(r)))
+                .collect();
+            let dsack = self.check_dsack(&blocks, ack, prior_snd_una, &mut flag);
+            for (i, &(lo, hi)) in blocks.iter().enumerate() {
+                // tcp_is_sackblock_valid: nonsense, and what lies below the cumulative
+                // ACK (a D-SACK there was counted above), are skipped.
                 if lo >= hi || hi > self.snd_nxt || lo < ack {
                     continue;
                 }
-                self.sb.sack(lo, hi, now, min_rtt, &mut sacked);
+                self.sb.sack(lo, hi, dsack && i == 0, now, min_rtt, &mut sacked);
+            }
+            if sacked.dsacked_retrans > 0 {
+                // Still queued, they lie above any undo marker: snd_nxt stands for their end.
+                self.undo.spurious(self.snd_nxt, sacked.dsacked_retrans);
             }
         }
         if sacked.segments > 0 {
             flag |= FLAG_DATA_SACKED;
         }
         if let Some(low) = sacked.reord {
-            self.check_sack_reordering(low);
+            if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
+                self.check_sack_reordering(low);
+            }
         }
         let mut acked = Delivery::default();
         self.sb.ack(ack, now, min_rtt, &mut acked);
@@ -739,13 +767,19 @@ impl Connection {
         let ctx = self.ctx(now);
         self.cc.pkts_acked(&mut self.win, &ctx, ca_rtt);
 
+        let prior_delivered = [&sacked, &acked]
+            .into_iter()
+            .filter_map(|d| d.prior_delivered.map(|p| (d.latest_order(), p)))
+            .max()
+            .map(|(_, p)| p);
+        self.sb.rack.update_reo_wnd(prior_delivered, self.sb.delivered);
         if let Some(h) = self.tlp_high_seq {
             self.process_tlp_ack(now, ack, h, flag);
         }
         let not_dup = flag & (FLAG_DATA | FLAG_WIN_UPDATE | FLAG_DATA_ACKED) != 0;
         let prior_lost = self.sb.lost_events;
-        if !not_dup || flag & FLAG_DATA_SACKED != 0 || self.ca_state != CaState::Open {
-            self.fastretrans_alert(now, &mut flag);
+        if !not_dup || flag & (FLAG_DATA_SACKED | FLAG_DSACKING_ACK) != 0 || self.ca_state != CaState::Open {
+            self.fastretrans_alert(now, prior_snd_una, &mut flag);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now);
@@ -755,12 +789,54 @@ impl Connection {
         self.cong_control(now, delivered, newly_lost, flag);
     }
 
+    /// `tcp_check_dsack` with `tcp_dsack_seen`: whether the first SACK block reports
+    /// data received twice (it lies below the cumulative `ack`, or inside the second
+    /// block). One that does not match what was retransmitted is ignored; one that does
+    /// counts as delivered, counts retransmissions below `prior_snd_una` spurious, and
+    /// (once the path was seen reordering, and not for a loss probe) asks RACK to widen
+    /// its window.
+    fn check_dsack(&mut self, blocks: &[(u64, u64)], ack: u64, prior_snd_una: u64, flag: &mut u32) -> bool {
+        let Some(&(lo, hi)) = blocks.first() else {
+            return false;
+        };
+        let inside_second = blocks.get(1).is_some_and(|&(l1, h1)| lo >= l1 && hi <= h1);
+        if !(lo < ack || inside_second) || lo >= hi {
+            return false;
+        }
+        let len = hi - lo;
+        let mss = u64::from(self.mss);
+        let mut tlp = false;
+        let dup_segs = if len > mss {
+            len.div_ceil(mss)
+        } else {
+            tlp = self.tlp_high_seq == Some(hi);
+            1
+        };
+        if tlp {
+            *flag |= FLAG_DSACK_TLP;
+        }
+        self.undo.dsack_dups += dup_segs;
+        if self.undo.dsack_dups > self.stats.total_retrans {
+            return false;
+        }
+        if self.stats.reord_seen > 0 && !tlp {
+            self.sb.rack.dsack_seen = true;
+        }
+        *flag |= FLAG_DSACKING_ACK;
+        self.sb.delivered += dup_segs;
+        if hi <= prior_snd_una {
+            self.undo.spurious(hi, dup_segs as u32);
+        }
+        true
+    }
+
     /// `tcp_process_tlp_ack`.
     fn process_tlp_ack(&mut self, now: Nanos, ack: u64, high: u64, flag: u32) {
         if ack < high {
             return;
         }
-        if !self.tlp_retrans {
+        if !self.tlp_retrans || flag & FLAG_DSACK_TLP != 0 {
+            // New data probed, or the probe and the original both arrived: no loss.
             self.tlp_high_seq = None;
         } else if ack > high {
             // The probe repaired a loss: reduce the window once.
@@ -774,37 +850,49 @@ impl Connection {
         }
     }
 
-    /// `tcp_fastretrans_alert` for a SACK connection with RACK (no undo, no F-RTO).
-    fn fastretrans_alert(&mut self, now: Nanos, flag: &mut u32) {
-        if self.ca_state != CaState::Open && self.snd_una >= self.high_seq {
+    /// `tcp_fastretrans_alert` for a SACK connection with RACK (no F-RTO).
+    fn fastretrans_alert(&mut self, now: Nanos, prior_snd_una: u64, flag: &mut u32) {
+        if self.ca_state == CaState::Open {
+            self.undo.retrans_stamp = None;
+        } else if self.snd_una >= self.high_seq {
             match self.ca_state {
                 CaState::Cwr if self.snd_una != self.high_seq => {
                     self.end_cwnd_reduction();
                     self.set_state(CaState::Open, now);
                 }
                 CaState::Recovery => {
+                    self.try_undo_recovery(now);
                     self.end_cwnd_reduction();
-                    self.set_state(CaState::Open, now);
                 }
                 _ => {}
             }
         }
         match self.ca_state {
             CaState::Recovery => {
+                if *flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_partial(now, prior_snd_una) {
+                    return;
+                }
+                if self.try_undo_dsack() {
+                    self.try_to_open(now);
+                }
                 self.identify_packet_loss(now, flag);
+                if self.ca_state != CaState::Recovery && self.sb.lost_out > 0 {
+                    // Undone, but a loss is evident: a new recovery.
+                    self.enter_recovery(now);
+                }
                 return;
             }
             CaState::Loss => {
-                if self.snd_una >= self.high_seq {
-                    // tcp_process_loss: recovered.
-                    self.set_state(CaState::Open, now);
-                }
+                self.process_loss(now, *flag);
                 self.identify_packet_loss(now, flag);
                 if !(self.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return;
                 }
             }
             _ => {}
+        }
+        if self.ca_state <= CaState::Disorder {
+            self.try_undo_dsack();
         }
         self.identify_packet_loss(now, flag);
         if self.sb.lost_out == 0 {
@@ -814,14 +902,110 @@ impl Connection {
         self.enter_recovery(now);
     }
 
+    /// `tcp_process_loss` (without F-RTO): undone if the timeout proves spurious, over
+    /// once `high_seq` is acknowledged.
+    fn process_loss(&mut self, now: Nanos, flag: u32) {
+        let recovered = self.snd_una >= self.high_seq;
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(now) {
+            return;
+        }
+        if recovered {
+            self.try_undo_recovery(now);
+        }
+    }
+
+    /// `tcp_any_retrans_done`.
+    fn any_retrans_done(&self) -> bool {
+        self.sb.retrans_out > 0 || self.sb.head().is_some_and(|h| h.ever_retrans)
+    }
+
+    /// `tcp_current_ssthresh`.
+    fn current_ssthresh(&self) -> u32 {
+        if self.in_cwnd_reduction() {
+            self.win.ssthresh
+        } else {
+            self.win.ssthresh.max((self.win.cwnd >> 1) + (self.win.cwnd >> 2))
+        }
+    }
+
+    /// `tcp_undo_cwnd_reduction`: the window and ssthresh as before the reduction
+    /// (Reno's and CUBIC's `undo_cwnd` alike: `tcp_reno_undo_cwnd`).
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            self.sb.unmark_lost();
+        }
+        if self.undo.prior_ssthresh != 0 {
+            self.win.cwnd = self.win.cwnd.max(self.prior_cwnd);
+            self.win.ssthresh = self.win.ssthresh.max(self.undo.prior_ssthresh);
+        }
+        self.undo.marker = None;
+        self.sb.rack.advanced = true;
+        self.stats.undos += 1;
+    }
+
+    /// `tcp_try_undo_recovery`: recovery is over; undone if it proved spurious.
+    fn try_undo_recovery(&mut self, now: Nanos) {
+        if self.undo.may_undo(self.rcv_tsecr) {
+            self.undo_cwnd_reduction(false);
+        } else if self.sb.rack.reo_wnd_persist > 0 {
+            self.sb.rack.reo_wnd_persist -= 1;
+        }
+        self.set_state(CaState::Open, now);
+    }
+
+    /// `tcp_try_undo_dsack`: D-SACKs reported every retransmission received twice.
+    fn try_undo_dsack(&mut self) -> bool {
+        if self.undo.marker.is_some() && self.undo.retrans == 0 {
+            self.sb.rack.reo_wnd_persist = (self.sb.rack.reo_wnd_persist + 1).min(RACK_RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    /// `tcp_try_undo_loss` (without F-RTO's undo).
+    fn try_undo_loss(&mut self, now: Nanos) -> bool {
+        if !self.undo.may_undo(self.rcv_tsecr) {
+            return false;
+        }
+        self.undo_cwnd_reduction(true);
+        self.retransmits = 0;
+        self.set_state(CaState::Open, now);
+        true
+    }
+
+    /// `tcp_try_undo_partial`: an ACK in recovery echoes a timestamp from before the first
+    /// retransmission, so the hole was filled by the delayed original: the path reorders
+    /// more than allowed for. With no retransmission out the reduction is undone; true
+    /// when one is still out (Linux then sends no retransmission on this ACK, which this
+    /// port does not model).
+    fn try_undo_partial(&mut self, now: Nanos, prior_snd_una: u64) -> bool {
+        if self.undo.marker.is_none() || !self.undo.packet_delayed(self.rcv_tsecr) {
+            return false;
+        }
+        self.check_sack_reordering(prior_snd_una);
+        if self.sb.retrans_out > 0 {
+            return true;
+        }
+        if !self.any_retrans_done() {
+            self.undo.retrans_stamp = None;
+        }
+        self.undo_cwnd_reduction(true);
+        self.try_keep_open(now);
+        false
+    }
+
     fn try_to_open(&mut self, now: Nanos) {
+        if !self.any_retrans_done() {
+            self.undo.retrans_stamp = None;
+        }
         if self.ca_state != CaState::Cwr {
             self.try_keep_open(now);
         }
     }
 
     fn try_keep_open(&mut self, now: Nanos) {
-        let any_retrans = self.sb.retrans_out > 0 || self.sb.head().is_some_and(|h| h.ever_retrans);
+        let any_retrans = self.any_retrans_done();
         let state = if self.sb.sacked_out + self.sb.lost_out > 0 || any_retrans {
             CaState::Disorder
         } else {
@@ -833,11 +1017,18 @@ impl Connection {
         }
     }
 
+    /// `tcp_enter_recovery`.
     fn enter_recovery(&mut self, now: Nanos) {
-        if !self.in_cwnd_reduction() {
-            self.init_cwnd_reduction(now);
+        if !self.any_retrans_done() {
+            self.undo.retrans_stamp = None;
         }
         self.stats.recoveries += 1;
+        self.undo.prior_ssthresh = 0;
+        self.undo.init(self.snd_una, self.sb.retrans_out);
+        if !self.in_cwnd_reduction() {
+            self.undo.prior_ssthresh = self.current_ssthresh();
+            self.init_cwnd_reduction(now);
+        }
         self.set_state(CaState::Recovery, now);
     }
 
@@ -852,9 +1043,9 @@ impl Connection {
         self.win.ssthresh = self.cc.ssthresh(&self.win);
     }
 
-    /// `tcp_end_cwnd_reduction`.
+    /// `tcp_end_cwnd_reduction`: cwnd = ssthresh, unless the reduction was undone.
     fn end_cwnd_reduction(&mut self) {
-        if self.win.ssthresh < INFINITE_SSTHRESH {
+        if self.win.ssthresh < INFINITE_SSTHRESH && (self.ca_state == CaState::Cwr || self.undo.marker.is_some()) {
             self.win.cwnd = self.win.ssthresh;
         }
     }
@@ -912,14 +1103,14 @@ impl Connection {
     }
 
     /// `tcp_rack_reo_wnd`: until the path has been seen reordering, 0 in recovery or once
-    /// `reordering` segments are SACKed; otherwise min RTT / 4 (at most the smoothed RTT;
-    /// Linux widens it in steps on D-SACKs, which this port does not read).
+    /// `reordering` segments are SACKed; otherwise min RTT / 4 times the steps D-SACKs
+    /// widened it by, at most the smoothed RTT.
     fn reo_wnd_us(&self) -> u64 {
         if self.stats.reord_seen == 0 && (self.ca_state >= CaState::Recovery || self.sb.sacked_out >= self.reordering) {
             return 0;
         }
         let min_rtt = self.rtt.min_rtt_us().unwrap_or(0);
-        (min_rtt >> 2).min(self.rtt.srtt_us().unwrap_or(0))
+        ((min_rtt >> 2) * u64::from(self.sb.rack.reo_wnd_steps)).min(self.rtt.srtt_us().unwrap_or(0))
     }
 
     /// `tcp_identify_packet_loss` → `tcp_rack_mark_lost`.
@@ -1019,7 +1210,7 @@ impl Connection {
         self.enter_loss(now);
         self.retransmits += 1;
         if let Some(head) = self.sb.head().copied() {
-            self.retransmit(now, head.start, head.end, out);
+            self.retransmit(now, head.start, head.end, false, out);
         }
         self.rto_j = (self.rto_j << 1).min(self.clock.from_us(RTO_MAX_US));
         self.timer = Some((TimerKind::Retransmit, self.clock.expiry(now, self.rto_j)));
@@ -1032,8 +1223,10 @@ impl Connection {
             || self.high_seq <= self.snd_una
             || (self.ca_state == CaState::Loss && self.retransmits == 0)
         {
+            self.undo.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.win.cwnd;
             self.win.ssthresh = self.cc.ssthresh(&self.win);
+            self.undo.init(self.snd_una, self.sb.retrans_out);
         }
         self.win.cwnd = self.sb.in_flight() + 1;
         self.win.cwnd_cnt = 0;
@@ -1059,7 +1252,7 @@ impl Connection {
                 self.timer = None;
                 return;
             };
-            self.retransmit(now, last.start, last.end, out);
+            self.retransmit(now, last.start, last.end, true, out);
             self.tlp_retrans = true;
         }
         self.stats.loss_probes += 1;
@@ -1126,7 +1319,13 @@ impl Connection {
         true
     }
 
-    fn retransmit(&mut self, now: Nanos, start: u64, end: u64, out: &mut Vec<Segment>) {
+    /// Sends `[start, end)` again; `probe`: as the tail loss probe (`__tcp_retransmit_skb`,
+    /// which does not start the episode's `retrans_stamp`).
+    fn retransmit(&mut self, now: Nanos, start: u64, end: u64, probe: bool, out: &mut Vec<Segment>) {
+        if !probe {
+            let ts = self.tsval(now);
+            self.undo.retransmitted(ts);
+        }
         let fin = self.fin_sent && end == self.snd_nxt && end == self.data_end() + 1;
         let len = end - start - u64::from(fin);
         let payload = self.send.read(start - 1, len as usize);
@@ -1150,7 +1349,7 @@ impl Connection {
         while self.sb.in_flight() < self.win.cwnd {
             let Some(s) = self.sb.next_to_retransmit() else { break };
             let is_head = self.sb.head().is_some_and(|h| h.start == s.start);
-            self.retransmit(now, s.start, s.end, out);
+            self.retransmit(now, s.start, s.end, false, out);
             if is_head && !matches!(self.timer, Some((TimerKind::ReorderTimeout, _))) {
                 rearm = true;
             }

@@ -9,7 +9,8 @@
 //!   and timestamps: 1448-byte segments on a 1500-byte MTU;
 //! - initial window 10; Reno and CUBIC ([`cc`]) as Linux's modules, CUBIC with HyStart;
 //! - SACK scoreboard, RACK loss detection and the tail loss probe (RFC 8985), fast
-//!   recovery with PRR (RFC 6937), RTO per RFC 6298 with Linux's estimator, 200 ms
+//!   recovery with PRR (RFC 6937), D-SACKs sent and read (RFC 2883), spurious reductions
+//!   undone (by D-SACKs and by timestamps, RFC 3522), RTO per RFC 6298 with Linux's estimator, 200 ms
 //!   minimum and exponential backoff, timers on jiffies (HZ = 250 by default);
 //! - delayed ACKs as Linux's (quick ACKs, every second segment, 40 ms `ato`, SACK
 //!   compression), receive window from the receive buffer;
@@ -24,6 +25,7 @@ pub mod scoreboard;
 pub mod segment;
 pub mod send_buffer;
 pub mod time;
+pub mod undo;
 
 pub use connection::{Config, Connection, State, Stats, TimerKind, UnknownCc};
 pub use segment::{flags, SackBlocks, Segment, TcpRepr};

@@ -70,6 +70,9 @@ pub struct Receiver {
     fin_at: Option<u64>,
     pub fin_received: bool,
     sack_blocks: Vec<(u64, u64)>,
+    /// The duplicate data the next ACK reports first (`rx_opt.dsack`,
+    /// `duplicate_sack[0]`; RFC 2883).
+    dsack: Option<(u64, u64)>,
     /// ACKs sent while a segment was processed, to go out before anything it causes.
     pub early_acks: Vec<EarlyAck>,
     ready: VecDeque<u8>,
@@ -142,6 +145,7 @@ impl Receiver {
             fin_at: None,
             fin_received: false,
             sack_blocks: Vec::new(),
+            dsack: None,
             early_acks: Vec::new(),
             ready: VecDeque::new(),
             read_total: 0,
@@ -322,13 +326,24 @@ impl Receiver {
         &self.sack_blocks
     }
 
+    /// The blocks of the SACK option of the segment going out now: the D-SACK block
+    /// first, if one is owed (and then no longer: Linux reports a duplicate once), then
+    /// the SACK blocks.
+    pub fn sack_option(&mut self) -> Vec<(u64, u64)> {
+        self.dsack
+            .take()
+            .into_iter()
+            .chain(self.sack_blocks.iter().copied())
+            .collect()
+    }
+
     /// `tcp_sack_new_ofo_skb`: the block joins (and coalesces) those it touches, or goes
     /// first; when that pushes out the oldest of four while ACKs are being compressed,
     /// the ACK owed goes out first, so no block the sender has not seen is forgotten.
     fn sack_add(&mut self, mut s: u64, mut e: u64) {
         let joins = self.sack_blocks.iter().any(|&(bs, be)| !(be < s || bs > e));
         if !joins && self.sack_blocks.len() >= SACK_BLOCKS && self.compressed_ack > 0 {
-            let sack = self.sack_blocks.clone();
+            let sack = self.sack_option();
             let window = self.ack_sent();
             self.early_acks.push(EarlyAck { window, sack });
         }
@@ -345,6 +360,13 @@ impl Receiver {
         self.sack_blocks.truncate(SACK_BLOCKS);
     }
 
+    /// `tcp_dsack_set`: `[start, end)` arrived again.
+    fn dsack_set(&mut self, start: u64, end: u64) {
+        if start < end {
+            self.dsack = Some((start, end));
+        }
+    }
+
     fn deliver(&mut self, bytes: &[u8]) {
         self.ready.extend(bytes);
     }
@@ -359,9 +381,12 @@ impl Receiver {
         let limit = self.rcv_nxt + self.window_clamp.max(self.rcv_wnd) + 1;
         if end <= self.rcv_nxt && !(fin && end == self.rcv_nxt && !self.fin_received) {
             a.duplicate = true;
+            self.dsack_set(start, end);
             return a;
         }
         if start <= self.rcv_nxt {
+            // tcp_data_queue: a partial duplicate reports its old head.
+            self.dsack_set(start, self.rcv_nxt);
             let skip = (self.rcv_nxt - start) as usize;
             self.deliver(&payload[skip..]);
             a.in_order += (payload.len() - skip) as u64;
@@ -394,6 +419,20 @@ impl Receiver {
             a.out_of_order = !self.ofo.is_empty();
         } else if start < limit {
             a.out_of_order = true;
+            // tcp_data_queue_ofo: what was already held is reported (one block spanning
+            // the overlaps, as tcp_dsack_extend grows it).
+            let from = self.ofo.range(..=start).next_back().map_or(start, |(&os, _)| os);
+            let held = self
+                .ofo
+                .range(from..end)
+                .map(|(&os, ob)| (os.max(start), (os + ob.len() as u64).min(end)))
+                .filter(|&(lo, hi)| lo < hi)
+                .fold(None, |acc: Option<(u64, u64)>, (lo, hi)| {
+                    Some(acc.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))))
+                });
+            if let Some((lo, hi)) = held {
+                self.dsack_set(lo, hi);
+            }
             // Keep only the bytes not already held.
             let mut s = start;
             let mut e = end;

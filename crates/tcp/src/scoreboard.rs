@@ -27,6 +27,8 @@ pub struct Sent {
     pub retrans: bool,
     /// Ever retransmitted (`TCPCB_EVER_RETRANS`).
     pub ever_retrans: bool,
+    /// The connection's delivered count when it was last sent (`tx.delivered`).
+    pub delivered: u64,
 }
 
 /// What a SACK or a cumulative acknowledgement newly delivered.
@@ -47,15 +49,30 @@ pub struct Delivery {
     /// already SACKed (a SACK) or not SACKed before (a cumulative ACK): a hole filled
     /// by the original, so the path reordered (`state->reord` / `reord` of tcp_input.c).
     pub reord: Option<u64>,
+    /// Retransmitted segments a D-SACK block reported received twice.
+    pub dsacked_retrans: u32,
+    /// The delivered count when the most recently sent of the newly delivered segments
+    /// was sent (`rs->prior_delivered`), and that transmission's order.
+    pub prior_delivered: Option<u64>,
+    latest_order: u64,
 }
 
 impl Delivery {
+    /// The transmission order of the most recently sent segment newly delivered.
+    pub fn latest_order(&self) -> u64 {
+        self.latest_order
+    }
+
     fn reordered(&mut self, start: u64) {
         self.reord = Some(self.reord.map_or(start, |r| r.min(start)));
     }
 
     fn count(&mut self, s: &Sent) {
         self.segments += 1;
+        if s.order >= self.latest_order {
+            self.latest_order = s.order;
+            self.prior_delivered = Some(s.delivered);
+        }
         if s.ever_retrans {
             self.retrans_delivered = true;
         } else {
@@ -65,8 +82,12 @@ impl Delivery {
     }
 }
 
-/// RACK's state: the most recently sent segment known delivered and its RTT.
-#[derive(Debug, Clone, Copy, Default)]
+/// `TCP_RACK_RECOVERY_THRESH`: recoveries a widened reordering window outlasts.
+pub const RACK_RECOVERY_THRESH: u32 = 16;
+
+/// RACK's state: the most recently sent segment known delivered and its RTT, and the
+/// reordering window's width in steps of min RTT / 4 (widened on D-SACKs).
+#[derive(Debug, Clone, Copy)]
 pub struct Rack {
     pub xmit: Nanos,
     pub order: u64,
@@ -74,6 +95,50 @@ pub struct Rack {
     pub rtt_us: u64,
     /// Delivered something since the last loss scan.
     pub advanced: bool,
+    /// `reo_wnd_steps`, `reo_wnd_persist`, `dsack_seen`, `last_delivered`.
+    pub reo_wnd_steps: u32,
+    pub reo_wnd_persist: u32,
+    pub dsack_seen: bool,
+    pub last_delivered: u64,
+}
+
+impl Default for Rack {
+    fn default() -> Rack {
+        Rack {
+            xmit: 0,
+            order: 0,
+            end_seq: 0,
+            rtt_us: 0,
+            advanced: false,
+            reo_wnd_steps: 1,
+            reo_wnd_persist: 0,
+            dsack_seen: false,
+            last_delivered: 0,
+        }
+    }
+}
+
+impl Rack {
+    /// `tcp_rack_update_reo_wnd` after an ACK whose newest delivered segment was sent
+    /// when `prior_delivered` segments had been delivered (`delivered`: now): a D-SACK
+    /// seen widens the window by a step, at most once a round trip, and the width
+    /// persists for `RACK_RECOVERY_THRESH` recoveries.
+    pub fn update_reo_wnd(&mut self, prior_delivered: Option<u64>, delivered: u64) {
+        let Some(prior) = prior_delivered.filter(|&d| d != 0) else {
+            return;
+        };
+        if prior < self.last_delivered {
+            self.dsack_seen = false;
+        }
+        if self.dsack_seen {
+            self.reo_wnd_steps = (self.reo_wnd_steps + 1).min(0xFF);
+            self.dsack_seen = false;
+            self.last_delivered = delivered;
+            self.reo_wnd_persist = RACK_RECOVERY_THRESH;
+        } else if self.reo_wnd_persist == 0 {
+            self.reo_wnd_steps = 1;
+        }
+    }
 }
 
 /// `tcp_skb_sent_after`, on the transmission order (which the time only refines).
@@ -96,6 +161,8 @@ pub struct Scoreboard {
     highest_sack_end: u64,
     /// Transmissions so far (the next one's `order`).
     transmissions: u64,
+    /// Segments delivered so far (`tp->delivered`), spurious retransmissions included.
+    pub delivered: u64,
 }
 
 impl Scoreboard {
@@ -145,6 +212,7 @@ impl Scoreboard {
             lost: false,
             retrans: false,
             ever_retrans: false,
+            delivered: self.delivered,
         });
     }
 
@@ -164,13 +232,21 @@ impl Scoreboard {
         }
     }
 
-    /// Tags the segments wholly inside one SACK block [left, right).
-    pub fn sack(&mut self, left: u64, right: u64, now: Nanos, min_rtt_us: Option<u64>, d: &mut Delivery) {
+    /// Tags the segments wholly inside one SACK block [left, right); `dup`: the block is
+    /// a D-SACK (`tcp_sacktag_one` with `dup_sack`): its retransmitted segments were
+    /// received twice, and one SACKed before shows the path reordered.
+    pub fn sack(&mut self, left: u64, right: u64, dup: bool, now: Nanos, min_rtt_us: Option<u64>, d: &mut Delivery) {
         let mut i = self.q.partition_point(|s| s.end <= left);
         while i < self.q.len() {
             let s = self.q[i];
             if s.end > right {
                 break;
+            }
+            if dup && s.start >= left && s.ever_retrans {
+                d.dsacked_retrans += 1;
+                if s.sacked {
+                    d.reordered(s.start);
+                }
             }
             if s.start >= left && !s.sacked {
                 if !s.ever_retrans && self.sacked_out > 0 && s.start < self.highest_sack_end {
@@ -190,6 +266,7 @@ impl Scoreboard {
                 e.lost = false;
                 d.count(&s);
                 d.sacked += 1;
+                self.delivered += 1;
                 self.rack_advance(&s, now, min_rtt_us);
             }
             i += 1;
@@ -219,6 +296,7 @@ impl Scoreboard {
                 d.reordered(s.start);
             }
             d.count(&s);
+            self.delivered += 1;
             self.rack_advance(&s, now, min_rtt_us);
         }
     }
@@ -290,6 +368,15 @@ impl Scoreboard {
         }
     }
 
+    /// `tcp_undo_cwnd_reduction` with `unmark_loss`: no segment is deemed lost any more.
+    pub fn unmark_lost(&mut self) {
+        for s in self.q.iter_mut() {
+            s.lost = false;
+        }
+        self.lost_out = 0;
+        self.rtx_hint = u64::MAX;
+    }
+
     /// The first segment that is lost, not SACKed and not yet retransmitted.
     pub fn next_to_retransmit(&mut self) -> Option<Sent> {
         let mut i = self.q.partition_point(|s| s.end <= self.rtx_hint);
@@ -313,8 +400,10 @@ impl Scoreboard {
             s.retrans = true;
             self.retrans_out += 1;
         }
+        let delivered = self.delivered;
         let s = &mut self.q[i];
         s.ever_retrans = true;
+        s.delivered = delivered;
         s.xmit = now;
         self.transmissions += 1;
         s.order = self.transmissions;

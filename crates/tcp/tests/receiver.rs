@@ -150,6 +150,39 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
     assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
 }
 
+/// Data that arrives twice is reported once, as the first SACK block of the ACK sent at
+/// once (a D-SACK, RFC 2883; `tcp_dsack_set`): below the cumulative ACK for a segment
+/// already delivered, inside the block that holds it for one still out of order; the
+/// ACK after that carries the plain SACK blocks again.
+#[test]
+fn data_received_twice_is_reported_once_in_a_d_sack_block() {
+    let (mut server, una) = accepted();
+    let mut t = sixteen_in_order(&mut server, una);
+    let block = |from: u32, to: u32| (CLIENT_ISN + 1 + (from - 1) * 1448, CLIENT_ISN + 1 + to * 1448);
+    let mut arrive = |n: u32, t: Nanos| {
+        let mut s = data(n, (t / MS) as u32);
+        s.header.ack = una;
+        server.receive(t, &s);
+        let mut out = Vec::new();
+        server.poll(t, &mut out);
+        out.iter()
+            .map(|a| {
+                (
+                    (a.header.ack - CLIENT_ISN - 1) / 1448,
+                    a.header.sack.as_slice().to_vec(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    // 17 missing; 18 and 19 held out of order.
+    arrive(18, t);
+    arrive(19, t);
+    t += MS;
+    assert_eq!(arrive(16, t), vec![(16, vec![block(16, 16), block(18, 19)])]);
+    assert_eq!(arrive(19, t), vec![(16, vec![block(19, 19), block(18, 19)])]);
+    assert_eq!(arrive(20, t), vec![(16, vec![block(18, 20)])]);
+}
+
 /// Every other segment lost (a queue overflowing in slow start): each arrival starts a
 /// SACK block of its own. Segments 18, 20, 22 are ACKed at once (the first three beyond
 /// the hole); 24 is compressed (no ACK; the 1 ms timer armed, srtt/20 = 1 ms). 26 makes a

@@ -154,16 +154,60 @@ fn reordered(late: &[(u64, u64)]) -> Path {
     p
 }
 
-/// Segment 33 (third flight, sent at 300 ms) arrives behind 34–38. At 400 ms the SACKs of
-/// 34, 34–35, 34–36 make three SACKed: with no reordering seen, RACK's window is 0 in that
-/// case, and 33 (sent with 36, one RTT ago) is marked lost → Recovery and its fast
-/// retransmission, spurious (the original arrives next, and no D-SACK is read).
+/// Segment 33 (third flight, sent at 300 ms) arrives behind 34–38. At 400 ms, after the
+/// ACKs of 31 and 32 (slow start: cwnd 42), the SACKs of 34, 34–35, 34–36 make three
+/// SACKed: with no reordering seen, RACK's window is 0 in that case, and 33 (sent with
+/// 36, one RTT ago) is marked lost → Recovery (ssthresh 21) and its fast retransmission,
+/// spurious. The original's cumulative ACK (after 34–38's) echoes its timestamp, from
+/// before the retransmission, and the retransmission is acknowledged with it: Linux's
+/// partial undo (`tcp_try_undo_partial`) takes the recovery back — cwnd 42 again and
+/// ssthresh infinite, as before it — and counts the path reordering (6 segments). The
+/// slow start goes on: +1 for that ACK and for each of the 22 after it (40–61) → 65.
 #[test]
-fn reordering_before_any_was_seen_is_taken_for_loss() {
+fn reordering_before_any_was_seen_is_taken_for_loss_then_undone() {
     let p = reordered(&[(33, 38)]);
     let s = p.sender.stats();
     assert_eq!(numbers(&p.retransmissions()), vec![33]);
-    assert_eq!((s.recoveries, s.reord_seen), (1, 0));
+    assert_eq!(
+        (s.recoveries, s.undos, s.reord_seen, p.sender.reordering()),
+        (1, 1, 1, 6)
+    );
+    assert_eq!(
+        (p.sender.cwnd(), p.sender.ssthresh(), p.sender.ca_state()),
+        (65, None, CaState::Open)
+    );
+}
+
+/// Reno, 75 segments; the original of 33 (sent at 300 ms) arrives only right after its
+/// fast retransmission (sent at 400 ms, as above, after 71–75). The retransmission fills
+/// the hole at 450 ms, so the cumulative ACK echoes its timestamp: nothing shows the
+/// recovery spurious when that ACK ends it at 500 ms (cwnd = ssthresh = 21). The
+/// original, next, is data received twice: the receiver's D-SACK for 33 shows the one
+/// retransmission unneeded (`undo_retrans` 1 → 0), and Linux undoes the finished
+/// recovery on it (`tcp_try_undo_dsack`): cwnd max(21, 42) = 42, ssthresh infinite.
+#[test]
+fn a_d_sack_for_the_late_original_undoes_a_finished_recovery() {
+    let mut p = Path::new("reno", 50 * MS, 75, false);
+    p.late = vec![(33, 33)];
+    p.run(500 * MS);
+    let s = p.sender.stats();
+    assert_eq!(numbers(&p.retransmissions()), vec![33]);
+    assert_eq!((s.recoveries, s.undos, s.reord_seen), (1, 1, 0));
+    assert_eq!(
+        (p.sender.cwnd(), p.sender.ssthresh(), p.sender.ca_state()),
+        (42, None, CaState::Open)
+    );
+}
+
+/// Without the D-SACK (the original lost for good), the same recovery stands.
+#[test]
+fn a_real_loss_is_not_undone() {
+    let mut p = Path::new("reno", 50 * MS, 75, false);
+    p.drop = Box::new(|n, count| n == 33 && count == 0);
+    p.run(500 * MS);
+    let s = p.sender.stats();
+    assert_eq!((s.recoveries, s.undos), (1, 0));
+    assert_eq!(p.sender.ssthresh(), Some(21));
 }
 
 /// As above, but the second flight already reordered, shallowly: 12 arrived behind 13

@@ -1,6 +1,7 @@
 //! A scripted path for one sending connection: a fixed one-way delay each way, no rate
 //! limit, a loss rule on data segments, and a receiver that ACKs every data segment at
-//! once (cumulative ACK plus SACK blocks, most recent first, timestamps echoed), so the
+//! once (cumulative ACK plus SACK blocks, most recent first, a D-SACK block first for
+//! data received twice, timestamps echoed), so the
 //! sender's reactions can be computed by hand.
 
 #![allow(dead_code)]
@@ -140,6 +141,8 @@ impl Path {
     fn ack_for(&mut self, s: &Segment) -> Segment {
         let start = self.off(s.header.seq);
         let end = start + s.seq_len() as u64;
+        // Data received before is reported first, as a D-SACK block (RFC 2883).
+        let dsack = self.received.iter().any(|&(a, b)| a <= start && end <= b);
         // Merge into the received ranges and the recency list.
         let (mut lo, mut hi) = (start, end);
         self.received.retain(|&(a, b)| {
@@ -161,11 +164,12 @@ impl Path {
         self.recent.insert(0, (lo, hi));
         self.recent.retain(|&(_, b)| b > cum);
         let isn = self.isn;
-        let sack: Vec<(u32, u32)> = self
-            .recent
-            .iter()
+        let sack: Vec<(u32, u32)> = dsack
+            .then_some((start, end))
+            .into_iter()
+            .chain(self.recent.iter().copied())
             .take(3)
-            .map(|&(a, b)| (isn.wrapping_add(a as u32), isn.wrapping_add(b as u32)))
+            .map(|(a, b)| (isn.wrapping_add(a as u32), isn.wrapping_add(b as u32)))
             .collect();
         Segment {
             header: TcpRepr {
