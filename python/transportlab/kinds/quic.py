@@ -107,9 +107,14 @@ class Quic(FlowKind):
         """A third-party stack's flow: an HTTP/3 download or upload of `bytes`, or a bulk
         download until stop; nothing of quinn's agent applies."""
         name = spec.implementation
+        stack = STACKS[name]
+        if spec.rcvbuf != "default" and not stack.rcvbuf_switch:
+            can = ", ".join(["quinn"] + [s.name for s in STACKS.values() if s.rcvbuf_switch])
+            raise FieldIssue(f"{name}'s socket buffer cannot be set by the lab ({can} can)", ("rcvbuf",), spec.rcvbuf)
         # A field at its default says nothing (a sweep arm of quinn's may set rcvbuf =
         # "default"); a value means something only quinn's agent does.
-        for k in sorted(k for k in given & QUINN_ONLY if getattr(spec, k) != type(spec).model_fields[k].default):
+        only = QUINN_ONLY - {"rcvbuf"}
+        for k in sorted(k for k in given & only if getattr(spec, k) != type(spec).model_fields[k].default):
             raise FieldIssue(f"{k} is a field of quinn's flows; {name} runs an HTTP/3 transfer of bytes", (k,))
         if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
             raise FieldIssue(
@@ -120,9 +125,9 @@ class Quic(FlowKind):
         spec.application = HTTP3
         if not spec.qlog:
             raise FieldIssue(f"{name}'s series come from its qlog: qlog stays true", ("qlog",))
-        if not spec.pacing and not STACKS[name].pacer_switch:
+        if not spec.pacing and not stack.pacer_switch:
             raise FieldIssue(f"{name}'s pacer cannot be switched off by the lab", ("pacing",), spec.pacing)
-        if spec.bytes is None and spec.direction == "upload" and not STACKS[name].bulk_upload:
+        if spec.bytes is None and spec.direction == "upload" and not stack.bulk_upload:
             raise FieldIssue(
                 f"{name}'s client uploads a file: give bytes, or make the bulk transfer a download",
                 ("direction",),
@@ -243,6 +248,8 @@ def _stack_endpoints(flow, server_addr: str, files: Files, serve_for_s: float) -
     common = ["--implementation", str(flow.implementation), "--cc", str(flow.cc)]
     if not flow.pacing:
         common.append("--no-pacing")
+    if flow.rcvbuf:
+        common += ["--rcvbuf", str(flow.rcvbuf // 2)]  # as quinn's agent is given it
     server = end + ["quic-server", "--bind", f"0.0.0.0:{flow.port}", "--duration", f"{serve_for_s:.9g}", *common]
     server += ["--summary", str(files.server_summary)]
     server += ["--qlog", str(files.server_qlog)]

@@ -28,6 +28,7 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--qlog", type=Path, help="where the connection's qlog goes")
             p.add_argument("--datagram-size", type=int, help="UDP payload size (the flow's mss)")
             p.add_argument("--no-pacing", dest="pacing", action="store_false", help="the stack's pacer off")
+            p.add_argument("--rcvbuf", type=int, help="bytes asked for the UDP receive buffer (the kernel doubles it)")
         else:
             p.add_argument("--application", choices=web.APPLICATIONS, required=True)
             p.add_argument("--http-server", choices=web.SERVERS, default=web.DEFAULT_SERVER)
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         if not args.pacing and not stack.pacer_switch:
             print(f"{prog}: error: {stack.name}'s pacer cannot be switched off", file=sys.stderr)
+            return 2
+        if args.rcvbuf is not None and not stack.rcvbuf_switch:
+            print(f"{prog}: error: {stack.name}'s socket buffer cannot be set", file=sys.stderr)
             return 2
         name = stack.name
     else:

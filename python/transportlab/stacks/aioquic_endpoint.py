@@ -4,7 +4,7 @@ does what the lab's flows need, as `tlab-quic-go` does for quic-go:
 
     python -m transportlab.stacks.aioquic_endpoint server --bind ADDR:PORT --cert F --key F
     python -m transportlab.stacks.aioquic_endpoint client --url https://ADDR:PORT/N
-        [--upload N] [--duration SECONDS] [--cc reno|cubic] [--no-pacing]
+        [--upload N] [--duration SECONDS] [--cc reno|cubic] [--no-pacing] [--rcvbuf BYTES]
 
 The server answers GET /N with N bytes and POST with the count of the body's bytes. Each
 end writes each connection's qlog into --qlog-dir as JSON-SEQ while the connection runs
@@ -19,6 +19,7 @@ import contextlib
 import functools
 import json
 import signal
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -149,11 +150,17 @@ class Unpaced(QuicPacketPacer):
         return None
 
 
+# Linux's SO_RCVBUFFORCE (Python's socket module lacks the name): a receive buffer above
+# net.core.rmem_max, which a host's namespace cannot raise; needs CAP_NET_ADMIN.
+SO_RCVBUFFORCE = 33
+
+
 class Endpoint(QuicConnectionProtocol):
     """One connection's HTTP/3: the server's answers, the client's one request."""
 
-    def __init__(self, *args, pacing: bool = True, **kwargs) -> None:
+    def __init__(self, *args, pacing: bool = True, rcvbuf: int | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.rcvbuf = rcvbuf
         if not pacing:
             self._quic._loss._pacer = Unpaced(max_datagram_size=self._quic._max_datagram_size)
         self.h3: H3Connection = None  # type: ignore[assignment]  # set once ALPN is done
@@ -162,6 +169,12 @@ class Endpoint(QuicConnectionProtocol):
         self.first_byte_ns: int | None = None
         self.status: int | None = None
         self.sent: dict[int, int] = {}
+
+    def connection_made(self, transport) -> None:
+        # The server's transport is its one listening socket, shared by its connections.
+        super().connection_made(transport)
+        if self.rcvbuf is not None:
+            transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, SO_RCVBUFFORCE, self.rcvbuf)
 
     def quic_event_received(self, event) -> None:
         if isinstance(event, ProtocolNegotiated):
@@ -241,8 +254,8 @@ class Endpoint(QuicConnectionProtocol):
             self.transmit()
 
 
-def endpoint(pacing: bool) -> Callable[..., Endpoint]:
-    return functools.partial(Endpoint, pacing=pacing)
+def endpoint(args) -> Callable[..., Endpoint]:
+    return functools.partial(Endpoint, pacing=args.pacing, rcvbuf=args.rcvbuf)
 
 
 def address(text: str) -> tuple[str, int]:
@@ -254,7 +267,7 @@ async def run_server(args) -> int:
     qlog = open_qlog(args.qlog_dir, "server")
     config = configuration(False, args.cc, args.datagram_size, qlog)
     config.load_cert_chain(args.cert, args.key)
-    server = await serve(*address(args.bind), configuration=config, create_protocol=endpoint(args.pacing))
+    server = await serve(*address(args.bind), configuration=config, create_protocol=endpoint(args))
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -282,7 +295,7 @@ async def run_client(args) -> int:
     error = None
     with streaming(qlog):
         async with connect(
-            url.hostname or "", url.port or 443, configuration=config, create_protocol=endpoint(args.pacing)
+            url.hostname or "", url.port or 443, configuration=config, create_protocol=endpoint(args)
         ) as proto:
             assert isinstance(proto, Endpoint)
             conn = proto
@@ -342,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--qlog-dir", type=Path)
         p.add_argument("--datagram-size", type=int, help="UDP payload size (aioquic's max_datagram_size)")
         p.add_argument("--no-pacing", dest="pacing", action="store_false", help="send as the window allows")
+        p.add_argument("--rcvbuf", type=int, help="bytes asked for the UDP receive buffer (the kernel doubles it)")
     args = ap.parse_args(argv)
     return asyncio.run(run_server(args) if args.end == "server" else run_client(args))
 

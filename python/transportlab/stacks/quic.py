@@ -35,6 +35,8 @@ class Stack:
     silent: tuple[str, ...] = field(default=())
     # Whether the lab can switch its pacer off (a flow's `pacing = false`).
     pacer_switch: bool = False
+    # Whether the lab can size its UDP receive buffer (a flow's `rcvbuf`).
+    rcvbuf_switch: bool = False
 
     def executable(self) -> list[str]:
         """The stack's command (its program and any fixed leading arguments); raises
@@ -96,6 +98,7 @@ STACKS: dict[str, Stack] = {
             qlog_clock="absolute",
             silent=("congestion_events",),
             pacer_switch=True,
+            rcvbuf_switch=True,
         ),
         _Ngtcp2(
             "ngtcp2",

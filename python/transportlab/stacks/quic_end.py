@@ -85,13 +85,14 @@ def server_argv(args, stack: Stack, host: str, port: int, cert: Path, key: Path,
         ]
     argv = stack.executable() + ["server", "--bind", f"{host}:{port}", "--cert", str(cert), "--key", str(key)]
     argv += _datagram(args.datagram_size)
-    return argv + _aioquic_args(stack, own, args.pacing, qdir)
+    return argv + _aioquic_args(stack, own, args, qdir)
 
 
-def _aioquic_args(stack: Stack, own_cc: str, pacing: bool, qdir: Path) -> list[str]:
+def _aioquic_args(stack: Stack, own_cc: str, args, qdir: Path) -> list[str]:
     if stack.name != "aioquic":
         return []
-    return ["--cc", own_cc, "--qlog-dir", str(qdir)] + ([] if pacing else ["--no-pacing"])
+    argv = ["--cc", own_cc, "--qlog-dir", str(qdir)] + ([] if args.pacing else ["--no-pacing"])
+    return argv + (["--rcvbuf", str(args.rcvbuf)] if args.rcvbuf is not None else [])
 
 
 def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[str]:
@@ -120,7 +121,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
         argv += ["--upload", str(args.bytes if args.bytes is not None else BULK_BYTES)]
     if args.duration:
         argv += ["--duration", f"{args.duration}s" if stack.name == "quic-go" else str(args.duration)]
-    return argv + _aioquic_args(stack, own, args.pacing, qdir)
+    return argv + _aioquic_args(stack, own, args, qdir)
 
 
 def stack_env(stack: Stack, qdir: Path) -> dict[str, str]:
