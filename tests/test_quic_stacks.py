@@ -403,3 +403,18 @@ def test_a_stack_is_killed_before_the_runner_would_kill_its_end():
     from transportlab.stacks.process import STOP_WAIT_S
 
     assert STOP_WAIT_S + 0.5 <= STOP_GRACE_S
+
+
+def test_stack_cpu_counts_the_stacks_processes_and_not_what_ran_before():
+    import subprocess
+    import sys
+
+    from transportlab.stacks.process import stack_cpu
+
+    # A child that uses 0.2 s of CPU (measured by itself, so the machine's load does not matter).
+    burn = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass"]
+    subprocess.run(burn, check=True)  # a helper before the stack starts: not the stack's
+    before = stack_cpu()
+    subprocess.run(burn, check=True)
+    cpu = stack_cpu(before)
+    assert 0.2 <= cpu["cpu_user_s"] + cpu["cpu_sys_s"] < 0.4, cpu

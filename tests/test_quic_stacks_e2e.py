@@ -36,6 +36,9 @@ def test_stack_download_completes_with_qlog_series(tmp_path, implementation):
     assert flow["bytes_delivered"] > SIZE
     assert flow["drops"].get("random_loss", 0) > 0
     assert flow["goodput_bps"] is not None and 0 < flow["goodput_bps"] < 20e6
+    # Each end reports its stack's CPU time (the stack's own processes), as an agent does.
+    cpu = flow["cpu_s"]
+    assert cpu["client_user"] + cpu["client_sys"] > 0 and cpu["server_user"] + cpu["server_sys"] > 0, cpu
     # The sender (the server) lost packets, and its qlog said so.
     assert flow["lost_packets"] > 0
     series = pyarrow.ipc.open_file(raw / "dl-server.arrow").read_all().to_pandas()

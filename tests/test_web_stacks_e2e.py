@@ -39,3 +39,5 @@ def test_http_download_through_a_web_server_and_curl(tmp_path, server, applicati
     assert flow["bytes_delivered"] > SIZE
     assert 0 < flow["goodput_bps"] < 20e6
     assert flow["completion_s"] is not None
+    cpu = flow["cpu_s"]  # curl's and the web server's processes
+    assert cpu["client_user"] + cpu["client_sys"] > 0 and cpu["server_user"] + cpu["server_sys"] > 0, cpu

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -145,6 +146,16 @@ def exit_status(error: str | None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     return 0
+
+
+def stack_cpu(before: dict[str, float] | None = None) -> dict[str, float]:
+    """User and system CPU seconds of this end's children that have exited and been waited
+    for (getrusage, which takes in what they waited for: nginx's workers), under the
+    agent's names (`cpu_user_s`, `cpu_sys_s`); less `before` (taken as the stack started,
+    so that helpers run earlier — a certificate's generation — do not count)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    now = {"cpu_user_s": ru.ru_utime, "cpu_sys_s": ru.ru_stime}
+    return {k: v - (before or {}).get(k, 0.0) for k, v in now.items()}
 
 
 def write_summary(path: Path, summary: dict) -> None:

@@ -23,6 +23,7 @@ from transportlab.stacks.process import (
     Stopper,
     exit_status,
     run_server,
+    stack_cpu,
     stop,
     tail,
     wait_client,
@@ -167,6 +168,7 @@ def serve(args, stack: Stack, work: Path) -> int:
     clock = FileClock(qdir) if stack.qlog_clock == "file" else None
     offset = time.time_ns() - time.monotonic_ns()
     start_ns = time.monotonic_ns()
+    cpu_start = stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env=stack_env(stack, qdir))
     if not wait_listening(proc, int(port), "udp", stopper):
@@ -174,6 +176,7 @@ def serve(args, stack: Stack, work: Path) -> int:
         print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
         return 1
     crashed = run_server(proc, port, args.duration, stopper)
+    cpu = stack_cpu(cpu_start)
     if clock:
         clock.stop()
     error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
@@ -193,6 +196,7 @@ def serve(args, stack: Stack, work: Path) -> int:
             "implementation": stack.name,
             "error": error,
             "connections": connections,
+            **cpu,
         },
     }
     write_summary(args.summary, summary)
@@ -212,12 +216,14 @@ def fetch(args, stack: Stack, work: Path) -> int:
     clock = FileClock(qdir) if stack.qlog_clock == "file" else None
     offset = time.time_ns() - time.monotonic_ns()
     spawn_ns = time.monotonic_ns()
+    cpu_start = stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=work, env=stack_env(stack, qdir))
     # ngtcp2's client has no duration: the bulk transfer ends when this end stops it.
     own_timer = isinstance(stack, _Ngtcp2) and args.duration
     ended_by = wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
     exit_ns = time.monotonic_ns()
+    cpu = stack_cpu(cpu_start)
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     if clock:
         clock.stop()
@@ -276,6 +282,7 @@ def fetch(args, stack: Stack, work: Path) -> int:
         "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
         # The connection's counters are in its series, made from the qlog at analysis.
         "qlog": str(kept[0]) if kept else None,
+        **cpu,
     }
     summary = {
         "subcommand": "quic-stack-client",

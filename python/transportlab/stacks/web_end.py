@@ -21,6 +21,7 @@ from transportlab.stacks.process import (
     Stopper,
     exit_status,
     run_server,
+    stack_cpu,
     stop,
     tail,
     wait_client,
@@ -76,6 +77,7 @@ def serve(args, work: Path) -> int:
     argv, env = web.server_argv(args.http_server, args.application, work, sock.fileno(), int(port), cert, key)
     err_path = work / "stderr"
     start_ns = time.monotonic_ns()
+    cpu_start = stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env={**os.environ, **env}, pass_fds=(sock.fileno(),)
@@ -86,6 +88,7 @@ def serve(args, work: Path) -> int:
         print(f"error: {args.http_server} did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
         return 1
     crashed = run_server(proc, port, args.duration, stopper)
+    cpu = stack_cpu(cpu_start)
     error = f"{args.http_server} exited {proc.returncode}: {tail(err_path)}" if crashed else None
     write_summary(
         args.summary,
@@ -96,7 +99,7 @@ def serve(args, work: Path) -> int:
             "start_ns": start_ns,
             "end_ns": time.monotonic_ns(),
             "stopped_by": "signal" if stopper.requested else ("error" if crashed else "duration"),
-            "results": {"port": int(port), "cc": args.cc, "http_server": args.http_server, "error": error},
+            "results": {"port": int(port), "cc": args.cc, "http_server": args.http_server, "error": error, **cpu},
         },
     )
     return exit_status(error)
@@ -109,10 +112,12 @@ def fetch(args, work: Path) -> int:
     argv = web.client_argv(args.application, args.connect, n, args.duration, args.objects)
     err_path = work / "stderr"
     spawn_ns = time.monotonic_ns()
+    cpu_start = stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
     ended_by = wait_client(proc, args.give_up, None, stopper)
     exit_ns = time.monotonic_ns()
+    cpu = stack_cpu(cpu_start)
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     transfers = []
     for line in out.splitlines():
@@ -164,6 +169,7 @@ def fetch(args, work: Path) -> int:
         "completion_s": span_s if complete else None,
         "goodput_bps": moved * 8 / span_s if span_s > 0 and error is None else None,
         "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
+        **cpu,
     }
     write_summary(
         args.summary,
