@@ -36,6 +36,12 @@ def test_quic_transfer_completes_over_a_lossy_link(tmp_path, cc):
     assert flow["drops"].get("random_loss", 0) > 0
     assert flow["lost_packets"] > 0
     assert m["unintended_drops"] == 0
+    # Each host's UDP counters: the client's sockets received the 2 MB (in datagrams of at
+    # most 1472 bytes), the server's its acknowledgements; the hosts dropped none of them.
+    hosts = m["hosts"]
+    assert hosts["client"]["udp_datagrams_received"] >= 2_000_000 / 1472
+    assert 0 < hosts["server"]["udp_datagrams_received"] < hosts["client"]["udp_datagrams_received"]
+    assert hosts["client"]["udp_receive_buffer_errors"] == 0
     # stop_when = "flows-done": the run ended with the download, long before its 30 s.
     raw = run_dir / "raw"
     assert int((raw / "t_end_ns").read_text()) - int((raw / "t0_ns").read_text()) < 20e9

@@ -219,6 +219,16 @@ class LinkMetrics(_Record):
     marks: int = 0
 
 
+class HostMetrics(_Record):
+    """An emulated host's UDP counters over the run (its namespace's /proc/net/snmp)."""
+
+    udp_datagrams_received: int
+    # Datagrams its full socket receive buffers turned away (RcvbufErrors): lost on the
+    # host, after the network delivered them.
+    udp_receive_buffer_errors: int
+    udp_input_errors: int
+
+
 class WindowMetrics(_Record):
     start_s: float
     end_s: float
@@ -248,6 +258,7 @@ class MetricsRecord(_Record):
     flows: dict[str, FlowMetrics]
     probes: dict[str, ProbeMetrics] = {}
     links: dict[str, LinkMetrics] = {}
+    hosts: dict[str, HostMetrics] = {}
     jain_index: float | None = None
     window: WindowMetrics | None = None
     unintended_drops: int = 0

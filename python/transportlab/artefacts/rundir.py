@@ -31,6 +31,8 @@ DONE = "DONE"
 FAILURES = "failures.json"
 METRICS = "metrics.json"
 SCENARIO = "scenario.json"
+# In raw/: each emulated host's UDP counters at the end of the run (network.live).
+HOST_UDP_COUNTERS = "host_udp.json"
 
 
 def receiver_records(series: Callable[[str], pd.DataFrame | None], flow: str) -> pd.DataFrame | None:
@@ -174,6 +176,12 @@ class RunDir:
         if stats is None:
             raise RunDirError(f"{self.raw / 'engine.json'}: missing or unreadable (the engine did not exit cleanly)")
         return stats
+
+    @property
+    def host_udp_counters(self) -> dict[str, dict[str, int]]:
+        """Each host's UDP counters at the run's end ({} for a simulated run, or one made
+        before they were recorded)."""
+        return read_json(self.raw / HOST_UDP_COUNTERS) or {}
 
     @cached_property
     def direction_names(self) -> list[str]:

@@ -225,6 +225,14 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             "flows": flows,
             "probes": probes,
             "links": links,
+            "hosts": {
+                host: {
+                    "udp_datagrams_received": udp["InDatagrams"],
+                    "udp_receive_buffer_errors": udp["RcvbufErrors"],
+                    "udp_input_errors": udp["InErrors"],
+                }
+                for host, udp in run.host_udp_counters.items()
+            },
             "jain_index": M.jain_index(rates) if len(rates) >= 2 else None,
             "window": _window_metrics(records, scen, flows, directions, t0_ns),
             "unintended_drops": int(engine.get("unintended_drops_total", M.unintended_drops(records))),

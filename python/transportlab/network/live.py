@@ -16,6 +16,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from transportlab.artefacts.rundir import HOST_UDP_COUNTERS
 from transportlab.locations import binary
 from transportlab.network import kernel_cc, netns, veth
 from transportlab.network.buffers import buffer_sysctls
@@ -431,6 +432,18 @@ class Network:
                 print(f"warning: could not read TUN statistics of {host}: {e}", file=sys.stderr)
         return drops
 
+    def _host_udp_counters(self) -> dict[str, dict[str, int]]:
+        """Each host's UDP counters at the end of the run (its namespace's
+        /proc/net/snmp): datagrams its sockets received and dropped, RcvbufErrors being the
+        ones a full socket receive buffer turned away — losses on the host, not the links."""
+        counters = {}
+        for host in self._tun_fds or self._attach_config:
+            try:
+                counters[host] = netns.snmp(self.namespace(host))["Udp"]
+            except Exception as e:  # teardown goes on; the counters are then not recorded
+                print(f"warning: could not read the UDP counters of {host}: {e}", file=sys.stderr)
+        return counters
+
     def _pin_engine(self) -> None:
         """Claims the engine a CPU of its own and steers the hosts' receive work to the
         others; with one CPU, or every CPU held by other runs' engines, neither (said on
@@ -456,6 +469,9 @@ class Network:
             terminate(proc, STOP_GRACE_S)
         self._children.clear()
         tun_drops = self._tun_drops()
+        udp = self._host_udp_counters()
+        if udp:
+            (self.workdir / HOST_UDP_COUNTERS).write_text(json.dumps(udp, indent=1))
         if self._engine is not None:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.

@@ -81,6 +81,23 @@ def tx_dropped(name: str, ifname: str) -> int:
         return int(stats["tx_dropped"]) if stats else 0
 
 
+def parse_snmp(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/snmp's counters by protocol: each protocol is a line of names and a line
+    of values, both led by "Proto:" ({"Udp": {"InDatagrams": 5, "RcvbufErrors": 0, …}})."""
+    lines = text.splitlines()
+    out: dict[str, dict[str, int]] = {}
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        proto, _, keys = names.partition(":")
+        out[proto] = {k: int(v) for k, v in zip(keys.split(), values.partition(":")[2].split(), strict=True)}
+    return out
+
+
+def snmp(name: str) -> dict[str, dict[str, int]]:
+    """Namespace `name`'s /proc/net/snmp counters (`parse_snmp`)."""
+    res = subprocess.run(exec_argv(name, ["cat", "/proc/net/snmp"]), capture_output=True, text=True, check=True)
+    return parse_snmp(res.stdout)
+
+
 def root_links(prefix: str = "tlab") -> list[str]:
     """Names of the root namespace's interfaces starting with `prefix`."""
     with IPRoute() as ipr:
