@@ -471,7 +471,10 @@ class Network:
         tun_drops = self._tun_drops()
         udp = self._host_udp_counters()
         if udp:
-            (self.workdir / HOST_UDP_COUNTERS).write_text(json.dumps(udp, indent=1))
+            try:
+                (self.workdir / HOST_UDP_COUNTERS).write_text(json.dumps(udp, indent=1))
+            except OSError as e:  # teardown goes on; the counters are then not recorded
+                print(f"warning: could not write {HOST_UDP_COUNTERS}: {e}", file=sys.stderr)
         if self._engine is not None:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.
