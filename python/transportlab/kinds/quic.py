@@ -35,7 +35,7 @@ DATAGRAM_RANGE = (1200, 1472)
 MESSAGE_RANGE = (16, 16 * 2**20)
 DELIVERIES = ("ordered", "unordered", "streams")
 # Fields only quinn's agent has.
-QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rcvbuf", "rate", "interval", "size", "delivery", "playout"})
+QUINN_ONLY = frozenset({"cc_params", "objects", "streams", "rate", "interval", "size", "delivery", "playout"})
 STACK_END = "transportlab.stacks"
 AGENT = "agent"  # the lab's agents at both ends, speaking their own protocol
 HTTP3 = "http3"
@@ -111,10 +111,9 @@ class Quic(FlowKind):
         if spec.rcvbuf != "default" and not stack.rcvbuf_switch:
             can = ", ".join(["quinn"] + [s.name for s in STACKS.values() if s.rcvbuf_switch])
             raise FieldIssue(f"{name}'s socket buffer cannot be set by the lab ({can} can)", ("rcvbuf",), spec.rcvbuf)
-        # A field at its default says nothing (a sweep arm of quinn's may set rcvbuf =
-        # "default"); a value means something only quinn's agent does.
-        only = QUINN_ONLY - {"rcvbuf"}
-        for k in sorted(k for k in given & only if getattr(spec, k) != type(spec).model_fields[k].default):
+        # A field at its default says nothing (a sweep arm of quinn's may give it); a value
+        # means something only quinn's agent does.
+        for k in sorted(k for k in given & QUINN_ONLY if getattr(spec, k) != type(spec).model_fields[k].default):
             raise FieldIssue(f"{k} is a field of quinn's flows; {name} runs an HTTP/3 transfer of bytes", (k,))
         if spec.mss is not None and not DATAGRAM_RANGE[0] <= spec.mss <= DATAGRAM_RANGE[1]:
             raise FieldIssue(
