@@ -409,12 +409,18 @@ def test_stack_cpu_counts_the_stacks_processes_and_not_what_ran_before():
     import subprocess
     import sys
 
-    from transportlab.stacks.process import stack_cpu
-
-    # A child that uses 0.2 s of CPU (measured by itself, so the machine's load does not matter).
-    burn = [sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass"]
-    subprocess.run(burn, check=True)  # a helper before the stack starts: not the stack's
-    before = stack_cpu()
-    subprocess.run(burn, check=True)
-    cpu = stack_cpu(before)
+    # In a process of its own, whose only children are these two (the test runner's other
+    # children, reaped meanwhile, would count too). Each child uses 0.2 s of CPU, measured
+    # by itself, so the machine's load does not matter.
+    script = """
+import json, subprocess, sys
+from transportlab.stacks.process import stack_cpu
+burn = [sys.executable, "-c", "import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.2: pass"]
+subprocess.run(burn, check=True)  # a helper before the stack starts: not the stack's
+before = stack_cpu()
+subprocess.run(burn, check=True)
+print(json.dumps(stack_cpu(before)))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    cpu = json.loads(out)
     assert 0.2 <= cpu["cpu_user_s"] + cpu["cpu_sys_s"] < 0.4, cpu
