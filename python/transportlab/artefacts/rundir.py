@@ -26,13 +26,12 @@ from pydantic import ValidationError
 
 from transportlab.artefacts.packetlog import read_records
 from transportlab.artefacts.records import MetricsRecord, ScenarioRecord
+from transportlab.network.netns import HOST_UDP_COUNTERS
 
 DONE = "DONE"
 FAILURES = "failures.json"
 METRICS = "metrics.json"
 SCENARIO = "scenario.json"
-# In raw/: each emulated host's UDP counters at the end of the run (network.live).
-HOST_UDP_COUNTERS = "host_udp.json"
 
 
 def receiver_records(series: Callable[[str], pd.DataFrame | None], flow: str) -> pd.DataFrame | None:

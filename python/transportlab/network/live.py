@@ -16,7 +16,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from transportlab.artefacts.rundir import HOST_UDP_COUNTERS
 from transportlab.locations import binary
 from transportlab.network import kernel_cc, netns, veth
 from transportlab.network.buffers import buffer_sysctls
@@ -472,9 +471,9 @@ class Network:
         udp = self._host_udp_counters()
         if udp:
             try:
-                (self.workdir / HOST_UDP_COUNTERS).write_text(json.dumps(udp, indent=1))
+                (self.workdir / netns.HOST_UDP_COUNTERS).write_text(json.dumps(udp, indent=1))
             except OSError as e:  # teardown goes on; the counters are then not recorded
-                print(f"warning: could not write {HOST_UDP_COUNTERS}: {e}", file=sys.stderr)
+                print(f"warning: could not write {netns.HOST_UDP_COUNTERS}: {e}", file=sys.stderr)
         if self._engine is not None:
             # The engine writes its statistics, then flushes its packet log and capture;
             # a log writer that fell behind (a saturated machine) needs the time.

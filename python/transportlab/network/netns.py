@@ -7,6 +7,10 @@ import subprocess
 
 from pyroute2 import IPRoute, NetNS, netns
 
+# In a run's raw/: each host's UDP counters at the end of the run (network.live writes it,
+# artefacts.rundir reads it).
+HOST_UDP_COUNTERS = "host_udp.json"
+
 
 class HostSetupError(RuntimeError):
     pass
