@@ -919,6 +919,14 @@ impl Connection {
         self.sb.retrans_out > 0 || self.sb.head().is_some_and(|h| h.ever_retrans)
     }
 
+    /// `tcp_retrans_stamp_cleanup`: with no retransmission left, the next episode's first
+    /// retransmission starts a new stamp.
+    fn retrans_stamp_cleanup(&mut self) {
+        if !self.any_retrans_done() {
+            self.undo.retrans_stamp = None;
+        }
+    }
+
     /// `tcp_current_ssthresh`.
     fn current_ssthresh(&self) -> u32 {
         if self.in_cwnd_reduction() {
@@ -987,18 +995,14 @@ impl Connection {
         if self.sb.retrans_out > 0 {
             return true;
         }
-        if !self.any_retrans_done() {
-            self.undo.retrans_stamp = None;
-        }
+        self.retrans_stamp_cleanup();
         self.undo_cwnd_reduction(true);
         self.try_keep_open(now);
         false
     }
 
     fn try_to_open(&mut self, now: Nanos) {
-        if !self.any_retrans_done() {
-            self.undo.retrans_stamp = None;
-        }
+        self.retrans_stamp_cleanup();
         if self.ca_state != CaState::Cwr {
             self.try_keep_open(now);
         }
@@ -1019,9 +1023,7 @@ impl Connection {
 
     /// `tcp_enter_recovery`.
     fn enter_recovery(&mut self, now: Nanos) {
-        if !self.any_retrans_done() {
-            self.undo.retrans_stamp = None;
-        }
+        self.retrans_stamp_cleanup();
         self.stats.recoveries += 1;
         self.undo.prior_ssthresh = 0;
         self.undo.init(self.snd_una, self.sb.retrans_out);

@@ -421,9 +421,13 @@ class Network:
                 left.append(name)
         self.record.kernel_ccs = left
 
+    def _attached_hosts(self) -> list[str]:
+        """The hosts attached to the engine (through TUN devices or veth pairs)."""
+        return list(self._tun_fds or self._attach_config)
+
     def _tun_drops(self) -> dict[str, int]:
         drops = {}
-        for host in self._tun_fds or self._attach_config:
+        for host in self._attached_hosts():
             try:
                 drops[host] = netns.tx_dropped(self.namespace(host), self.tun_name(host))
             except Exception as e:  # teardown goes on; the count is then unknown
@@ -436,7 +440,7 @@ class Network:
         /proc/net/snmp): datagrams its sockets received and dropped, RcvbufErrors being the
         ones a full socket receive buffer turned away — losses on the host, not the links."""
         counters = {}
-        for host in self._tun_fds or self._attach_config:
+        for host in self._attached_hosts():
             try:
                 counters[host] = netns.snmp(self.namespace(host))["Udp"]
             except Exception as e:  # teardown goes on; the counters are then not recorded
