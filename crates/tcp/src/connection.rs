@@ -4,7 +4,7 @@
 //! `tcp_timer.c` function by function (their names are given where they are ported).
 
 use crate::cc::{self, CaState, CongestionOps, Context, Window, INFINITE_SSTHRESH};
-use crate::receiver::Receiver;
+use crate::receiver::{AckFields, Receiver};
 use crate::rtt::{RttEstimator, RTO_INITIAL_US, RTO_MAX_US, RTO_MIN_US};
 use crate::scoreboard::{Delivery, Scoreboard, RACK_RECOVERY_THRESH};
 use crate::segment::{flags, SackBlocks, Segment, TcpRepr, MAX_SACK_BLOCKS_WITH_TIMESTAMPS};
@@ -479,35 +479,26 @@ impl Connection {
 
     /// A segment with the current acknowledgement, window and options.
     fn segment(&mut self, now: Nanos, seq_off: u64, fl: u8, payload: Vec<u8>) -> Segment {
-        let window = self.rcv.ack_sent();
         self.stats.segs_out += 1;
-        let sack = self.rcv.sack_option();
-        self.segment_with(now, seq_off, fl, payload, window, &sack)
+        let ack = self.rcv.ack_fields();
+        self.segment_with(now, seq_off, fl, payload, &ack)
     }
 
-    /// A segment with the current acknowledgement and the given window (bytes) and SACK
-    /// blocks (most recent first); the caller counts it as sent.
-    fn segment_with(
-        &self,
-        now: Nanos,
-        seq_off: u64,
-        fl: u8,
-        payload: Vec<u8>,
-        window: u64,
-        sack: &[(u64, u64)],
-    ) -> Segment {
+    /// A segment carrying `ack` (acknowledgement, window, SACK blocks); the caller counts
+    /// it as sent.
+    fn segment_with(&self, now: Nanos, seq_off: u64, fl: u8, payload: Vec<u8>, ack: &AckFields) -> Segment {
         let syn = fl & flags::SYN != 0;
         let window = if syn {
-            window.min(65535) as u16
+            ack.window.min(65535) as u16
         } else {
-            (window >> self.rcv.wscale).min(65535) as u16
+            (ack.window >> self.rcv.wscale).min(65535) as u16
         };
         let mut h = TcpRepr {
             src_port: self.cfg.local_port,
             dst_port: self.cfg.remote_port,
             seq: self.cfg.isn.wrapping_add(seq_off as u32),
             ack: if fl & flags::ACK != 0 {
-                self.irs.wrapping_add(self.rcv.rcv_nxt as u32)
+                self.irs.wrapping_add(ack.rcv_nxt as u32)
             } else {
                 0
             },
@@ -526,7 +517,8 @@ impl Connection {
             h.sack_permitted = self.state == State::SynSent || self.sack_ok;
         } else if self.sack_ok {
             let irs = self.irs;
-            let blocks: Vec<(u32, u32)> = sack
+            let blocks: Vec<(u32, u32)> = ack
+                .sack
                 .iter()
                 .take(MAX_SACK_BLOCKS_WITH_TIMESTAMPS)
                 .map(|&(l, r)| (irs.wrapping_add(l as u32), irs.wrapping_add(r as u32)))
@@ -660,6 +652,13 @@ impl Connection {
             self.tcp_ack(now, seg, has_data);
         }
         if has_data {
+            // Linux ACKs each segment as its processing ends (`tcp_ack_snd_check`): an
+            // ACK still owed when the next segment arrives at the same instant goes out
+            // before that one is processed, or a burst (a merge releasing what it held)
+            // would be answered by one ACK whose few SACK blocks hide the rest.
+            if self.rcv.ack_now {
+                self.rcv.send_ack_early();
+            }
             if let Some((_, ecr)) = seg.header.timestamps {
                 let ts_now = self.tsval(now);
                 self.rcv.rtt_measure_ts(ecr, ts_now, seg.payload.len() as u64);
@@ -1436,7 +1435,7 @@ impl Connection {
         // ACKs a segment's processing sent (the compressed-SACK flush) come first.
         for early in std::mem::take(&mut self.rcv.early_acks) {
             let seq = self.snd_nxt;
-            let seg = self.segment_with(now, seq, flags::ACK, Vec::new(), early.window, &early.sack);
+            let seg = self.segment_with(now, seq, flags::ACK, Vec::new(), &early);
             self.stats.segs_out += 1;
             out.push(seg);
         }

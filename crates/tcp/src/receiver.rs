@@ -50,13 +50,16 @@ pub struct Arrival {
     pub duplicate: bool,
 }
 
-/// An ACK that went out in the middle of a segment's processing, before its SACK block
-/// pushed the oldest one out (`tcp_sack_compress_send_ack`): what it carries.
+/// What an ACK carries from the receiving side, fixed when it is sent: a segment's
+/// processing may send one (`tcp_send_ack` within it) before later segments of the same
+/// instant move `rcv_nxt` on or push a SACK block out.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EarlyAck {
+pub struct AckFields {
+    /// The acknowledgement (`rcv_nxt`, a sequence offset).
+    pub rcv_nxt: u64,
     /// The window it advertises (bytes, before scaling).
     pub window: u64,
-    /// Its SACK blocks, most recent first.
+    /// Its SACK blocks, most recent first (a D-SACK block first).
     pub sack: Vec<(u64, u64)>,
 }
 
@@ -74,7 +77,7 @@ pub struct Receiver {
     /// `duplicate_sack[0]`; RFC 2883).
     dsack: Option<(u64, u64)>,
     /// ACKs sent while a segment was processed, to go out before anything it causes.
-    pub early_acks: Vec<EarlyAck>,
+    pub early_acks: Vec<AckFields>,
     ready: VecDeque<u8>,
     /// Bytes the application has read in all.
     pub read_total: u64,
@@ -196,8 +199,7 @@ impl Receiver {
         for (d, s) in buf.iter_mut().zip(self.ready.drain(..n)) {
             *d = s;
         }
-        self.read_total += n as u64;
-        self.space_adjust(now);
+        self.was_read(now, n as u64);
         n
     }
 
@@ -205,9 +207,34 @@ impl Receiver {
     pub fn consume(&mut self, now: Nanos, max: usize) -> usize {
         let n = max.min(self.ready.len());
         self.ready.drain(..n);
-        self.read_total += n as u64;
-        self.space_adjust(now);
+        self.was_read(now, n as u64);
         n
+    }
+
+    fn was_read(&mut self, now: Nanos, n: u64) {
+        self.read_total += n;
+        self.space_adjust(now);
+        self.cleanup_rbuf(n);
+    }
+
+    /// `tcp_cleanup_rbuf` after the application read `copied` bytes: the ACK held back
+    /// while more than a full segment waited goes now, and so does a window update that
+    /// at least doubles a window fallen to half the clamp or less. (The `ICSK_ACK_PUSHED`
+    /// rule for small segments is not modelled: bulk transfers send full ones.)
+    fn cleanup_rbuf(&mut self, copied: u64) {
+        if self.pending && self.rcv_nxt - self.rcv_wup > self.rcv_mss {
+            self.ack_now = true;
+            return;
+        }
+        if copied > 0 && !self.fin_received {
+            let left = self.window_left();
+            if 2 * left <= self.window_clamp {
+                let new = self.window_now();
+                if new > 0 && new >= 2 * left {
+                    self.ack_now = true;
+                }
+            }
+        }
     }
 
     /// `tcp_init_buffer_space`, when the connection is established at `now`: the clamp
@@ -337,15 +364,30 @@ impl Receiver {
             .collect()
     }
 
+    /// An ACK goes out now: what it carries (`tcp_event_ack_sent` included).
+    pub fn ack_fields(&mut self) -> AckFields {
+        let sack = self.sack_option();
+        let window = self.ack_sent();
+        AckFields {
+            rcv_nxt: self.rcv_nxt,
+            window,
+            sack,
+        }
+    }
+
+    /// The ACK owed goes out now, in the middle of segment processing.
+    pub fn send_ack_early(&mut self) {
+        let a = self.ack_fields();
+        self.early_acks.push(a);
+    }
+
     /// `tcp_sack_new_ofo_skb`: the block joins (and coalesces) those it touches, or goes
     /// first; when that pushes out the oldest of four while ACKs are being compressed,
     /// the ACK owed goes out first, so no block the sender has not seen is forgotten.
     fn sack_add(&mut self, mut s: u64, mut e: u64) {
         let joins = self.sack_blocks.iter().any(|&(bs, be)| !(be < s || bs > e));
         if !joins && self.sack_blocks.len() >= SACK_BLOCKS && self.compressed_ack > 0 {
-            let sack = self.sack_option();
-            let window = self.ack_sent();
-            self.early_acks.push(EarlyAck { window, sack });
+            self.send_ack_early();
         }
         self.sack_blocks.retain(|&(bs, be)| {
             if be < s || bs > e {
@@ -524,7 +566,12 @@ impl Receiver {
         if !self.pending {
             return;
         }
-        if (self.rcv_nxt - self.rcv_wup > self.rcv_mss) || self.quick > 0 || self.ack_now {
+        // More than one full segment, and (with data still unread: `sk_rcvlowat` 1) the
+        // window's right edge not pulled back by it; else the read's ACK goes
+        // (`cleanup_rbuf`).
+        let full =
+            self.rcv_nxt - self.rcv_wup > self.rcv_mss && (self.ready.is_empty() || self.window_now() >= self.rcv_wnd);
+        if full || self.quick > 0 || self.ack_now {
             self.ack_now = true;
             return;
         }
@@ -615,12 +662,24 @@ impl Receiver {
         self.select_window()
     }
 
-    /// `tcp_select_window`: never shrinks the right edge already offered.
-    fn select_window(&mut self) -> u64 {
+    /// `__tcp_select_window`: the window the buffer's room offers now (bytes), up to
+    /// `rcv_ssthresh`, in window-scale units.
+    fn window_now(&self) -> u64 {
         let space = self.window_clamp.min(self.space());
         let unit = 1u64 << self.wscale;
-        let mut new = space.min(self.rcv_ssthresh).div_ceil(unit) * unit;
-        let cur = (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt);
+        space.min(self.rcv_ssthresh).div_ceil(unit) * unit
+    }
+
+    /// `tcp_receive_window`: what is left of the window last offered.
+    fn window_left(&self) -> u64 {
+        (self.rcv_wup + self.rcv_wnd).saturating_sub(self.rcv_nxt)
+    }
+
+    /// `tcp_select_window`: never shrinks the right edge already offered.
+    fn select_window(&mut self) -> u64 {
+        let unit = 1u64 << self.wscale;
+        let mut new = self.window_now();
+        let cur = self.window_left();
         if new < cur {
             new = cur.div_ceil(unit) * unit;
         }

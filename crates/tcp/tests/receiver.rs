@@ -75,11 +75,13 @@ fn accepted_with(cfg: Config) -> (Connection, u32) {
     (server, synack.header.seq.wrapping_add(1))
 }
 
-/// Delivers segment `n` at `at`; returns the ACK numbers (as segment counts) sent then.
+/// Delivers segment `n` at `at`, the application reading it at once; returns the ACK
+/// numbers (as segment counts) sent then.
 fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
     let mut s = data(n, (at / MS) as u32);
     s.header.ack = una;
     server.receive(at, &s);
+    server.consume(at, usize::MAX);
     let mut out = Vec::new();
     server.poll(at, &mut out);
     out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448).collect()
@@ -148,6 +150,71 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
         t += MS;
     }
     assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
+}
+
+/// Segments that arrive at one instant (a merge releasing what it held) are each
+/// answered as Linux answers them, one by one as it processes them: 17 lost, 18 and 20
+/// arrive, then 17 itself, all at once. 18 and 20 are out of order (each ACKed at once,
+/// its block first); 17 fills the hole up to 18 and, with 20 still held, is ACKed at
+/// once too (a new `rcv_nxt` restarts the count of three) — each ACK with the
+/// acknowledgement and blocks of its own moment, not those after the last segment.
+#[test]
+fn segments_arriving_at_one_instant_are_each_acked_as_processed() {
+    let (mut server, una) = accepted();
+    let t = sixteen_in_order(&mut server, una);
+    let block = |n: u32| {
+        let s = CLIENT_ISN + 1 + (n - 1) * 1448;
+        (s, s + 1448)
+    };
+    for n in [18, 20, 17] {
+        let mut s = data(n, (t / MS) as u32);
+        s.header.ack = una;
+        server.receive(t, &s);
+    }
+    server.consume(t, usize::MAX);
+    let mut out = Vec::new();
+    server.poll(t, &mut out);
+    let acks: Vec<_> = out
+        .iter()
+        .map(|a| {
+            (
+                (a.header.ack - CLIENT_ISN - 1) / 1448,
+                a.header.sack.as_slice().to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        acks,
+        vec![
+            (16, vec![block(18)]),
+            (16, vec![block(20), block(18)]),
+            (18, vec![block(20)]),
+        ]
+    );
+}
+
+/// In-order segments wait for the application's read when they pull the window's edge
+/// back (`__tcp_ack_snd_check`: two full segments ACK at once only if the window is not
+/// shrinking, or nothing is left unread): after the quick ACKs, rcv_ssthresh is 64240
+/// and the window offered 64256; 17–20 arrive at one instant, unread, and leave room
+/// for 65536 − 2 · 1448 = 62640 < 64256 from the second on. The read (`tcp_cleanup_rbuf`:
+/// more than a segment unacknowledged) sends one ACK, for all four.
+#[test]
+fn an_unread_burst_is_acked_once_by_the_read() {
+    let (mut server, una) = accepted();
+    let t = sixteen_in_order(&mut server, una);
+    for n in 17..=20 {
+        let mut s = data(n, (t / MS) as u32);
+        s.header.ack = una;
+        server.receive(t, &s);
+    }
+    let mut out = Vec::new();
+    server.poll(t, &mut out);
+    assert!(out.is_empty(), "nothing is ACKed before the read");
+    server.consume(t, usize::MAX);
+    server.poll(t, &mut out);
+    let acks: Vec<_> = out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448).collect();
+    assert_eq!(acks, vec![20]);
 }
 
 /// Data that arrives twice is reported once, as the first SACK block of the ACK sent at
