@@ -87,6 +87,7 @@ pub const END_DELIVERY_RATE: usize = 168;
 pub const END_SNDBUF_LIMITED: usize = 192;
 pub const END_BYTES_RETRANS: usize = 216;
 pub const END_SND_WND: usize = 232;
+pub const END_RCV_WND: usize = 236;
 
 /// One TCP_INFO reading plus how many bytes the kernel filled in.
 #[derive(Clone, Copy, Debug, Default)]
@@ -226,6 +227,9 @@ mod tests {
         assert_eq!(offset_of!(RawTcpInfo, sndbuf_limited) + 8, END_SNDBUF_LIMITED);
         assert_eq!(offset_of!(RawTcpInfo, bytes_retrans) + 8, END_BYTES_RETRANS);
         assert_eq!(offset_of!(RawTcpInfo, snd_wnd) + 4, END_SND_WND);
+        assert_eq!(offset_of!(RawTcpInfo, rcv_wnd) + 4, END_RCV_WND);
+        assert_eq!(offset_of!(RawTcpInfo, rcv_ssthresh), 64);
+        assert_eq!(offset_of!(RawTcpInfo, rcv_space), 96);
         assert_eq!(std::mem::size_of::<RawTcpInfo>(), 240);
         // Cross-check against libc's definition where it has the same fields.
         assert_eq!(

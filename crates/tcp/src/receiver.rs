@@ -344,6 +344,12 @@ impl Receiver {
         self.rcv_ssthresh
     }
 
+    /// What autotuning last measured the application to read in a receiver RTT
+    /// (`rcvq_space.space`, `tcpi_rcv_space`).
+    pub fn rcv_space(&self) -> u64 {
+        self.rcvq_space
+    }
+
     pub fn window_clamp(&self) -> u64 {
         self.window_clamp
     }

@@ -21,7 +21,7 @@ pub fn write(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
             samples.iter().map(|s| s.info.has(end).then(|| f(s))),
         ))
     }
-    use tcpinfo::{END_BYTES_RETRANS, END_SNDBUF_LIMITED, END_SND_WND};
+    use tcpinfo::{END_BYTES_RETRANS, END_RCV_WND, END_SNDBUF_LIMITED, END_SND_WND};
     let s = samples;
     output::write_series(
         path,
@@ -72,6 +72,10 @@ pub fn write(path: &Path, samples: &[Sample]) -> anyhow::Result<()> {
                 opt_u64s(s, END_BYTES_RETRANS, |x| x.info.raw.bytes_retrans),
             ),
             ("snd_wnd", opt_u64s(s, END_SND_WND, |x| x.info.raw.snd_wnd as u64)),
+            // The receiving side's window and its autotuning (`tcp_rcv_space_adjust`).
+            ("rcv_ssthresh", u32s(s, |x| x.info.raw.rcv_ssthresh)),
+            ("rcv_space", u32s(s, |x| x.info.raw.rcv_space)),
+            ("rcv_wnd", opt_u64s(s, END_RCV_WND, |x| x.info.raw.rcv_wnd as u64)),
         ],
     )
 }

@@ -13,7 +13,8 @@ use linkem::Nanos;
 
 use super::{series_key_columns, series_key_fields, Row};
 
-/// The congestion window as TCP_INFO reports it.
+/// The windows as TCP_INFO reports them: the congestion window, and the receiving
+/// side's (`rcv_ssthresh`, `rcv_space`, `rcv_wnd`, bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Window {
     /// In segments of `snd_mss` bytes.
@@ -21,6 +22,9 @@ pub struct Window {
     pub ssthresh: u32,
     pub snd_mss: u32,
     pub ca_state: u32,
+    pub rcv_ssthresh: u32,
+    pub rcv_space: u32,
+    pub rcv_wnd: u64,
 }
 
 /// One row of the series.
@@ -38,8 +42,9 @@ pub struct Sample {
     pub total_retrans: u64,
 }
 
-/// The columns a series holds behind the key columns, with the window's (`cwnd`,
-/// `cwnd_bytes`, `ssthresh`, `snd_mss`, `ca_state`) if `window`.
+/// The columns a series holds behind the key columns, with the windows' (`cwnd`,
+/// `cwnd_bytes`, `ssthresh`, `snd_mss`, `ca_state`, `rcv_ssthresh`, `rcv_space`,
+/// `rcv_wnd`) if `window`.
 pub fn schema(window: bool) -> Schema {
     let u64 = |name: &str, nullable: bool| Field::new(name, DataType::UInt64, nullable);
     let u32 = |name: &str| Field::new(name, DataType::UInt32, false);
@@ -52,6 +57,9 @@ pub fn schema(window: bool) -> Schema {
             u32("ssthresh"),
             u32("snd_mss"),
             u32("ca_state"),
+            u32("rcv_ssthresh"),
+            u32("rcv_space"),
+            u64("rcv_wnd", false),
         ]);
     }
     fields.extend([
@@ -82,6 +90,9 @@ impl Row for Sample {
                 u32s(|w| w.ssthresh),
                 u32s(|w| w.snd_mss),
                 u32s(|w| w.ca_state),
+                u32s(|w| w.rcv_ssthresh),
+                u32s(|w| w.rcv_space),
+                u64s(&|x| window(x).rcv_wnd),
             ]);
         }
         columns.extend([
@@ -104,7 +115,7 @@ mod tests {
         let names = |s: &Schema| s.fields().iter().map(|f| f.name().clone()).collect::<Vec<_>>();
         let plain = schema(false);
         let full = schema(true);
-        assert_eq!(names(&full).len(), names(&plain).len() + 5);
+        assert_eq!(names(&full).len(), names(&plain).len() + 8);
         assert_eq!(names(&full)[2..4], ["bytes", "cwnd"]);
         let row = Sample {
             t_ns: 10,
@@ -114,6 +125,9 @@ mod tests {
                 ssthresh: 7,
                 snd_mss: 1448,
                 ca_state: 0,
+                rcv_ssthresh: 64_240,
+                rcv_space: 14_600,
+                rcv_wnd: 64_256,
             }),
             srtt_us: None,
             rttvar_us: None,
