@@ -102,6 +102,8 @@ pub struct Stats {
     /// Window reductions undone as spurious (Linux's TCPFullUndo, TCPPartialUndo,
     /// TCPDSACKUndo and TCPLossUndo together).
     pub undos: u64,
+    /// Timeouts F-RTO found spurious (`TCPSpuriousRTOs`).
+    pub spurious_rtos: u64,
 }
 
 // ACK flags (`FLAG_*` of tcp_input.c) this port needs.
@@ -114,6 +116,7 @@ const FLAG_LOST_RETRANS: u32 = 0x80;
 const FLAG_DATA: u32 = 0x01;
 const FLAG_DSACKING_ACK: u32 = 0x800;
 const FLAG_DSACK_TLP: u32 = 0x20000;
+const FLAG_ORIG_SACK_ACKED: u32 = 0x200;
 
 pub struct Connection {
     cfg: Config,
@@ -153,6 +156,12 @@ pub struct Connection {
     rto_j: u64,
     /// `icsk_retransmits`.
     retransmits: u32,
+    /// F-RTO (RFC 5682, `tp->frto`; Linux's default `tcp_frto = 2`) is testing this
+    /// timeout.
+    frto: bool,
+    /// F-RTO step 2.b: this ACK's answer is new data, not the segments marked lost
+    /// (`REXMIT_NEW`).
+    rexmit_new: bool,
     timer: Option<(TimerKind, Nanos)>,
     is_cwnd_limited: bool,
     /// `sk_pacing_rate` (bytes/s): set at the end of each ACK's `tcp_cong_control`, so
@@ -231,6 +240,8 @@ impl Connection {
             tlp_retrans: false,
             rto_j: clock.from_us(RTO_INITIAL_US),
             retransmits: 0,
+            frto: false,
+            rexmit_new: false,
             timer: None,
             is_cwnd_limited: false,
             pacing_rate: 0,
@@ -723,6 +734,9 @@ impl Connection {
         if sacked.segments > 0 {
             flag |= FLAG_DATA_SACKED;
         }
+        if sacked.orig_min_end.is_some_and(|e| e <= self.high_seq) {
+            flag |= FLAG_ORIG_SACK_ACKED;
+        }
         if let Some(low) = sacked.reord {
             if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
                 self.check_sack_reordering(low);
@@ -732,6 +746,9 @@ impl Connection {
         self.sb.ack(ack, now, min_rtt, &mut acked);
         if acked.cum_acked > 0 {
             flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
+        }
+        if acked.orig_min_end.is_some_and(|e| e <= self.high_seq) {
+            flag |= FLAG_ORIG_SACK_ACKED;
         }
         self.stats.bytes_acked += ack - self.snd_una;
         self.snd_una = ack;
@@ -778,7 +795,8 @@ impl Connection {
         let not_dup = flag & (FLAG_DATA | FLAG_WIN_UPDATE | FLAG_DATA_ACKED) != 0;
         let prior_lost = self.sb.lost_events;
         if !not_dup || flag & (FLAG_DATA_SACKED | FLAG_DSACKING_ACK) != 0 || self.ca_state != CaState::Open {
-            self.fastretrans_alert(now, prior_snd_una, &mut flag);
+            let dupack = !not_dup && flag & (FLAG_SND_UNA_ADVANCED | FLAG_DSACKING_ACK) == 0;
+            self.fastretrans_alert(now, prior_snd_una, dupack, &mut flag);
         }
         if flag & FLAG_SET_XMIT_TIMER != 0 {
             self.set_xmit_timer(now);
@@ -849,8 +867,9 @@ impl Connection {
         }
     }
 
-    /// `tcp_fastretrans_alert` for a SACK connection with RACK (no F-RTO).
-    fn fastretrans_alert(&mut self, now: Nanos, prior_snd_una: u64, flag: &mut u32) {
+    /// `tcp_fastretrans_alert` for a SACK connection with RACK; `dupack`: the ACK is a
+    /// duplicate (`num_dupack` 1).
+    fn fastretrans_alert(&mut self, now: Nanos, prior_snd_una: u64, dupack: bool, flag: &mut u32) {
         if self.ca_state == CaState::Open {
             self.undo.retrans_stamp = None;
         } else if self.snd_una >= self.high_seq {
@@ -882,7 +901,7 @@ impl Connection {
                 return;
             }
             CaState::Loss => {
-                self.process_loss(now, *flag);
+                self.process_loss(now, *flag, dupack);
                 self.identify_packet_loss(now, flag);
                 if !(self.ca_state == CaState::Open || *flag & FLAG_LOST_RETRANS != 0) {
                     return;
@@ -901,12 +920,32 @@ impl Connection {
         self.enter_recovery(now);
     }
 
-    /// `tcp_process_loss` (without F-RTO): undone if the timeout proves spurious, over
+    /// `tcp_process_loss` with F-RTO (RFC 5682 section 3.1, SACK-enhanced): a timeout is
+    /// undone if an ACK shows it spurious — by timestamp, or by never-retransmitted data
+    /// (s)acked; the first ACK that advances `snd_una` is answered with new data
+    /// (`rexmit_new`), and a SACK or duplicate ACK after that shows the loss real; over
     /// once `high_seq` is acknowledged.
-    fn process_loss(&mut self, now: Nanos, flag: u32) {
+    fn process_loss(&mut self, now: Nanos, flag: u32, dupack: bool) {
         let recovered = self.snd_una >= self.high_seq;
-        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(now) {
+        if flag & FLAG_SND_UNA_ADVANCED != 0 && self.try_undo_loss(now, false) {
             return;
+        }
+        if self.frto {
+            if flag & FLAG_ORIG_SACK_ACKED != 0 && self.try_undo_loss(now, true) {
+                return;
+            }
+            if self.snd_nxt > self.high_seq {
+                if flag & FLAG_DATA_SACKED != 0 || dupack {
+                    self.frto = false;
+                }
+            } else if flag & FLAG_SND_UNA_ADVANCED != 0 && !recovered {
+                self.high_seq = self.snd_nxt;
+                if self.can_send_new() && self.snd_una + self.snd_wnd > self.snd_nxt {
+                    self.rexmit_new = true;
+                    return;
+                }
+                self.frto = false;
+            }
         }
         if recovered {
             self.try_undo_recovery(now);
@@ -970,12 +1009,16 @@ impl Connection {
         false
     }
 
-    /// `tcp_try_undo_loss` (without F-RTO's undo).
-    fn try_undo_loss(&mut self, now: Nanos) -> bool {
-        if !self.undo.may_undo(self.rcv_tsecr) {
+    /// `tcp_try_undo_loss`: the timeout's reduction undone if a timestamp shows it
+    /// spurious, or F-RTO did (`frto_undo`).
+    fn try_undo_loss(&mut self, now: Nanos, frto_undo: bool) -> bool {
+        if !frto_undo && !self.undo.may_undo(self.rcv_tsecr) {
             return false;
         }
         self.undo_cwnd_reduction(true);
+        if frto_undo {
+            self.stats.spurious_rtos += 1;
+        }
         self.retransmits = 0;
         self.set_state(CaState::Open, now);
         true
@@ -1219,6 +1262,7 @@ impl Connection {
 
     /// `tcp_enter_loss`.
     fn enter_loss(&mut self, now: Nanos) {
+        let new_recovery = self.ca_state < CaState::Recovery;
         self.sb.timeout_mark_lost(now);
         if self.ca_state <= CaState::Disorder
             || self.high_seq <= self.snd_una
@@ -1234,6 +1278,9 @@ impl Connection {
         self.set_state(CaState::Loss, now);
         self.high_seq = self.snd_nxt;
         self.tlp_high_seq = None;
+        // F-RTO tests a first timeout, or one recurring on the same snd_una (RFC 5682
+        // section 3.2), never one that interrupts a fast recovery.
+        self.frto = new_recovery || self.retransmits > 0;
     }
 
     /// `tcp_send_loss_probe`.
@@ -1452,7 +1499,17 @@ impl Connection {
         if self.rcv.comp_at.is_some_and(|t| t <= now) {
             self.rcv.comp_timer();
         }
-        self.xmit_retransmit_queue(now, out);
+        if std::mem::take(&mut self.rexmit_new) {
+            // `tcp_xmit_recovery` with `REXMIT_NEW`: new data first; the segments marked
+            // lost only if none could go.
+            self.write_xmit(now, out);
+            if self.snd_nxt <= self.high_seq {
+                self.frto = false;
+                self.xmit_retransmit_queue(now, out);
+            }
+        } else {
+            self.xmit_retransmit_queue(now, out);
+        }
         self.write_xmit(now, out);
         if out.len() == first && self.rcv.ack_now {
             let seq = self.snd_nxt;

@@ -51,6 +51,9 @@ pub struct Delivery {
     pub reord: Option<u64>,
     /// Retransmitted segments a D-SACK block reported received twice.
     pub dsacked_retrans: u32,
+    /// The lowest end of a never-retransmitted segment newly delivered (F-RTO's test:
+    /// `FLAG_ORIG_SACK_ACKED` when it is at or below `high_seq`).
+    pub orig_min_end: Option<u64>,
     /// The delivered count when the most recently sent of the newly delivered segments
     /// was sent (`rs->prior_delivered`), and that transmission's order.
     pub prior_delivered: Option<u64>,
@@ -76,6 +79,7 @@ impl Delivery {
         if s.ever_retrans {
             self.retrans_delivered = true;
         } else {
+            self.orig_min_end = Some(self.orig_min_end.map_or(s.end, |e| e.min(s.end)));
             self.first_xmit.get_or_insert(s.xmit);
             self.last_xmit = Some(s.xmit);
         }

@@ -225,3 +225,64 @@ fn once_the_path_was_seen_reordering_rack_waits_for_a_late_segment() {
     assert_eq!((s.recoveries, s.reord_seen, p.sender.reordering()), (0, 2, 6));
     assert_eq!(p.sender.ca_state(), CaState::Open);
 }
+
+/// Reno, 20 segments, 50 ms each way: the first flight (1–10, at 100 ms) loses 1, and
+/// 2–10 are held back 600 ms (a merge waiting on the hole) — as is 11, the loss probe's
+/// new segment (at 304 ms: 2 · srtt + 2 jiffies after the flight), so that all ten arrive
+/// together at 750 ms. The RTO, restarted by the probe, fires at 604 ms (+300 ms): every
+/// segment is marked lost, cwnd = 1, and 1 is retransmitted.
+fn held_back(lost_twice: bool) -> Path {
+    let mut p = Path::new("reno", 50 * MS, 20, false);
+    p.drop = Box::new(move |n, count| n == 1 && (count == 0 || (lost_twice && count == 1)));
+    p.delay = Box::new(|n, count| match (n, count) {
+        (2..=10, 0) => 600 * MS,
+        (11, 0) => 396 * MS,
+        _ => 0,
+    });
+    p.run(1500 * MS);
+    p
+}
+
+/// F-RTO's step 2.b (RFC 5682): the retransmission of 1 is acknowledged at 704 ms, its
+/// own timestamp echoed — nothing yet shows the timeout spurious — and Linux answers with
+/// new data (12, 13: cwnd 2 in the loss state's slow start), not with 2 and 3, which
+/// conventional recovery would resend although they are only held back. At 800 ms the
+/// originals' ACKs echo their own timestamps, older than the retransmission: the timeout
+/// is undone (Eifel, `tcp_try_undo_loss`): cwnd 10 again, ssthresh unset, and slow start
+/// goes on (+19 for 2–20): 29. One retransmission in all.
+#[test]
+fn after_a_timeout_the_first_ack_is_answered_with_new_data() {
+    let p = held_back(false);
+    assert_eq!(
+        p.retransmissions(),
+        vec![Tx {
+            at: 604 * MS,
+            n: 1,
+            retransmission: true
+        }]
+    );
+    assert_eq!(answers_at(&p, 704 * MS), vec![vec![12, 13]]);
+    let s = p.sender.stats();
+    assert_eq!((s.timeouts, s.undos, s.spurious_rtos, s.recoveries), (1, 1, 0, 0));
+    assert_eq!(
+        (p.sender.cwnd(), p.sender.ssthresh(), p.sender.ca_state()),
+        (29, None, CaState::Open)
+    );
+}
+
+/// The same, but the retransmission of 1 is lost too: no ACK at 704 ms. At 800 ms the
+/// SACKs of 2–11 report data that were never retransmitted and were sent before the
+/// timeout: not everything in flight was lost, so F-RTO undoes it (`FLAG_ORIG_SACK_ACKED`,
+/// `TCPSpuriousRTOs`) with no cumulative ACK to echo a timestamp: cwnd 10, and new data
+/// 12–19 go out. Their SACKs at 900 ms show 1 (last sent at 604 ms) lost to RACK: a fast
+/// retransmission in a recovery of its own (ssthresh 10 / 2 = 5), not a second timeout.
+#[test]
+fn a_timeout_is_undone_when_data_sent_before_it_are_sacked() {
+    let p = held_back(true);
+    assert_eq!(numbers(&p.retransmissions()), vec![1, 1]);
+    assert_eq!(p.retransmissions()[1].at, 900 * MS);
+    assert_eq!(answers_at(&p, 800 * MS).concat(), (12..=19).collect::<Vec<u64>>());
+    let s = p.sender.stats();
+    assert_eq!((s.timeouts, s.undos, s.spurious_rtos, s.recoveries), (1, 1, 1, 1));
+    assert_eq!(p.sender.ssthresh(), Some(5));
+}

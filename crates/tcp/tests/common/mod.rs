@@ -29,6 +29,9 @@ pub struct Path {
     pub one_way: Nanos,
     /// (segment number, transmission count so far of it) → dropped?
     pub drop: Box<dyn FnMut(u64, u32) -> bool>,
+    /// (segment number, transmission count so far of it) → delay added to its one-way
+    /// trip (a stall that holds some segments back, as a merge does).
+    pub delay: Box<dyn FnMut(u64, u32) -> Nanos>,
     /// (segment, other): the first transmission of `segment` reaches the receiver right
     /// after `other` does (reordering), not in its place; an entry goes once used.
     pub late: Vec<(u64, u64)>,
@@ -86,6 +89,7 @@ impl Path {
             sender,
             one_way,
             drop: Box::new(|_, _| false),
+            delay: Box::new(|_, _| 0),
             late: Vec::new(),
             held: Vec::new(),
             sent: Vec::new(),
@@ -127,11 +131,12 @@ impl Path {
                 retransmission: *count > 0,
             };
             let dropped = (self.drop)(n, *count);
+            let extra = (self.delay)(n, *count);
             *count += 1;
             txs.push(tx);
             self.sent.push(tx);
             if !dropped {
-                self.schedule(now + self.one_way, true, s);
+                self.schedule(now + self.one_way + extra, true, s);
             }
         }
         txs
