@@ -75,12 +75,17 @@ fn accepted_with(cfg: Config) -> (Connection, u32) {
     (server, synack.header.seq.wrapping_add(1))
 }
 
-/// Delivers segment `n` at `at`, the application reading it at once; returns the ACK
-/// numbers (as segment counts) sent then.
-fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
+/// Segment `n` arrives at `at` (not yet read, nothing sent in answer yet).
+fn arrive(server: &mut Connection, una: u32, n: u32, at: Nanos) {
     let mut s = data(n, (at / MS) as u32);
     s.header.ack = una;
     server.receive(at, &s);
+}
+
+/// Delivers segment `n` at `at`, the application reading it at once; returns the ACK
+/// numbers (as segment counts) sent then.
+fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
+    arrive(server, una, n, at);
     server.consume(at, usize::MAX);
     let mut out = Vec::new();
     server.poll(at, &mut out);
@@ -167,9 +172,7 @@ fn segments_arriving_at_one_instant_are_each_acked_as_processed() {
         (s, s + 1448)
     };
     for n in [18, 20, 17] {
-        let mut s = data(n, (t / MS) as u32);
-        s.header.ack = una;
-        server.receive(t, &s);
+        arrive(&mut server, una, n, t);
     }
     server.consume(t, usize::MAX);
     let mut out = Vec::new();
@@ -204,9 +207,7 @@ fn an_unread_burst_is_acked_once_by_the_read() {
     let (mut server, una) = accepted();
     let t = sixteen_in_order(&mut server, una);
     for n in 17..=20 {
-        let mut s = data(n, (t / MS) as u32);
-        s.header.ack = una;
-        server.receive(t, &s);
+        arrive(&mut server, una, n, t);
     }
     let mut out = Vec::new();
     server.poll(t, &mut out);
