@@ -1479,7 +1479,8 @@ impl Connection {
             }
             State::Established => {}
         }
-        // ACKs a segment's processing sent (the compressed-SACK flush) come first.
+        // ACKs sent while segments were processed (one still owed when the next arrived,
+        // the compressed-SACK flush) come first.
         for early in std::mem::take(&mut self.rcv.early_acks) {
             let seq = self.snd_nxt;
             let seg = self.segment_with(now, seq, flags::ACK, Vec::new(), &early);
