@@ -734,9 +734,6 @@ impl Connection {
         if sacked.segments > 0 {
             flag |= FLAG_DATA_SACKED;
         }
-        if sacked.orig_min_end.is_some_and(|e| e <= self.high_seq) {
-            flag |= FLAG_ORIG_SACK_ACKED;
-        }
         if let Some(low) = sacked.reord {
             if self.ca_state != CaState::Loss || self.undo.marker.is_some() {
                 self.check_sack_reordering(low);
@@ -747,7 +744,11 @@ impl Connection {
         if acked.cum_acked > 0 {
             flag |= FLAG_DATA_ACKED | FLAG_SET_XMIT_TIMER;
         }
-        if acked.orig_min_end.is_some_and(|e| e <= self.high_seq) {
+        // F-RTO's test: data sent before `high_seq` and never retransmitted, (s)acked.
+        if [&sacked, &acked]
+            .iter()
+            .any(|d| d.orig_min_end.is_some_and(|e| e <= self.high_seq))
+        {
             flag |= FLAG_ORIG_SACK_ACKED;
         }
         self.stats.bytes_acked += ack - self.snd_una;

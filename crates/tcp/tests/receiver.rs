@@ -22,6 +22,11 @@ fn data(n: u32, tsval: u32) -> Segment {
     }
 }
 
+/// What the ACK `a` acknowledges, as a count of the client's segments.
+fn acked(a: &Segment) -> u32 {
+    (a.header.ack - CLIENT_ISN - 1) / 1448
+}
+
 /// A server that accepted a connection at 0–20 ms (RTT 20 ms); returns it and its ISN.
 fn accepted() -> (Connection, u32) {
     accepted_with(Config::new("cubic", 5201, 40000))
@@ -89,7 +94,7 @@ fn deliver(server: &mut Connection, una: u32, n: u32, at: Nanos) -> Vec<u32> {
     server.consume(at, usize::MAX);
     let mut out = Vec::new();
     server.poll(at, &mut out);
-    out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448).collect()
+    out.iter().map(acked).collect()
 }
 
 /// Linux's receiver: the first 16 segments are each ACKed at once (quick ACKs: the
@@ -116,12 +121,7 @@ fn quick_acks_then_every_second_segment_then_the_40_ms_timer() {
     server.poll(239 * MS, &mut out);
     assert!(out.is_empty());
     server.poll(240 * MS, &mut out);
-    assert_eq!(
-        out.iter()
-            .map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448)
-            .collect::<Vec<_>>(),
-        vec![19]
-    );
+    assert_eq!(out.iter().map(acked).collect::<Vec<_>>(), vec![19]);
 }
 
 /// Segments 1–16 delivered 1 ms apart from 100 ms (all quick-ACKed); returns when the
@@ -151,7 +151,7 @@ fn out_of_order_segments_are_acked_at_once_with_sack() {
         assert_eq!(out.len(), 1);
         let first = CLIENT_ISN + 1 + 17 * 1448;
         assert_eq!(out[0].header.sack.as_slice(), [(first, first + (n - 17) * 1448)]);
-        assert_eq!((out[0].header.ack - CLIENT_ISN - 1) / 1448, 16);
+        assert_eq!(acked(&out[0]), 16);
         t += MS;
     }
     assert_eq!(deliver(&mut server, una, 17, t), vec![19]);
@@ -179,12 +179,7 @@ fn segments_arriving_at_one_instant_are_each_acked_as_processed() {
     server.poll(t, &mut out);
     let acks: Vec<_> = out
         .iter()
-        .map(|a| {
-            (
-                (a.header.ack - CLIENT_ISN - 1) / 1448,
-                a.header.sack.as_slice().to_vec(),
-            )
-        })
+        .map(|a| (acked(a), a.header.sack.as_slice().to_vec()))
         .collect();
     assert_eq!(
         acks,
@@ -214,7 +209,7 @@ fn an_unread_burst_is_acked_once_by_the_read() {
     assert!(out.is_empty(), "nothing is ACKed before the read");
     server.consume(t, usize::MAX);
     server.poll(t, &mut out);
-    let acks: Vec<_> = out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448).collect();
+    let acks: Vec<_> = out.iter().map(acked).collect();
     assert_eq!(acks, vec![20]);
 }
 
@@ -234,12 +229,7 @@ fn data_received_twice_is_reported_once_in_a_d_sack_block() {
         let mut out = Vec::new();
         server.poll(t, &mut out);
         out.iter()
-            .map(|a| {
-                (
-                    (a.header.ack - CLIENT_ISN - 1) / 1448,
-                    a.header.sack.as_slice().to_vec(),
-                )
-            })
+            .map(|a| (acked(a), a.header.sack.as_slice().to_vec()))
             .collect::<Vec<_>>()
     };
     // 17 missing; 18 and 19 held out of order.
@@ -340,7 +330,7 @@ fn autotuning_opens_the_window_with_an_ack_for_every_segment() {
     let mut acks = Vec::new();
     for n in 1..=80u32 {
         let out = deliver_and_read(&mut server, una, synack_ts, n);
-        acks.extend(out.iter().map(|a| (a.header.ack - CLIENT_ISN - 1) / 1448));
+        acks.extend(out.iter().map(acked));
     }
     let mut want: Vec<u32> = (1..=16).collect();
     want.extend([18, 20]);
