@@ -185,6 +185,66 @@ impl ProbeDelays {
     }
 }
 
+/// How a served connection's transfer ended and what it moved: the same fields, in this
+/// order, in every server's `results.connections` (tcp, quic and utp), the agent's and the simulator's.
+/// `stopped`: the end's stop (the agent's signal or duration, the simulated run's end) came
+/// before the transfer ended.
+#[derive(Serialize, Default, Debug)]
+pub struct ServedOutcome {
+    pub complete: bool,
+    pub stopped: bool,
+    pub error: Option<String>,
+    /// Payload the receiving application read.
+    pub bytes: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+/// The `results` keys of a QUIC client's summary that the agent and the simulator both
+/// write: each flattens this one struct into its own, so the two cannot name a field
+/// differently.
+#[derive(Serialize)]
+pub struct QuicClientResults {
+    pub mode: &'static str,
+    pub sender: &'static str,
+    pub cc: String,
+    pub complete: bool,
+    pub error: Option<String>,
+    /// Payload the receiving application read (the server's, in an upload).
+    pub bytes: u64,
+    /// Application bytes this end wrote (payload, object requests) and read.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Bulk: payload per stream, the request's stream first.
+    pub stream_bytes: Option<Vec<u64>>,
+    pub completion_s: Option<f64>,
+    pub goodput_bps: Option<f64>,
+    pub quic: Option<QuicStats>,
+    #[serde(flatten)]
+    pub objects: Option<ObjectsSummary>,
+    #[serde(flatten)]
+    pub messages: Option<MessagesSummary>,
+}
+
+/// The `results` keys of a TCP client's summary that the agent and the simulator both
+/// write (as [`QuicClientResults`] for QUIC).
+#[derive(Serialize)]
+pub struct TcpClientResults<'a> {
+    pub mode: &'static str,
+    pub sender: &'static str,
+    pub cc: Option<&'a str>,
+    pub complete: bool,
+    /// Payload the receiving application read (the server's, in an upload).
+    pub bytes: u64,
+    /// Payload this end wrote and read.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub completion_s: Option<f64>,
+    pub goodput_bps: Option<f64>,
+    /// Segments this end sent again, where the stack says.
+    pub retransmits: Option<u64>,
+}
+
 /// A QUIC connection's counters (`quic` in every QUIC summary), from quinn-proto's
 /// statistics and what the congestion controller's probe saw.
 #[derive(Serialize)]

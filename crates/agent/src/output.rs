@@ -44,7 +44,7 @@ pub fn write_server_summary(
 
 pub use agent::series::write_series;
 
-pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary};
+pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary, ServedOutcome};
 
 /// The agent's summary envelope (`agent_proto::summary::Envelope`).
 pub fn envelope<'a, P: Serialize, R: Serialize>(
@@ -56,19 +56,6 @@ pub fn envelope<'a, P: Serialize, R: Serialize>(
     results: R,
 ) -> Envelope<'a, P, R> {
     Envelope::new(subcommand, params, start_ns, end_ns, stopped_by, results)
-}
-
-/// How a served connection's transfer ended and what it moved: the same fields, in this
-/// order, in every server's `results.connections` (tcp, quic and utp).
-#[derive(Serialize, Default, Debug)]
-pub struct ServedOutcome {
-    pub complete: bool,
-    pub stopped: bool,
-    pub error: Option<String>,
-    /// Payload the receiving application read.
-    pub bytes: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
 }
 
 /// Prints the `READY <port>` line that tells the runner a server is listening.

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agent_proto::summary::QuicClientResults;
 use agent_proto::wire::object::UploadReply;
 use agent_proto::wire::request::{self as wire_request, Mode, Request, Transport};
 use agent_proto::wire::{code, stamp};
@@ -19,8 +20,8 @@ use serde::Serialize;
 use super::cc::Probe;
 use super::records::{self, QuicDelivery};
 use super::series::{self, Sampler, Sources};
-use super::transfer::{self, MessagesSummary, RecvEnd, SendEnd, Transfer};
-use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
+use super::transfer::{self, RecvEnd, SendEnd, Transfer};
+use super::{EndpointSocket, Options, OptionsParams, SocketSummary, Stop};
 use crate::output::{self, bps, goodput_bps, secs, ObjectSummary, ObjectsSummary};
 use crate::tcp::records::{ReceivedRecords, RecordReceiver};
 use crate::{sys, tls, usage, Direction, QuicClientArgs};
@@ -111,36 +112,22 @@ struct NotConnected {
 
 #[derive(Serialize)]
 struct Results {
-    mode: &'static str,
-    sender: &'static str,
+    #[serde(flatten)]
+    common: QuicClientResults,
     local: Option<String>,
     remote: String,
-    cc: String,
-    complete: bool,
-    error: Option<String>,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
     bytes_received_by_server: Option<u64>,
     ended_by_duration: bool,
-    stream_bytes: Option<Vec<u64>>,
     connect_start_ns: u64,
     connected_ns: u64,
     first_byte_ns: Option<u64>,
     end_ns: u64,
     connect_s: f64,
     duration_s: f64,
-    completion_s: Option<f64>,
     throughput_bps: Option<f64>,
-    goodput_bps: Option<f64>,
-    quic: QuicStats,
     samples: usize,
     #[serde(flatten)]
     socket: SocketSummary,
-    #[serde(flatten)]
-    objects: Option<ObjectsSummary>,
-    #[serde(flatten)]
-    messages: Option<MessagesSummary>,
     /// Records mode: what the client handed over, as tcp-client reports it.
     records: Option<ReceivedRecords>,
     #[serde(flatten)]
@@ -301,35 +288,37 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
         )
     });
     let results = Results {
-        mode: req.mode.name(),
-        sender: if sender_is_client { "client" } else { "server" },
+        common: QuicClientResults {
+            mode: req.mode.name(),
+            sender: if sender_is_client { "client" } else { "server" },
+            cc: opts.cc.name.clone(),
+            complete,
+            error: error.clone(),
+            bytes,
+            bytes_sent: t.bytes_sent.load(Relaxed),
+            bytes_received: t.bytes_received.load(Relaxed),
+            stream_bytes: t.stream_bytes(),
+            completion_s: complete.then(|| secs(completion_ns)),
+            // A sender's written bytes are not delivered bytes: without the server's count
+            // (transfer failed or stopped) there is no rate to report.
+            goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns).filter(|_| delivered_known),
+            quic: Some(quic),
+            objects,
+            messages: (req.mode == Mode::Messages).then(|| t.messages_summary()),
+        },
         local: endpoint.local_addr().ok().map(|x| x.to_string()),
         remote: a.connect.to_string(),
-        cc: opts.cc.name.clone(),
-        complete,
-        error: error.clone(),
-        bytes,
-        bytes_sent: t.bytes_sent.load(Relaxed),
-        bytes_received: t.bytes_received.load(Relaxed),
         bytes_received_by_server: outcome.server_received,
         ended_by_duration: outcome.duration_over,
-        stream_bytes: t.stream_bytes(),
         connect_start_ns,
         connected_ns,
         first_byte_ns: t.first_byte(),
         end_ns,
         connect_s: secs(connected_ns - connect_start_ns),
         duration_s: secs(transfer_ns),
-        completion_s: complete.then(|| secs(completion_ns)),
-        // A sender's written bytes are not delivered bytes: without the server's count
-        // (transfer failed or stopped) there is no rate to report.
         throughput_bps: bps(bytes, transfer_ns).filter(|_| delivered_known),
-        goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns).filter(|_| delivered_known),
-        quic,
         samples: samples.len(),
         socket: sock.summary(),
-        objects,
-        messages: (req.mode == Mode::Messages).then(|| t.messages_summary()),
         records: match req.mode {
             Mode::Records => Some(crate::tcp::records::finish_receiver(
                 &receiver,

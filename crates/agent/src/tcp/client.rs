@@ -6,6 +6,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use agent_proto::summary::TcpClientResults;
 use agent_proto::wire::object::ObjectRequest;
 use agent_proto::wire::page::{Framing, PageRequest};
 use agent_proto::wire::records::RecordsRequest;
@@ -52,16 +53,11 @@ struct Params<'a> {
 }
 
 #[derive(Serialize)]
-struct Results {
-    mode: &'static str,
-    sender: &'static str,
+struct Results<'a> {
+    #[serde(flatten)]
+    common: TcpClientResults<'a>,
     local: Option<String>,
     remote: String,
-    cc: Option<String>,
-    complete: bool,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
     connect_start_ns: u64,
     connected_ns: u64,
     first_byte_ns: Option<u64>,
@@ -70,10 +66,7 @@ struct Results {
     tls: bool,
     tls_handshake_s: Option<f64>,
     duration_s: f64,
-    completion_s: Option<f64>,
     throughput_bps: Option<f64>,
-    goodput_bps: Option<f64>,
-    retransmits: Option<u32>,
     tcp_info: Option<TcpInfoSummary>,
     samples: usize,
     /// CPU time of this process (getrusage), taken as the summary is built.
@@ -307,15 +300,22 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         )
     });
     let results = Results {
-        mode: header.mode.name(),
-        sender: if sender_is_client { "client" } else { "server" },
+        common: TcpClientResults {
+            mode: header.mode.name(),
+            sender: if sender_is_client { "client" } else { "server" },
+            cc: cc_name.as_deref(),
+            complete,
+            bytes,
+            bytes_sent: t.bytes_sent,
+            bytes_received: t.bytes_received,
+            completion_s: complete.then(|| secs(completion_ns)),
+            goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns),
+            retransmits: final_info
+                .filter(|_| sender_is_client)
+                .map(|i| i.raw.total_retrans.into()),
+        },
         local,
         remote: a.connect.to_string(),
-        cc: cc_name,
-        complete,
-        bytes,
-        bytes_sent: t.bytes_sent,
-        bytes_received: t.bytes_received,
         connect_start_ns,
         connected_ns,
         first_byte_ns: t.first_byte_ns,
@@ -324,10 +324,7 @@ pub fn client(a: TcpClientArgs) -> anyhow::Result<()> {
         tls: a.tls,
         tls_handshake_s: tls_done_ns.map(|t| secs(t - connected_ns)),
         duration_s: secs(transfer_ns),
-        completion_s: complete.then(|| secs(completion_ns)),
         throughput_bps: bps(bytes, transfer_ns),
-        goodput_bps: goodput_bps(bytes, connect_start_ns, end_ns),
-        retransmits: final_info.filter(|_| sender_is_client).map(|i| i.raw.total_retrans),
         tcp_info: final_info.map(|i| i.summary()),
         samples: samples.len(),
         cpu: Cpu::now(),

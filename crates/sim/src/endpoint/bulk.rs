@@ -12,10 +12,11 @@ use std::rc::Rc;
 use linkem::Nanos;
 use serde::Serialize;
 
+use agent_proto::summary::{ServedOutcome, TcpClientResults};
 use agent_proto::transfer::{goodput_bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
 
-use super::{write_summary, Delivered};
+use super::{served_outcome, write_summary, Delivered};
 
 /// What both ends of a TCP flow are made from, whichever stack plays TCP.
 pub struct TcpSetup {
@@ -216,20 +217,9 @@ pub struct SummaryOf {
 /// stood in for the kernel's.
 #[derive(Serialize)]
 struct ClientResults<'a> {
-    mode: &'static str,
-    sender: &'static str,
-    cc: &'a str,
+    #[serde(flatten)]
+    common: TcpClientResults<'a>,
     stack: &'static str,
-    /// Payload the receiving application read (the server's, in an upload).
-    bytes: u64,
-    /// Payload this end wrote and read.
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    completion_s: Option<f64>,
-    goodput_bps: Option<f64>,
-    /// Segments this end sent again, where the stack says.
-    retransmits: Option<u64>,
 }
 
 /// A connection in the agent's tcp-server `results.connections`, the fields the simulator
@@ -238,11 +228,8 @@ struct ClientResults<'a> {
 struct ServerConnection {
     mode: &'static str,
     sender: &'static str,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
-    complete: bool,
-    error: Option<String>,
+    #[serde(flatten)]
+    outcome: ServedOutcome,
     retransmits: Option<u64>,
 }
 
@@ -268,19 +255,21 @@ impl SummaryOf {
     pub fn write_client(&self, raw: &Path, end: Nanos, p: &Progress, retransmits: Option<u64>) -> std::io::Result<()> {
         let delivered = self.delivered.get();
         let results = ClientResults {
-            mode: mode(p.upload),
-            sender: sender(p.upload),
-            cc: &self.cc,
+            common: TcpClientResults {
+                mode: mode(p.upload),
+                sender: sender(p.upload),
+                cc: Some(&self.cc),
+                complete: p.complete,
+                bytes: delivered.bytes,
+                bytes_sent: p.sent,
+                bytes_received: p.received,
+                completion_s: p.done_ns.map(|d| secs(d - self.start)),
+                goodput_bps: delivered
+                    .last_ns
+                    .and_then(|l| goodput_bps(delivered.bytes, self.start, l)),
+                retransmits,
+            },
             stack: self.stack,
-            bytes: delivered.bytes,
-            bytes_sent: p.sent,
-            bytes_received: p.received,
-            complete: p.complete,
-            completion_s: p.done_ns.map(|d| secs(d - self.start)),
-            goodput_bps: delivered
-                .last_ns
-                .and_then(|l| goodput_bps(delivered.bytes, self.start, l)),
-            retransmits,
         };
         let stopped_by = if p.complete { "bytes" } else { "duration" };
         let path = raw.join(format!("{}-client.json", self.name));
@@ -299,11 +288,12 @@ impl SummaryOf {
         let connection = ServerConnection {
             mode: mode(p.upload),
             sender: sender(p.upload),
-            bytes: if p.upload { p.received } else { p.sent },
-            bytes_sent: p.sent,
-            bytes_received: p.received,
-            complete: p.complete,
-            error: p.error.clone(),
+            outcome: served_outcome(
+                p.complete,
+                p.error.clone(),
+                if p.upload { p.received } else { p.sent },
+                (p.sent, p.received),
+            ),
             retransmits,
         };
         let results = ServerResults {

@@ -18,7 +18,7 @@ use std::path::Path;
 use agent::series::SeriesWriter;
 use arrow_array::ArrayRef;
 
-use agent_proto::summary::Envelope;
+use agent_proto::summary::{Envelope, ServedOutcome};
 use linkem::Nanos;
 use serde::Serialize;
 
@@ -204,6 +204,24 @@ pub fn write_summary<R: Serialize>(
 ) -> std::io::Result<()> {
     let doc = Envelope::simulated(subcommand, start_ns, end_ns, stopped_by, results);
     std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
+}
+
+/// A served connection's outcome at the summary: a transfer neither complete nor failed was
+/// stopped by the run's end, as the runner's stop ends an agent's.
+pub fn served_outcome(
+    complete: bool,
+    error: Option<String>,
+    bytes: u64,
+    (sent, received): (u64, u64),
+) -> ServedOutcome {
+    ServedOutcome {
+        complete,
+        stopped: !complete && error.is_none(),
+        error,
+        bytes,
+        bytes_sent: sent,
+        bytes_received: received,
+    }
 }
 
 #[cfg(test)]

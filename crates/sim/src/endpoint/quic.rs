@@ -33,13 +33,16 @@ use quinn_proto::{
 use serde::Serialize;
 use wire::ipv4::Ecn;
 
-use agent_proto::summary::{MessagesSummary, ObjectSummary, ObjectsSummary, QuicStats};
+use agent_proto::summary::{
+    MessagesSummary, ObjectSummary, ObjectsSummary, QuicClientResults, QuicStats, ServedOutcome,
+};
 use agent_proto::transfer::{goodput_bps, secs, share};
 use agent_proto::wire::object;
 use agent_proto::wire::request::{Mode, Request, Transport::Quic as QUIC};
 
 use super::{
-    packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Row, SampleGrid, Series,
+    packets, series_key_columns, series_key_fields, served_outcome, udp, write_summary, Delivered, Endpoint, Row,
+    SampleGrid, Series,
 };
 
 /// The agent's QUIC request, first on the control stream.
@@ -944,30 +947,6 @@ fn mode_name(t: &Transfer) -> &'static str {
     }
 }
 
-/// The agent's quic-client `results`, the fields the simulator has.
-#[derive(Serialize)]
-struct ClientResults {
-    mode: &'static str,
-    sender: &'static str,
-    cc: String,
-    complete: bool,
-    error: Option<String>,
-    /// Payload the receiving application read (the server's, in an upload).
-    bytes: u64,
-    /// Application bytes this end wrote (payload, object requests) and read.
-    bytes_sent: u64,
-    bytes_received: u64,
-    /// Bulk: payload per stream, the request's stream first.
-    stream_bytes: Option<Vec<u64>>,
-    completion_s: Option<f64>,
-    goodput_bps: Option<f64>,
-    quic: Option<QuicStats>,
-    #[serde(flatten)]
-    objects: Option<ObjectsSummary>,
-    #[serde(flatten)]
-    messages: Option<MessagesSummary>,
-}
-
 impl Transfer {
     /// Messages mode: what this end sent and received (no lateness: the simulated sender
     /// writes each message at its deadline).
@@ -1056,7 +1035,7 @@ impl Endpoint for QuicClient {
         } else {
             0
         };
-        let results = ClientResults {
+        let results = QuicClientResults {
             mode: mode_name(t),
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
@@ -1136,11 +1115,8 @@ impl QuicServer {
 struct ServerConnection {
     mode: &'static str,
     sender: &'static str,
-    complete: bool,
-    error: Option<String>,
-    bytes: u64,
-    bytes_sent: u64,
-    bytes_received: u64,
+    #[serde(flatten)]
+    outcome: ServedOutcome,
     stream_bytes: Option<Vec<u64>>,
     objects_served: u64,
     quic: Option<QuicStats>,
@@ -1254,14 +1230,14 @@ impl Endpoint for QuicServer {
             vec![ServerConnection {
                 mode: mode_name(t),
                 sender: if t.upload { "client" } else { "server" },
-                complete: t.complete,
-                error: t
-                    .error
-                    .clone()
-                    .or_else(|| self.stack.probe.one_way.lock().unwrap().failure()),
-                bytes: t.bytes,
-                bytes_sent: sent,
-                bytes_received: received,
+                outcome: served_outcome(
+                    t.complete,
+                    t.error
+                        .clone()
+                        .or_else(|| self.stack.probe.one_way.lock().unwrap().failure()),
+                    t.bytes,
+                    (sent, received),
+                ),
                 stream_bytes: (t.messages.is_none() && t.objects.is_none()).then(|| t.stream_bytes.clone()),
                 objects_served: t.objects_served,
                 quic,
