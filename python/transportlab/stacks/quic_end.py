@@ -155,6 +155,28 @@ def keep_qlogs(stack: Stack, qdir: Path, file_clock: FileClock | None, offset_ns
     return kept
 
 
+class Launched:
+    """A stack's process, started with its stderr in `err_path`, its qlog clock and its
+    CPU account running; `finish` stops the clock and moves the qlogs into the run."""
+
+    def __init__(self, stack: Stack, argv: list[str], work: Path, qdir: Path, err_path: Path, stdout: int) -> None:
+        self.stack, self.qdir = stack, qdir
+        self.clock = FileClock(qdir) if stack.qlog_clock == "file" else None
+        self.offset_ns = time.time_ns() - time.monotonic_ns()
+        self.start_ns = time.monotonic_ns()
+        self.cpu_start = stack_cpu()
+        with open(err_path, "wb") as err:
+            self.proc = subprocess.Popen(argv, stdout=stdout, stderr=err, cwd=work, env=stack_env(stack, qdir))
+
+    def cpu(self) -> dict[str, float]:
+        return stack_cpu(self.cpu_start)
+
+    def finish(self, dest: Path | None) -> list[Path]:
+        if self.clock:
+            self.clock.stop()
+        return keep_qlogs(self.stack, self.qdir, self.clock, self.offset_ns, dest)
+
+
 def serve(args, stack: Stack, work: Path) -> int:
     stopper = Stopper()
     host, port = args.bind.rsplit(":", 1)
@@ -165,29 +187,23 @@ def serve(args, stack: Stack, work: Path) -> int:
     qdir.mkdir()
     err_path = work / "stderr"
     argv = server_argv(args, stack, host, int(port), cert, key, qdir)
-    clock = FileClock(qdir) if stack.qlog_clock == "file" else None
-    offset = time.time_ns() - time.monotonic_ns()
-    start_ns = time.monotonic_ns()
-    cpu_start = stack_cpu()
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env=stack_env(stack, qdir))
+    launched = Launched(stack, argv, work, qdir, err_path, subprocess.DEVNULL)
+    proc = launched.proc
     if not wait_listening(proc, int(port), "udp", stopper):
         stop(proc)
         print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
         return 1
     crashed = run_server(proc, port, args.duration, stopper)
-    cpu = stack_cpu(cpu_start)
-    if clock:
-        clock.stop()
+    cpu = launched.cpu()
     error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
-    kept = keep_qlogs(stack, qdir, clock, offset, args.qlog)
+    kept = launched.finish(args.qlog)
     connections = [{"conn": n, "qlog": str(path)} for n, path in enumerate(kept)]
     summary = {
         "subcommand": "quic-stack-server",
         "implementation": stack.name,
         "implementation_version": version(stack.name),
         "params": {"bind": args.bind, "cc": args.cc, "stack_cc": stack.controllers[args.cc], "argv": argv},
-        "start_ns": start_ns,
+        "start_ns": launched.start_ns,
         "end_ns": time.monotonic_ns(),
         "stopped_by": "signal" if stopper.requested else ("error" if crashed else "duration"),
         "results": {
@@ -213,20 +229,14 @@ def fetch(args, stack: Stack, work: Path) -> int:
     n = args.bytes if args.bytes is not None else BULK_BYTES
     url = f"https://{args.connect}/{n if args.direction == 'download' else 0}"
     argv = client_argv(stack, args, url, qdir, work)
-    clock = FileClock(qdir) if stack.qlog_clock == "file" else None
-    offset = time.time_ns() - time.monotonic_ns()
-    spawn_ns = time.monotonic_ns()
-    cpu_start = stack_cpu()
-    with open(err_path, "wb") as err:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=work, env=stack_env(stack, qdir))
+    launched = Launched(stack, argv, work, qdir, err_path, subprocess.PIPE)
+    proc, spawn_ns = launched.proc, launched.start_ns
     # ngtcp2's client has no duration: the bulk transfer ends when this end stops it.
     own_timer = isinstance(stack, _Ngtcp2) and args.duration
     ended_by = wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
     exit_ns = time.monotonic_ns()
-    cpu = stack_cpu(cpu_start)
+    cpu = launched.cpu()
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-    if clock:
-        clock.stop()
     reported: dict = {}
     for line in out.splitlines():
         if line.startswith("{"):
@@ -251,7 +261,7 @@ def fetch(args, stack: Stack, work: Path) -> int:
     bulk = args.bytes is None
     if error is None and not bulk and ended_by is None and moved != args.bytes:
         error = f"{stack.name} client moved {moved} of {args.bytes} bytes (HTTP status {reported.get('status')})"
-    kept = keep_qlogs(stack, qdir, clock, offset, args.qlog)
+    kept = launched.finish(args.qlog)
     start = reported.get("connect_start_ns") or spawn_ns
     end = reported.get("end_ns") or exit_ns
     span_s = (end - start) / 1e9
