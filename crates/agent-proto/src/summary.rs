@@ -205,10 +205,15 @@ pub struct ServedOutcome {
 /// differently.
 #[derive(Serialize)]
 pub struct QuicClientResults {
+    /// The request's mode ([`Mode::name`](crate::wire::request::Mode::name)).
     pub mode: &'static str,
+    /// Which end sent the payload: `client` (an upload) or `server`.
     pub sender: &'static str,
+    /// This end's congestion controller (`congestion` crate or quinn's own).
     pub cc: String,
+    /// The transfer ended as requested (its bytes, objects or messages all delivered).
     pub complete: bool,
+    /// Why the transfer or the run is not valid, if it is not.
     pub error: Option<String>,
     /// Payload the receiving application read (the server's, in an upload).
     pub bytes: u64,
@@ -217,8 +222,11 @@ pub struct QuicClientResults {
     pub bytes_received: u64,
     /// Bulk: payload per stream, the request's stream first.
     pub stream_bytes: Option<Vec<u64>>,
+    /// From the connect's start to the transfer's end, when complete.
     pub completion_s: Option<f64>,
+    /// `bytes` over the time from the connect's start to the transfer's end.
     pub goodput_bps: Option<f64>,
+    /// The connection's counters at the summary.
     pub quic: Option<QuicStats>,
     #[serde(flatten)]
     pub objects: Option<ObjectsSummary>,
@@ -230,16 +238,22 @@ pub struct QuicClientResults {
 /// write (as [`QuicClientResults`] for QUIC).
 #[derive(Serialize)]
 pub struct TcpClientResults<'a> {
+    /// The request's mode ([`Mode::name`](crate::wire::request::Mode::name)).
     pub mode: &'static str,
+    /// Which end sent the payload: `client` (an upload) or `server`.
     pub sender: &'static str,
+    /// The congestion control the socket ran, where this end set or read it.
     pub cc: Option<&'a str>,
+    /// The transfer ended as requested (its bytes, objects or records all delivered).
     pub complete: bool,
     /// Payload the receiving application read (the server's, in an upload).
     pub bytes: u64,
     /// Payload this end wrote and read.
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// From the connect's start to the transfer's end, when complete.
     pub completion_s: Option<f64>,
+    /// `bytes` over the time from the connect's start to the transfer's end.
     pub goodput_bps: Option<f64>,
     /// Segments this end sent again, where the stack says.
     pub retransmits: Option<u64>,
