@@ -10,10 +10,12 @@ import pytest
 
 from scenario_text import flow, link, scenario, table
 from tlab_cli import tlab
+from transportlab.pipeline import DONE
 from transportlab.scenario import ScenarioError, load_points
 from transportlab.study import Design, load_study
 from transportlab.study.report import ci95, fmt_ci
 from transportlab.study.run import plan_study, thinned
+from transportlab.study.status import status_table
 
 SCENARIO = scenario(
     "tiny",
@@ -128,6 +130,27 @@ def test_simulate_one_experiment_names_only_its_own_refusals(tmp_path):
     assert "one: not in the simulator: delay=1ms,cc=bbr (flows.bulk.cc:" in res.stderr and "two:" not in res.stderr, (
         res.stderr
     )
+
+
+def test_status_counts_what_is_done_and_names_the_next_run(tmp_path):
+    """24 runs planned at `machine` (4 delays × 3 controls × 2 repetitions); 5 marked done
+    by hand, the first point's two among them: 19 left, and the next run is the first
+    point's neighbour. The command prints the same and creates nothing."""
+    folder = _study(tmp_path)
+    out = tmp_path / "out"
+    (plan,) = plan_study(load_study(folder), out, "machine")
+    for r in plan.runs[:2] + plan.runs[3:6]:
+        r.run_dir.mkdir(parents=True)
+        (r.run_dir / DONE).touch()
+    table = status_table([plan])
+    assert table.splitlines()[1].split() == ["one", "tiny.toml", "12", "24", "5", "19"]
+    assert table.splitlines()[2].split() == ["total", "12", "24", "5", "19"]
+    assert f"next: one {plan.runs[2].label}" in table
+    res = tlab("study", folder, "--status", "--out", out, timeout=60)
+    assert res.returncode == 0 and table in res.stdout, res.stdout + res.stderr
+    fresh = tlab("study", folder, "--status", "--out", tmp_path / "other", timeout=60)
+    rows = [line.split() for line in fresh.stdout.splitlines()]
+    assert ["one", "tiny.toml", "12", "24", "0", "24"] in rows and not (tmp_path / "other").exists()
 
 
 def test_interval_by_hand():

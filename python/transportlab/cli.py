@@ -126,6 +126,16 @@ def _cmd_study(args) -> int:
         return 2
     study = load_study(args.folder)
     design = args.design or study.default_design
+    if args.status:
+        from transportlab.study.run import check_named, plan_study
+        from transportlab.study.status import status_table
+
+        check_named(study, args.experiment or ())
+        plans = plan_study(study, Path(args.out), design, args.smoke, args.simulate)
+        plans = [p for p in plans if not args.experiment or p.experiment.name in args.experiment]
+        print(f"{study.name}, design {design}" + (" (simulated)" if args.simulate else ""))
+        print(status_table(plans))
+        return 0
 
     def announce(p) -> None:
         if not args.quiet:
@@ -396,7 +406,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--simulate", action="store_true", help="in the simulator; experiments it cannot run are listed")
     st.add_argument("--cluster", metavar="ADDRESS", help="as `tlab run --cluster`")
     st.add_argument("--workers", type=int, metavar="N", help="with --cluster local (implied): N local worker processes")
-    st.add_argument("--report-only", action="store_true", help="run nothing: (re)write the study report from done runs")
+    quiet_modes = st.add_mutually_exclusive_group()
+    quiet_modes.add_argument(
+        "--report-only", action="store_true", help="run nothing: (re)write the study report from done runs"
+    )
+    quiet_modes.add_argument(
+        "--status", action="store_true", help="run nothing: print each experiment's planned, done and left runs"
+    )
     st.set_defaults(func=_cmd_study)
     rep = sub.add_parser("report", help="(re)compute plots and report of a run or sweep folder")
     rep.add_argument("dir")

@@ -145,6 +145,21 @@ def plan_study(
     return plans
 
 
+def check_named(study: Study, only: Sequence[str]) -> None:
+    """Refuses an experiment name the study does not have."""
+    unknown = [n for n in only if n not in {e.name for e in study.experiments}]
+    if unknown:
+        raise ScenarioError(
+            str(study.folder / FILE),
+            [
+                Issue(
+                    "experiments", f"no experiment {n!r}; the study has {', '.join(e.name for e in study.experiments)}"
+                )
+                for n in unknown
+            ],
+        )
+
+
 def run_study(
     study: Study,
     out: Path,
@@ -163,17 +178,7 @@ def run_study(
     writes study.json (the design and what ran) and the study report."""
     from transportlab.study.report import render_study
 
-    unknown = [n for n in only if n not in {e.name for e in study.experiments}]
-    if unknown:
-        raise ScenarioError(
-            str(study.folder / FILE),
-            [
-                Issue(
-                    "experiments", f"no experiment {n!r}; the study has {', '.join(e.name for e in study.experiments)}"
-                )
-                for n in unknown
-            ],
-        )
+    check_named(study, only)
     plans = plan_study(study, out, design, smoke, simulated)
     for p in plans:
         if report_only or (only and p.experiment.name not in only) or not p.runs:
