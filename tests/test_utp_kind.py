@@ -208,3 +208,42 @@ def test_the_agent_refuses_a_bad_parameter_naming_it(tmp_path):
     )
     assert res.returncode == 2
     assert "cc_params.target: 1 to 10000 ms (got 0)" in res.stderr
+
+
+def test_a_stray_connection_closing_does_not_end_the_served_transfer():
+    """A 5 % loss run's failure: the client's repeated connects left the server a second
+    connection that never completed the BitTorrent handshake (no peer id); libtorrent timed
+    it out 10 s later, and the server took that for its peer leaving. Now such a close is
+    recorded, the transfer goes on, and the real peer's close still ends it."""
+    from types import SimpleNamespace
+
+    from transportlab.utp_agent.transfer import Job, State, _done, _on_alert
+
+    class Alert:
+        def __init__(self, message: str, peer_id_zero: bool) -> None:
+            self.pid = SimpleNamespace(is_all_zeros=lambda: peer_id_zero)
+            self.error = SimpleNamespace(category=lambda: SimpleNamespace(name=lambda: "libtorrent"), value=lambda: 0)
+            self._message = message
+
+        def message(self) -> str:
+            return self._message
+
+    class Other:
+        pass
+
+    lt = SimpleNamespace(
+        peer_disconnected_alert=Alert,
+        session_stats_alert=Other,
+        torrent_finished_alert=Other,
+        peer_connect_alert=Other,
+        performance_alert=Other,
+        torrent_error_alert=Other,
+        file_error_alert=Other,
+    )
+    job = Job("server", "sender", Content(10_000_000, 7), False, {}, "0.0.0.0:5201", None, None, 10**10, 10**7)
+    st = State(start_ns=0, connected_ns=1)
+    _on_alert(lt, Alert("------ peer 198.18.0.1:40409 disconnecting (uTP): timed out", True), job, st)
+    assert st.stray_disconnects == ["------ peer 198.18.0.1:40409 disconnecting (uTP): timed out"]
+    assert st.peer_left is None and not _done(job, st, 2)
+    _on_alert(lt, Alert("df6472 peer 198.18.0.1:40409 disconnecting (uTP): end of file", False), job, st)
+    assert st.peer_left is not None and _done(job, st, 3)

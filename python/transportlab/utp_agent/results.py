@@ -78,6 +78,7 @@ def _transfer(lt, job: Job, st: State | None, error: str | None) -> dict:
         "first_byte_ns": st.first_byte_ns if st else None,
         "end_ns": end,
         "peer_left": st.peer_left if st else None,
+        "stray_disconnects": list(st.stray_disconnects) if st else [],
         "performance_warnings": {k: dict(v) for k, v in st.performance_warnings.items()} if st else {},
         "connect_s": (connected - st.connect_start_ns) / 1e9
         if st and connected is not None and st.connect_start_ns is not None

@@ -68,6 +68,8 @@ class State:
     # libtorrent's performance alerts by warning name (e.g. the disk queue holding up
     # reads from the socket), with when the first came.
     performance_warnings: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Disconnects of connections without a BitTorrent handshake (no peer id), ignored.
+    stray_disconnects: list[str] = field(default_factory=list)
     status: Any = None
 
 
@@ -188,6 +190,11 @@ def _on_alert(lt, a, job: Job, st: State) -> None:
         st.complete_ns = now
     elif isinstance(a, lt.peer_connect_alert) and job.connect is not None and st.connect_start_ns is None:
         st.connect_start_ns = now
+    elif isinstance(a, lt.peer_disconnected_alert) and a.pid.is_all_zeros():
+        # A connection that never completed the BitTorrent handshake: a stray the client's
+        # repeated connect_peer made while its SYNs were being lost. It carried no
+        # transfer, so its timing out is not the transfer's peer leaving.
+        st.stray_disconnects.append(a.message())
     elif isinstance(a, lt.peer_disconnected_alert) and st.connected_ns is not None and st.peer_left is None:
         st.peer_left = a.message()
         both_seeds = a.error.category().name() == "libtorrent" and a.error.value() == UPLOAD_UPLOAD_CONNECTION
