@@ -231,15 +231,8 @@ def test_a_stray_connection_closing_does_not_end_the_served_transfer():
     class Other:
         pass
 
-    lt = SimpleNamespace(
-        peer_disconnected_alert=Alert,
-        session_stats_alert=Other,
-        torrent_finished_alert=Other,
-        peer_connect_alert=Other,
-        performance_alert=Other,
-        torrent_error_alert=Other,
-        file_error_alert=Other,
-    )
+    others = ("session_stats", "torrent_finished", "peer_connect", "performance", "torrent_error", "file_error")
+    lt = SimpleNamespace(peer_disconnected_alert=Alert, **{f"{name}_alert": Other for name in others})
     job = Job("server", "sender", Content(10_000_000, 7), False, {}, "0.0.0.0:5201", None, None, 10**10, 10**7)
     st = State(start_ns=0, connected_ns=1)
     _on_alert(lt, Alert("------ peer 198.18.0.1:40409 disconnecting (uTP): timed out", True), job, st)
