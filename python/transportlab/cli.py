@@ -406,11 +406,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--simulate", action="store_true", help="in the simulator; experiments it cannot run are listed")
     st.add_argument("--cluster", metavar="ADDRESS", help="as `tlab run --cluster`")
     st.add_argument("--workers", type=int, metavar="N", help="with --cluster local (implied): N local worker processes")
-    quiet_modes = st.add_mutually_exclusive_group()
-    quiet_modes.add_argument(
+    runs_nothing = st.add_mutually_exclusive_group()
+    runs_nothing.add_argument(
         "--report-only", action="store_true", help="run nothing: (re)write the study report from done runs"
     )
-    quiet_modes.add_argument(
+    runs_nothing.add_argument(
         "--status", action="store_true", help="run nothing: print each experiment's planned, done and left runs"
     )
     st.set_defaults(func=_cmd_study)
