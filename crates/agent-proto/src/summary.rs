@@ -187,8 +187,7 @@ impl ProbeDelays {
 
 /// How a served connection's transfer ended and what it moved: the same fields, in this
 /// order, in every server's `results.connections` (tcp, quic and utp), the agent's and the simulator's.
-/// `stopped`: the end's stop (the agent's signal or duration, the simulated run's end) came
-/// before the transfer ended.
+/// `stopped`: the end was signalled before the transfer ended (never in the simulator).
 #[derive(Serialize, Default, Debug)]
 pub struct ServedOutcome {
     pub complete: bool,

@@ -206,8 +206,9 @@ pub fn write_summary<R: Serialize>(
     std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
 }
 
-/// A served connection's outcome at the summary: a transfer neither complete nor failed was
-/// stopped by the run's end, as the runner's stop ends an agent's.
+/// A served connection's outcome at the summary. `stopped` is the agent's "this end was
+/// signalled before the transfer ended", which no simulated end is: a transfer the run's
+/// end cut short shows as not `complete`.
 pub fn served_outcome(
     complete: bool,
     error: Option<String>,
@@ -216,7 +217,7 @@ pub fn served_outcome(
 ) -> ServedOutcome {
     ServedOutcome {
         complete,
-        stopped: !complete && error.is_none(),
+        stopped: false,
         error,
         bytes,
         bytes_sent: sent,
