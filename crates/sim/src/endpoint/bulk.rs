@@ -16,7 +16,7 @@ use agent_proto::summary::{ServedOutcome, TcpClientResults};
 use agent_proto::transfer::{goodput_bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
 
-use super::{served_outcome, write_summary, Delivered};
+use super::{write_summary, Delivered};
 
 /// What both ends of a TCP flow are made from, whichever stack plays TCP.
 pub struct TcpSetup {
@@ -288,12 +288,15 @@ impl SummaryOf {
         let connection = ServerConnection {
             mode: mode(p.upload),
             sender: sender(p.upload),
-            outcome: served_outcome(
-                p.complete,
-                p.error.clone(),
-                if p.upload { p.received } else { p.sent },
-                (p.sent, p.received),
-            ),
+            // `stopped` stays false: no simulated end is signalled before its end.
+            outcome: ServedOutcome {
+                complete: p.complete,
+                error: p.error.clone(),
+                bytes: if p.upload { p.received } else { p.sent },
+                bytes_sent: p.sent,
+                bytes_received: p.received,
+                ..Default::default()
+            },
             retransmits,
         };
         let results = ServerResults {

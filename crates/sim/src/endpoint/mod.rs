@@ -18,7 +18,7 @@ use std::path::Path;
 use agent::series::SeriesWriter;
 use arrow_array::ArrayRef;
 
-use agent_proto::summary::{Envelope, ServedOutcome};
+use agent_proto::summary::Envelope;
 use linkem::Nanos;
 use serde::Serialize;
 
@@ -204,25 +204,6 @@ pub fn write_summary<R: Serialize>(
 ) -> std::io::Result<()> {
     let doc = Envelope::simulated(subcommand, start_ns, end_ns, stopped_by, results);
     std::fs::write(path, serde_json::to_vec_pretty(&doc)?)
-}
-
-/// A served connection's outcome at the summary. `stopped` is the agent's "this end was
-/// signalled before the transfer ended", which no simulated end is: a transfer the run's
-/// end cut short shows as not `complete`.
-pub fn served_outcome(
-    complete: bool,
-    error: Option<String>,
-    bytes: u64,
-    (sent, received): (u64, u64),
-) -> ServedOutcome {
-    ServedOutcome {
-        complete,
-        stopped: false,
-        error,
-        bytes,
-        bytes_sent: sent,
-        bytes_received: received,
-    }
 }
 
 #[cfg(test)]

@@ -41,8 +41,7 @@ use agent_proto::wire::object;
 use agent_proto::wire::request::{Mode, Request, Transport::Quic as QUIC};
 
 use super::{
-    packets, series_key_columns, series_key_fields, served_outcome, udp, write_summary, Delivered, Endpoint, Row,
-    SampleGrid, Series,
+    packets, series_key_columns, series_key_fields, udp, write_summary, Delivered, Endpoint, Row, SampleGrid, Series,
 };
 
 /// The agent's QUIC request, first on the control stream.
@@ -1230,14 +1229,18 @@ impl Endpoint for QuicServer {
             vec![ServerConnection {
                 mode: mode_name(t),
                 sender: if t.upload { "client" } else { "server" },
-                outcome: served_outcome(
-                    t.complete,
-                    t.error
+                // `stopped` stays false: no simulated end is signalled before its end.
+                outcome: ServedOutcome {
+                    complete: t.complete,
+                    error: t
+                        .error
                         .clone()
                         .or_else(|| self.stack.probe.one_way.lock().unwrap().failure()),
-                    t.bytes,
-                    (sent, received),
-                ),
+                    bytes: t.bytes,
+                    bytes_sent: sent,
+                    bytes_received: received,
+                    ..Default::default()
+                },
                 stream_bytes: (t.messages.is_none() && t.objects.is_none()).then(|| t.stream_bytes.clone()),
                 objects_served: t.objects_served,
                 quic,
