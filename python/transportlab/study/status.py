@@ -16,13 +16,15 @@ def status_table(plans: Sequence[ExperimentPlan]) -> str:
     """One row per experiment and a total; then the point a run of the study would start
     with (the first experiment's first point with a run not done), and what the simulator
     refuses, where it does."""
-    rows = []
+    rows, pending = [], None
     for p in plans:
-        points, done = len({r.point_label for r in p.runs}), len(p.done)
-        rows.append((p.experiment.name, p.experiment.file, points, len(p.runs), done, len(p.runs) - done))
+        left = [r for r in p.runs if not is_done(r.run_dir)]
+        if left and pending is None:
+            pending = (p, left[0])
+        points = len({r.point_label for r in p.runs})
+        rows.append((p.experiment.name, p.experiment.file, points, len(p.runs), len(p.runs) - len(left), len(left)))
     total = ("total", "", *(sum(int(r[i]) for r in rows) for i in range(2, 6)))
     lines = _aligned([HEADER, *rows, total])
-    pending = next(((p, r) for p in plans for r in p.runs if not is_done(r.run_dir)), None)
     if pending:
         p, r = pending
         lines.append(f"next: {p.experiment.name} {r.label}")
