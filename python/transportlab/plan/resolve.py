@@ -3,7 +3,8 @@ in packets or bytes, traces loaded) and the flows and probes (`flows`)."""
 
 from __future__ import annotations
 
-from typing import Literal
+import dataclasses
+from typing import Any, Literal, TypeVar
 
 from transportlab.kinds import kind
 from transportlab.plan.flows import Analysis, Capture, Flow, Objects, Page, Probe, Resolved
@@ -14,6 +15,15 @@ from transportlab.scenario.schema import LegSpec, LinkSpec, PathSpec, Scenario
 
 FIRST_PORT = 5201
 
+T = TypeVar("T")
+
+
+def _lowered(cls: type[T], src: object, **converted: Any) -> T:
+    """`cls` with each field the scenario model spells the same copied from `src`, and the
+    ones it lowers (other units, types or names) as `converted` gives them."""
+    names = [f.name for f in dataclasses.fields(cls) if f.name not in converted]  # type: ignore[arg-type]
+    return cls(**{n: getattr(src, n) for n in names}, **converted)
+
 
 def _path(d: PathSpec, queue_packets: int | None) -> Direction:
     loss, ge = 0.0, None
@@ -22,20 +32,15 @@ def _path(d: PathSpec, queue_packets: int | None) -> Direction:
     elif d.loss is not None:
         g = d.loss.gilbert_elliott
         ge = GilbertElliott(p=g.p, r=g.r, h=g.h, k=g.k)
-    return Direction(
-        rate=d.rate,
-        trace_ms=d.trace_ms,
-        trace_offset=d.trace_offset,
+    return _lowered(
+        Direction,
+        d,
         queue_packets=queue_packets,
         queue_bytes=d.queue.bytes if d.queue is not None else None,
         queue_discipline=tuple(d.queue.engine_discipline().items()) if d.queue is not None else (),
-        delay=d.delay,
-        jitter=d.jitter,
-        distribution=d.distribution,
-        reorder=d.reorder,
         loss=loss,
         gilbert_elliott=ge,
-        duplicate=d.duplicate,
+        multipath=None,
     )
 
 
@@ -100,60 +105,33 @@ def _ports(s: Scenario) -> tuple[list[int], list[int]]:
 
 def to_flows(s: Scenario) -> list[Flow]:
     ports, _ = _ports(s)
-    out = []
-    for f, port in zip(s.flows, ports):
-        out.append(
-            Flow(
-                name=f.name,
-                from_=f.from_,
-                to=f.to,
-                protocol=f.protocol,
-                direction=f.direction,
-                start=f.start,
-                end=f.stop if f.stop is not None else s.duration,
-                port=port,
-                stop=f.stop,
-                bytes=f.bytes,
-                objects=Objects(f.objects.count, f.objects.size) if f.objects else None,
-                page=Page(f.page.primary, tuple(f.page.secondaries), f.page.framing or "plain") if f.page else None,
-                count=f.count,
-                cc=f.cc,
-                cc_params=dict(f.cc_params or {}),
-                rate=f.rate,
-                interval=f.interval,
-                size=f.size,
-                burst=f.burst,
-                streams=f.streams,
-                mss=f.mss,
-                tls=f.tls,
-                rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
-                qlog=f.qlog,
-                pacing=f.pacing,
-                tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
-                delivery=f.delivery,
-                playout=tuple(f.playout) if f.playout else None,
-                implementation=f.implementation,
-                application=f.application,
-                http_server=f.http_server,
-                seed=derive_seed(s.seed, "flow", f.name),
-            )
+    return [
+        _lowered(
+            Flow,
+            f,
+            end=f.stop if f.stop is not None else s.duration,
+            port=port,
+            objects=Objects(f.objects.count, f.objects.size) if f.objects else None,
+            page=Page(f.page.primary, tuple(f.page.secondaries), f.page.framing or "plain") if f.page else None,
+            cc_params=dict(f.cc_params or {}),
+            rcvbuf=None if f.rcvbuf == "default" else f.rcvbuf,
+            tcp_info_interval=f.tcp_info_interval if "tcp_info_interval" in kind(f.protocol).fields else None,
+            playout=tuple(f.playout) if f.playout else None,
+            seed=derive_seed(s.seed, "flow", f.name),
         )
-    return out
+        for f, port in zip(s.flows, ports)
+    ]
 
 
 def to_probes(s: Scenario) -> list[Probe]:
     _, ports = _ports(s)
     return [
-        Probe(
+        _lowered(
+            Probe,
+            p,
             name=p.name or f"probe{i}",
-            from_=p.from_,
-            to=p.to,
-            interval=p.interval,
-            start=p.start,
             end=p.until if p.until is not None else s.duration,
             port=port,
-            count=p.count,
-            size=p.size,
         )
         for i, (p, port) in enumerate(zip(s.probes, ports))
     ]
@@ -161,25 +139,15 @@ def to_probes(s: Scenario) -> list[Probe]:
 
 def resolve(s: Scenario) -> Resolved:
     a = s.analysis
-    return Resolved(
-        name=s.name,
-        description=s.description,
-        duration=s.duration,
-        stop_when=s.stop_when,
-        seed=s.seed,
-        repetitions=s.repetitions,
+    return _lowered(
+        Resolved,
+        s,
         topology=to_topology(s),
         routers=tuple(s.routers),
         flows=tuple(to_flows(s)),
         probes=tuple(to_probes(s)),
         sysctls={h: {k: str(v) for k, v in kv.items()} for h, kv in s.sysctls.items()},
-        analysis=Analysis(
-            bin=a.bin,
-            window=(a.window[0], a.window[1]) if a.window else (0.0, s.duration),
-            fairness_delta=a.fairness_delta,
-            fairness_hold=a.fairness_hold,
-            bottleneck=a.bottleneck,
-        ),
+        analysis=_lowered(Analysis, a, window=(a.window[0], a.window[1]) if a.window else (0.0, s.duration)),
         capture=Capture(
             snaplen=s.capture.snaplen,
             directions=tuple(
