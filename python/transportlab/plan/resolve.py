@@ -31,7 +31,7 @@ def _path(d: PathSpec, queue_packets: int | None) -> Direction:
         loss = d.loss
     elif d.loss is not None:
         g = d.loss.gilbert_elliott
-        ge = GilbertElliott(p=g.p, r=g.r, h=g.h, k=g.k)
+        ge = _lowered(GilbertElliott, g)
     return _lowered(
         Direction,
         d,
