@@ -9,6 +9,7 @@ import pytest
 
 from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import tlab, write_scenario
+from transportlab.artefacts.qlog import read_traces
 from transportlab.locations import PROJECT_ROOT
 from transportlab.scenario.tcp_rmem import TCP_RMEM
 
@@ -67,6 +68,15 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     # The series the agent writes, from quinn's statistics every 10 ms: the smoothed RTT
     # distribution is there, above the 20 ms base RTT (the flow keeps a queue).
     assert flow["rtt_ms"] is not None and flow["rtt_ms"]["p50"] > 20.0, flow["rtt_ms"]
+    # Both ends write the agent's qlog, in virtual time: the sender's (the client's, in an
+    # upload) declares as many packets lost as its statistics count, while it sends.
+    (client,) = read_traces(run / "raw" / "bulk-client.sqlog")
+    sent = [t for t, name, _ in client.events if name == "transport:packet_sent"]
+    lost = [t for t, name, _ in client.events if name == "recovery:packet_lost"]
+    assert len(lost) == flow["lost_packets"] and sent[0] < min(lost) <= max(lost) <= sent[-1]
+    (server,) = read_traces(run / "raw" / "bulk-server.sqlog")
+    received = sum(name == "transport:packet_received" for _, name, _ in server.events)
+    assert 0.95 * (len(sent) - len(lost)) <= received <= len(sent)  # some in flight at the end
 
 
 def test_a_smoltcp_tcp_flow_fills_a_10mbit_link_in_simulation(tmp_path):

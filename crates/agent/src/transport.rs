@@ -2,10 +2,11 @@
 //! simulated (`tlab-sim`): flow-control windows that never limit a transfer before the
 //! congestion window does, the controller chosen, the datagram size.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use quinn_proto::{MtuDiscoveryConfig, QlogStream, TransportConfig, VarInt};
+use quinn_proto::{MtuDiscoveryConfig, QlogConfig, QlogStream, TransportConfig, VarInt};
 
 use crate::cc::{CcChoice, Factory, Probe};
 
@@ -48,4 +49,30 @@ pub fn config(
         t.mtu_discovery_config(Some(MtuDiscoveryConfig::default()));
     }
     t
+}
+
+/// A qlog stream (JSON-SEQ) into a new file at `path`, titled `title`, its event times in
+/// ms since `start` (the agent's: when it opened the file; the simulator's: virtual time 0).
+pub fn qlog_file(path: &Path, title: &str, start: Instant) -> Result<QlogStream, String> {
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut cfg = QlogConfig::default();
+    cfg.writer(Box::new(std::io::BufWriter::new(file)))
+        .title(Some(title.to_string()))
+        .start_time(start);
+    cfg.into_stream()
+        .ok_or_else(|| format!("{}: quinn made no qlog stream", path.display()))
+}
+
+/// Where a server writes the qlog of its connection `index`: `path` itself for the first,
+/// `stem-index.ext` beside it for later ones.
+pub fn qlog_path(path: &Path, index: u32) -> PathBuf {
+    if index == 0 {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
+        None => format!("{stem}-{index}"),
+    };
+    path.with_file_name(name)
 }

@@ -72,6 +72,9 @@ pub struct FlowConfig {
     pub rmem: Option<[u64; 3]>,
     #[serde(default)]
     pub sndbuf: Option<u64>,
+    /// QUIC: both ends write their connection's qlog into the raw directory.
+    #[serde(default)]
+    pub qlog: bool,
     /// QUIC: the bulk transfer's streams, or the objects in flight at once.
     #[serde(default = "one")]
     pub streams: u32,

@@ -73,6 +73,7 @@ fn build(cfg: &SimConfig, world: &mut World) -> Result<(), String> {
                         clock,
                         delivered: delivered.clone(),
                         raw: cfg.raw_dir.clone(),
+                        qlog: f.qlog,
                     })
                 };
                 let server_end = QuicServer::new(setup().map_err(name)?, server, start).map_err(name)?;

@@ -156,6 +156,7 @@ def sim_config(run: PlannedRun, raw: Path) -> dict:
             flow["cc_params"] = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in f.cc_params.items()}
             flow["size"] = f.mss
             flow["streams"] = f.streams
+            flow["qlog"] = f.qlog
             if f.objects is not None:  # as the agent's --objects/--object-size/--streams
                 flow["objects"] = f.objects.count
                 flow["object_size"] = f.objects.size

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use quinn::TransportConfig;
-use quinn_proto::{QlogConfig, QlogStream};
+use quinn_proto::QlogStream;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
@@ -89,30 +89,10 @@ impl Options {
     }
 }
 
-/// A qlog stream (JSON-SEQ) into a new file at `path`, titled `title`, its event times
+/// A qlog stream into a new file at `path` (`transport::qlog_file`), its event times
 /// relative to now.
 pub fn qlog_file(path: &Path, title: &str) -> anyhow::Result<QlogStream> {
-    let file = std::fs::File::create(path).with_context(|| format!("--qlog {}", path.display()))?;
-    let mut cfg = QlogConfig::default();
-    cfg.writer(Box::new(std::io::BufWriter::new(file)))
-        .title(Some(title.to_string()))
-        .start_time(std::time::Instant::now());
-    cfg.into_stream()
-        .with_context(|| format!("--qlog {}: quinn made no qlog stream", path.display()))
-}
-
-/// Where a server writes the qlog of its connection `index`: `path` itself for the first,
-/// `stem-index.ext` beside it for later ones.
-pub fn qlog_path(path: &Path, index: u32) -> std::path::PathBuf {
-    if index == 0 {
-        return path.to_path_buf();
-    }
-    let stem = path.file_stem().map(|s| s.to_string_lossy()).unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!("{stem}-{index}.{}", ext.to_string_lossy()),
-        None => format!("{stem}-{index}"),
-    };
-    path.with_file_name(name)
+    agent::transport::qlog_file(path, title, std::time::Instant::now()).map_err(|e| anyhow::anyhow!("--qlog {e}"))
 }
 
 #[derive(Serialize)]

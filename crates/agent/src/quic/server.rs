@@ -170,7 +170,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         let mut cfg = ServerConfig::with_crypto(crypto.clone());
         let qlog = match c.qlog.as_deref() {
             Some(p) => Some(super::qlog_file(
-                &super::qlog_path(p, conn_index),
+                &agent::transport::qlog_path(p, conn_index),
                 "transportlab quic-server",
             )?),
             None => None,

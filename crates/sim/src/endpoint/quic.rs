@@ -28,7 +28,7 @@ use linkem::Nanos;
 use quinn_proto::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn_proto::{
     ClientConfig, Connection, ConnectionHandle, DatagramEvent, Dir, EcnCodepoint, Endpoint as QuinnEndpoint,
-    EndpointConfig, Event, ServerConfig, StreamEvent, StreamId, Transmit, VarInt,
+    EndpointConfig, Event, QlogStream, ServerConfig, StreamEvent, StreamId, Transmit, VarInt,
 };
 use serde::Serialize;
 use wire::ipv4::Ecn;
@@ -70,6 +70,16 @@ impl Clock {
     }
 }
 
+/// The qlog of one end (`raw/<name>-<end>.sqlog`, as the agent's), times in ms of virtual
+/// time, if the flow asks for it.
+fn qlog(setup: &QuicSetup, end: &str) -> Result<Option<QlogStream>, String> {
+    if !setup.qlog {
+        return Ok(None);
+    }
+    let path = setup.raw.join(format!("{}-{end}.sqlog", setup.name));
+    agent::transport::qlog_file(&path, &format!("tlab-sim quic-{end}"), setup.clock.base).map(Some)
+}
+
 /// What one end of a flow needs to build its stack.
 pub struct QuicSetup {
     pub name: String,
@@ -83,6 +93,8 @@ pub struct QuicSetup {
     /// The run's raw directory: the ends' series go to `<name>-client.arrow` and
     /// `<name>-server.arrow` there.
     pub raw: PathBuf,
+    /// Both ends write their connection's qlog into `raw`.
+    pub qlog: bool,
 }
 
 fn rng_seed(seed: u64, role: u8) -> [u8; 32] {
@@ -833,7 +845,7 @@ impl QuicClient {
             &setup.cc,
             stack.probe.clone(),
             setup.datagram_size,
-            None,
+            qlog(&setup, "client")?,
         )));
         Ok(QuicClient {
             delivered: setup.delivered.clone(),
@@ -1092,7 +1104,7 @@ impl QuicServer {
             &setup.cc,
             probe.clone(),
             setup.datagram_size,
-            None,
+            qlog(&setup, "server")?,
         )));
         let mut stack = Stack::new(addr, &setup, Some(Arc::new(config)), 2);
         stack.probe = probe;
