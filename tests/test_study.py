@@ -127,9 +127,12 @@ def test_simulate_one_experiment_names_only_its_own_refusals(tmp_path):
     folder = _study(tmp_path, two)
     res = tlab("study", folder, "--simulate", "--experiment", "one", "--quiet", "--out", tmp_path / "out", timeout=300)
     assert res.returncode == 0, res.stderr
-    assert "one: not in the simulator: delay=1ms,cc=bbr (flows.bulk.cc:" in res.stderr and "two:" not in res.stderr, (
-        res.stderr
-    )
+    said = [line for line in res.stderr.splitlines() if line.startswith("one: not in the simulator: flows.bulk.cc: ")]
+    assert (
+        len(said) == 1
+        and said[0].endswith("(4 points: delay=1ms,cc=bbr, delay=3ms,cc=bbr, delay=5ms,cc=bbr, …)")
+        and "two:" not in res.stderr
+    ), res.stderr
 
 
 def test_status_counts_what_is_done_and_names_the_next_run(tmp_path):
@@ -160,3 +163,15 @@ def test_interval_by_hand():
     assert fmt_ci([1.0, 2.0, 3.0]) == "2.00 ± 2.48 (n=3)"
     assert fmt_ci([5e6], 1e-6) == "5.00 (n=1)" and fmt_ci([]) == "—"
     assert math.isnan(ci95([7.0])[1])
+
+
+def test_simulator_refusals_are_listed_once_per_reason():
+    """A reason that refuses many points is said once, with how many and the first three."""
+    from transportlab.study.run import refused_points
+
+    refused = {f"arm=b,n={i}": [("flows.dl.rcvbuf", "no socket")] for i in range(5)}
+    refused |= {"arm=a,n=0": [], "arm=c,n=0": [("flows.dl.cc", "kernel only"), ("flows.dl.rcvbuf", "no socket")]}
+    assert refused_points(refused) == (
+        "flows.dl.cc: kernel only (1 point: arm=c,n=0); "
+        "flows.dl.rcvbuf: no socket (6 points: arm=b,n=0, arm=b,n=1, arm=b,n=2, …)"
+    )

@@ -134,15 +134,27 @@ def plan_study(
         p = ExperimentPlan(e, d, sweep_dir, runs)
         if simulated:
             # The simulator runs the points it can (QUIC, smoltcp TCP bulk, UDP); the
-            # rest are listed, point by point, with the reason.
+            # rest are listed once per reason, with the points it refuses.
             refused = {r.point_label: refusals(r.resolved) for r in runs}
-            why = sorted({f"{label or 'default'} ({where}: {reason})" for label, rs in refused.items()
-                          for where, reason in rs})  # fmt: skip
-            if why:
+            if any(refused.values()):
                 p.runs = [r for r in runs if not refused[r.point_label]]
-                p.not_run = "not in the simulator: " + "; ".join(why)
+                p.not_run = "not in the simulator: " + refused_points(refused)
         plans.append(p)
     return plans
+
+
+def refused_points(refused: dict[str, list[tuple[str, str]]]) -> str:
+    """Each reason once, with the points it refuses in sweep order (`where: why (n points:
+    a, b, c, …)`)."""
+    by_reason: dict[tuple[str, str], dict[str, None]] = {}
+    for label, reasons in refused.items():
+        for r in reasons:
+            by_reason.setdefault(r, {})[label or "default"] = None
+    parts = []
+    for (where, why), labels in sorted(by_reason.items()):
+        n, shown = len(labels), ", ".join(list(labels)[:3]) + (", …" if len(labels) > 3 else "")
+        parts.append(f"{where}: {why} ({n} point{'s' if n > 1 else ''}: {shown})")
+    return "; ".join(parts)
 
 
 def check_named(study: Study, only: Sequence[str]) -> None:
