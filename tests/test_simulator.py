@@ -77,6 +77,13 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     (server,) = read_traces(run / "raw" / "bulk-server.sqlog")
     received = sum(name == "transport:packet_received" for _, name, _ in server.events)
     assert 0.95 * (len(sent) - len(lost)) <= received <= len(sent)  # some in flight at the end
+    # `tlab table quic-losses` splits those losses by the server's order of arrival: every
+    # one is counted once (a drop-tail queue: most never arrived).
+    res = tlab("table", "quic-losses", run, timeout=60)
+    assert res.returncode == 0, res.stderr
+    (row,) = [line.split(" | ") for line in res.stdout.splitlines() if "| bulk |" in line]
+    declared, by_packet, by_time, never = (int(x) for x in row[2:6])
+    assert declared == flow["lost_packets"] == by_packet + by_time + never and never > declared / 2
 
 
 def test_a_smoltcp_tcp_flow_fills_a_10mbit_link_in_simulation(tmp_path):

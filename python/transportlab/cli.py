@@ -229,6 +229,7 @@ def _cmd_table(args) -> int:
         hol,
         ledbat_yield,
         phases,
+        quic_losses,
         records,
         web,
         workloads,
@@ -240,6 +241,7 @@ def _cmd_table(args) -> int:
         "web": lambda: web.table(Path(args.dir)),
         "workloads": lambda: workloads.KINDS[args.kind](Path(args.dir)),
         "bpf": lambda: bpf.table(Path(args.dir)),
+        "quic-losses": lambda: quic_losses.table(Path(args.dir)),
         "phases": lambda: phases.table(Path(args.dir), args.phases),
         "convergence": lambda: convergence.table([Path(d) for d in args.dirs], args.bin),
         "yield": lambda: ledbat_yield.table(Path(args.dir), args.base_rtt),
@@ -444,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("hol", "s2 hol TCP arms: where the lateness came from (packet log)"),
         ("web", "s2 web: page time, object time to first byte and completion per run"),
         ("bpf", "bpf/RESULTS.md: S2 kernel TCP and S3 from the catalogues"),
+        ("quic-losses", "QUIC flows' declared losses by the receiver's arrival order: packet or time threshold"),
     ):
         tables.add_parser(name, help=what).add_argument("dir", metavar="FOLDER")
     wl = tables.add_parser("workloads", help="s2 voip, streaming, cpu or hol-bulk workloads per run")

@@ -61,6 +61,7 @@ class Trace:
     vantage_point: str | None
     reference_epoch_ns: int | None
     events: list[tuple[float, str, dict]]
+    title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,7 +126,10 @@ def _trace(header: dict, events: list[dict]) -> Trace:
     if isinstance(ref, dict) and ref.get("wall_clock_time"):
         epoch_ns = _rfc3339_ns(ref["wall_clock_time"])
     return Trace(
-        vp, epoch_ns, [(float(e["time"]), e.get("name", ""), e.get("data") or {}) for e in events if "time" in e]
+        vp,
+        epoch_ns,
+        [(float(e["time"]), e.get("name", ""), e.get("data") or {}) for e in events if "time" in e],
+        header.get("title"),
     )
 
 

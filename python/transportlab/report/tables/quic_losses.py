@@ -1,0 +1,61 @@
+"""Why each QUIC flow's sender declared its packets lost (`metrics.quic_losses`), per run,
+from both ends' qlogs — emulated runs' and simulated runs' alike:
+
+    tlab table quic-losses RESULTS/s1/s1-pdcp        (a sweep folder, or one run folder)
+
+Columns: packets declared lost; of them, those the receiver got behind ≥ 3 later packets
+(packet threshold), those it got behind fewer or in order (time threshold: spurious), those
+it never got (real losses); and how late past its 9/8 × RTT deadline each time-threshold
+loss was declared (median and 90th percentile, ms). The receiver's qlog gives the arrival
+order, so a flow whose ends wrote none (`qlog = false`) is left out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from transportlab.artefacts.qlog import QlogError, read_traces
+from transportlab.artefacts.rundir import RunDir
+from transportlab.metrics.quic_losses import loss_causes
+from transportlab.report.tables.common import TableError, flows, markdown, run_dirs
+
+# Titles of the qlogs quinn-proto writes for the lab (the agent's and the simulator's): it
+# gives RTTs in seconds, where qlog 0.3 and the other stacks give ms.
+QUINN_TITLES = ("transportlab quic-", "tlab-sim quic-")
+
+
+def _runs(folder: Path) -> list[RunDir]:
+    return [RunDir(folder)] if (folder / "metrics.json").is_file() else run_dirs(folder)
+
+
+def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
+    ends = {"sender": "server", "receiver": "client"} if flow.get("direction") == "download" else {
+        "sender": "client", "receiver": "server"}  # fmt: skip
+    paths = {role: run.raw / f"{name}-{end}.sqlog" for role, end in ends.items()}
+    if not all(p.is_file() for p in paths.values()):
+        return None
+    try:
+        sender, receiver = (read_traces(paths[r])[0] for r in ("sender", "receiver"))
+    except (QlogError, IndexError) as e:
+        raise TableError(f"{paths['sender'].parent}: {e}") from None
+    scale = 1000.0 if (sender.title or "").startswith(QUINN_TITLES) else 1.0
+    c = loss_causes(sender.events, receiver.events, scale)
+    late = np.percentile(c.overshoot_ms, [50, 90]) if c.overshoot_ms else None
+    point = f"{run.dir.parent.name}/{run.dir.name}"
+    return [point, name, str(c.declared), str(c.packet_threshold), str(c.time_threshold), str(c.never_arrived),
+            f"{round(late[0], 3) + 0.0:.3f} / {round(late[1], 3) + 0.0:.3f}" if late is not None else "–"]  # fmt: skip
+
+
+def table(folder: Path) -> str:
+    rows = [
+        row
+        for run in _runs(Path(folder))
+        for name, flow in flows(run).items()
+        if flow.get("protocol") == "quic" and (row := _row(run, name, flow)) is not None
+    ]
+    if not rows:
+        raise TableError(f"{folder}: no QUIC flow with both ends' qlogs")
+    head = ["run", "flow", "declared lost", "packet threshold (≥ 3 behind)", "time threshold (< 3 behind)",
+            "never arrived", "time threshold's lateness p50 / p90 (ms)"]  # fmt: skip
+    return "\n".join(markdown(head, rows))
