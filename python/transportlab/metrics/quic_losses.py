@@ -1,7 +1,7 @@
 """Why a QUIC sender declared its packets lost, read from both ends' qlogs: the receiver's
 order of arrival says which of RFC 9002's two rules could have fired for each one.
 
-- **packet threshold**: the packet arrived behind at least `threshold` (3) later-numbered
+- **packet threshold**: the packet arrived behind at least `PACKET_THRESHOLD` (3) later-numbered
   packets, so an ACK of one of those could declare it before it came;
 - **time threshold**: it arrived, but behind fewer (or in order): only the time rule
   (sent more than 9/8 × max(smoothed, latest RTT) before an ACK of a later packet, or
