@@ -82,4 +82,12 @@ def test_duplication_hides_leg_loss_from_the_client(tmp_path):
     assert all(len(reasons.get(pid, [])) == 2 for pid in missing)  # lost on both legs
     both_random = [pid for pid in missing if reasons[pid] == [2, 2]]
     assert len(both_random) <= 3, len(both_random)
+    # Each packet lost on both legs leaves a gap in the merge's sequence numbers, given up
+    # when t-Reordering expires; the download completes only after the repair, which queues
+    # behind the gap, so every gap is skipped before the run ends. metrics.json carries the
+    # engine's merge counters on the multipath direction only.
+    merge = m["links"]["radio.forward"]["merge"]
+    assert merge["gap_skipped"] == len(missing), (merge, len(missing))
+    assert (merge["timer_expiries"] > 0) == bool(missing)
+    assert all(v["merge"] is None for n, v in m["links"].items() if n != "radio.forward")
     assert m["unintended_drops"] == 0

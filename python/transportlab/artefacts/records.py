@@ -210,6 +210,19 @@ class ProbeMetrics(_Record):
     hops_us: dict[str, float] | None = None
 
 
+class MergeCounters(_Record):
+    """A multipath direction's merge over the run, as the engine (or the simulator)
+    counted it: packets handed on, copies or late packets discarded, sequence numbers
+    given up at t-Reordering expiries (each a wait of t-Reordering for the packets behind
+    it), the expiries, and the most packets held at once."""
+
+    delivered: int
+    discarded: int
+    gap_skipped: int
+    timer_expiries: int
+    max_buffered: int
+
+
 class LinkMetrics(_Record):
     index: int
     delivered_bits: int
@@ -217,6 +230,7 @@ class LinkMetrics(_Record):
     utilisation: float | None = None
     drops: dict[str, int] = {}
     marks: int = 0
+    merge: MergeCounters | None = None  # multipath directions with a merge only
 
 
 class HostMetrics(_Record):

@@ -195,6 +195,7 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
     window = (t0_ns, min(t0_ns + int(scen["duration_s"] * 1e9), end if end is not None else 2**63))
     links: dict[str, dict] = {}
     loss_table = M.link_loss(records, directions=list(range(len(directions))))
+    merges = {d["name"]: d["merge"] for d in engine.get("directions", []) if d.get("merge")}
     for i, d in enumerate(directions):
         row = loss_table.loc[i]
         dep = M.select(records, direction=i, event=2)
@@ -207,6 +208,7 @@ def write_metrics(run_dir: Path) -> MetricsRecord:
             "utilisation": M.link_utilisation(records, i, cap, *window) if cap else None,
             "drops": {name: int(row.get(name, 0)) for name in _LINK_REASONS},
             "marks": int(row["marks"]),
+            "merge": merges.get(d["name"]),
         }
     rates = [f["throughput_bps"] for f in flows.values() if f.get("throughput_bps") is not None]
     record = MetricsRecord.model_validate(
