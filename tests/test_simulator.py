@@ -11,6 +11,7 @@ from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import tlab, write_scenario
 from transportlab.artefacts.qlog import read_traces
 from transportlab.locations import PROJECT_ROOT
+from transportlab.report.tables.quic_losses import QUINN_TITLES
 from transportlab.scenario.tcp_rmem import TCP_RMEM
 
 
@@ -78,7 +79,9 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     received = sum(name == "transport:packet_received" for _, name, _ in server.events)
     assert 0.95 * (len(sent) - len(lost)) <= received <= len(sent)  # some in flight at the end
     # `tlab table quic-losses` splits those losses by the server's order of arrival: every
-    # one is counted once (a drop-tail queue: most never arrived).
+    # one is counted once (a drop-tail queue: most never arrived). It knows quinn-proto's
+    # qlogs (RTTs in seconds) by their title, which the Rust side writes: pinned here.
+    assert server.title and server.title.startswith(QUINN_TITLES), server.title
     res = tlab("table", "quic-losses", run, timeout=60)
     assert res.returncode == 0, res.stderr
     (row,) = [line.split(" | ") for line in res.stdout.splitlines() if "| bulk |" in line]

@@ -30,15 +30,14 @@ def _runs(folder: Path) -> list[RunDir]:
 
 
 def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
-    ends = {"sender": "server", "receiver": "client"} if flow.get("direction") == "download" else {
-        "sender": "client", "receiver": "server"}  # fmt: skip
-    paths = {role: run.raw / f"{name}-{end}.sqlog" for role, end in ends.items()}
-    if not all(p.is_file() for p in paths.values()):
+    ends = ("server", "client") if flow.get("direction") == "download" else ("client", "server")
+    paths = [run.raw / f"{name}-{end}.sqlog" for end in ends]  # the sender's, the receiver's
+    if not all(p.is_file() for p in paths):
         return None
     try:
-        sender, receiver = (read_traces(paths[r])[0] for r in ("sender", "receiver"))
+        sender, receiver = (read_traces(p)[0] for p in paths)
     except (QlogError, IndexError) as e:
-        raise TableError(f"{paths['sender'].parent}: {e}") from None
+        raise TableError(f"{run.raw}: {e}") from None
     scale = 1000.0 if (sender.title or "").startswith(QUINN_TITLES) else 1.0
     c = loss_causes(sender.events, receiver.events, scale)
     late = np.percentile(c.overshoot_ms, [50, 90]) if c.overshoot_ms else None
