@@ -232,6 +232,7 @@ def _cmd_table(args) -> int:
         quic_losses,
         records,
         web,
+        window,
         workloads,
     )
 
@@ -242,6 +243,7 @@ def _cmd_table(args) -> int:
         "workloads": lambda: workloads.KINDS[args.kind](Path(args.dir)),
         "bpf": lambda: bpf.table(Path(args.dir)),
         "quic-losses": lambda: quic_losses.table(Path(args.dir)),
+        "window": lambda: window.table(Path(args.dir), args.settle),
         "phases": lambda: phases.table(Path(args.dir), args.phases),
         "convergence": lambda: convergence.table([Path(d) for d in args.dirs], args.bin),
         "yield": lambda: ledbat_yield.table(Path(args.dir), args.base_rtt),
@@ -449,6 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("quic-losses", "QUIC flows' declared losses by the receiver's arrival order: packet or time threshold"),
     ):
         tables.add_parser(name, help=what).add_argument("dir", metavar="FOLDER")
+    wn = tables.add_parser(
+        "window", help="TCP and QUIC flows' congestion window: first cut, cuts, median window and sRTT"
+    )
+    wn.add_argument("dir", metavar="FOLDER")
+    wn.add_argument(
+        "--settle", type=float, default=5.0, metavar="SECONDS", help="medians from this time on (default 5)"
+    )
     wl = tables.add_parser("workloads", help="s2 voip, streaming, cpu or hol-bulk workloads per run")
     wl.add_argument("kind", choices=["voip", "streaming", "cpu", "hol-bulk"])
     wl.add_argument("dir", metavar="FOLDER")

@@ -27,6 +27,11 @@ def run_dirs(folder: Path, pattern: str = "*/rep-*/metrics.json") -> list[RunDir
     return runs
 
 
+def runs_in(folder: Path) -> list[RunDir]:
+    """`folder` itself when it is one run, else every run below it (`run_dirs`)."""
+    return [RunDir(folder)] if (folder / "metrics.json").is_file() else run_dirs(folder)
+
+
 def arm(run: RunDir) -> str:
     """A repetition's sweep point without its axis name (`delivery=ordered` → `ordered`)."""
     return run.dir.parent.name.split("=", 1)[-1]

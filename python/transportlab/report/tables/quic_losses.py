@@ -18,15 +18,11 @@ import numpy as np
 from transportlab.artefacts.qlog import QlogError, read_traces
 from transportlab.artefacts.rundir import RunDir
 from transportlab.metrics.quic_losses import loss_causes
-from transportlab.report.tables.common import TableError, flows, markdown, run_dirs
+from transportlab.report.tables.common import TableError, flows, markdown, runs_in
 
 # Titles of the qlogs quinn-proto writes for the lab (the agent's and the simulator's): it
 # gives RTTs in seconds, where qlog 0.3 and the other stacks give ms.
 QUINN_TITLES = ("transportlab quic-", "tlab-sim quic-")
-
-
-def _runs(folder: Path) -> list[RunDir]:
-    return [RunDir(folder)] if (folder / "metrics.json").is_file() else run_dirs(folder)
 
 
 def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
@@ -49,7 +45,7 @@ def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
 def table(folder: Path) -> str:
     rows = [
         row
-        for run in _runs(Path(folder))
+        for run in runs_in(Path(folder))
         for name, flow in flows(run).items()
         if flow.get("protocol") == "quic" and (row := _row(run, name, flow)) is not None
     ]
