@@ -9,9 +9,9 @@ import pytest
 
 from scenario_text import flow, link, probe, scenario, table
 from tlab_cli import tlab, write_scenario
+from transportlab import contract
 from transportlab.artefacts.qlog import read_traces
 from transportlab.locations import PROJECT_ROOT
-from transportlab.report.tables.quic_losses import QUINN_TITLES
 from transportlab.scenario.tcp_rmem import TCP_RMEM
 
 
@@ -80,8 +80,8 @@ def test_a_quic_flow_fills_a_10mbit_link_in_simulation(tmp_path, cc):
     assert 0.95 * (len(sent) - len(lost)) <= received <= len(sent)  # some in flight at the end
     # `tlab table quic-losses` splits those losses by the server's order of arrival: every
     # one is counted once (a drop-tail queue: most never arrived). It knows quinn-proto's
-    # qlogs (RTTs in seconds) by their title, which the Rust side writes: pinned here.
-    assert server.title and server.title.startswith(QUINN_TITLES), server.title
+    # qlogs (RTTs in seconds) by their title (the contract's prefixes; the Rust side writes it).
+    assert server.title and server.title.startswith(contract.quinn_qlog_title_prefixes()), server.title
     res = tlab("table", "quic-losses", run, timeout=60)
     assert res.returncode == 0, res.stderr
     (row,) = [line.split(" | ") for line in res.stdout.splitlines() if "| bulk |" in line]

@@ -1,6 +1,7 @@
 """Names shared with the Rust side, read from their one source, `contracts/contract.json`
 (Rust tests check the crates against the same file; contracts/README.md): congestion
-controllers and their parameters, drop reasons, the packet log's version."""
+controllers and their parameters, drop reasons, the packet log's version, quinn-proto's
+qlog titles."""
 
 from __future__ import annotations
 
@@ -110,3 +111,9 @@ def queue_disciplines() -> dict[str, dict[str, Any]]:
     """The link model's queue disciplines by name: `aqm` (drops or marks early, so takes
     `ecn`) and `parameters` (the engine config's names, docs/engine-config.md)."""
     return {q["name"]: q for q in _contract()["queue_disciplines"]}
+
+
+def quinn_qlog_title_prefixes() -> tuple[str, ...]:
+    """How the titles of the qlogs quinn-proto writes for the lab begin (the agent's, the
+    simulator's): quinn-proto 0.11 gives their RTTs in seconds."""
+    return tuple(_contract()["quinn_qlog_title_prefixes"])

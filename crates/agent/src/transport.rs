@@ -51,13 +51,35 @@ pub fn config(
     t
 }
 
-/// A qlog stream (JSON-SEQ) into a new file at `path`, titled `title`, its event times in
-/// ms since `start` (the agent's: when it opened the file; the simulator's: virtual time 0).
-pub fn qlog_file(path: &Path, title: &str, start: Instant) -> Result<QlogStream, String> {
+/// Who writes a qlog through quinn-proto. Its title is the writer's prefix and the end
+/// (`transportlab quic-client`); readers know quinn-proto's qlogs by these prefixes, listed
+/// in contracts/contract.json `quinn_qlog_title_prefixes`, because quinn-proto 0.11 writes
+/// their RTTs in seconds where qlog 0.3 says milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QlogWriter {
+    Agent,
+    Simulator,
+}
+
+impl QlogWriter {
+    pub const ALL: [QlogWriter; 2] = [QlogWriter::Agent, QlogWriter::Simulator];
+
+    pub fn title_prefix(self) -> &'static str {
+        match self {
+            QlogWriter::Agent => "transportlab quic-",
+            QlogWriter::Simulator => "tlab-sim quic-",
+        }
+    }
+}
+
+/// A qlog stream (JSON-SEQ) into a new file at `path`, titled for `writer` and `end`
+/// (`client` or `server`), its event times in ms since `start` (the agent's: when it
+/// opened the file; the simulator's: virtual time 0).
+pub fn qlog_file(path: &Path, writer: QlogWriter, end: &str, start: Instant) -> Result<QlogStream, String> {
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut cfg = QlogConfig::default();
     cfg.writer(Box::new(std::io::BufWriter::new(file)))
-        .title(Some(title.to_string()))
+        .title(Some(format!("{}{end}", writer.title_prefix())))
         .start_time(start);
     cfg.into_stream()
         .ok_or_else(|| format!("{}: quinn made no qlog stream", path.display()))

@@ -2,7 +2,8 @@
 //! validates `cc` with: the names `--cc` accepts are exactly the file's
 //! `controllers.quic`, in order, and each is implemented where the file says — quinn's own
 //! take no `--cc-param`, the `congestion` crate's name their known keys. Asked of the
-//! built binary, so this is what a run really accepts.
+//! built binary, so this is what a run really accepts. And the titles the agent's and the
+//! simulator's quinn-proto qlogs get begin as the file's `quinn_qlog_title_prefixes`.
 
 use std::process::{Command, Stdio};
 
@@ -66,4 +67,23 @@ fn each_quic_controller_is_implemented_where_the_contract_says() {
             other => panic!("{name}: implementation {other:?} is not a QUIC one"),
         }
     }
+}
+
+#[test]
+fn quinn_qlog_titles_begin_as_the_contract_says() {
+    let contract = contract();
+    let file: Vec<&str> = contract["quinn_qlog_title_prefixes"]
+        .as_array()
+        .expect("quinn_qlog_title_prefixes is a list")
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let writers: Vec<&str> = agent::transport::QlogWriter::ALL
+        .iter()
+        .map(|w| w.title_prefix())
+        .collect();
+    assert_eq!(
+        writers, file,
+        "QlogWriter's title prefixes vs quinn_qlog_title_prefixes"
+    );
 }

@@ -180,11 +180,7 @@ async fn run(a: QuicClientArgs, opts: Options, req: Request) -> anyhow::Result<(
     let mut cfg = quinn::ClientConfig::new(Arc::new(
         QuicClientConfig::try_from(tls::client_config()?).context("TLS config unusable for QUIC")?,
     ));
-    let qlog = c
-        .qlog
-        .as_deref()
-        .map(|p| super::qlog_file(p, "transportlab quic-client"))
-        .transpose()?;
+    let qlog = c.qlog.as_deref().map(|p| super::qlog_file(p, "client")).transpose()?;
     cfg.transport_config(Arc::new(opts.transport(probe.clone(), qlog)));
 
     let connect_start_ns = sys::now_ns();

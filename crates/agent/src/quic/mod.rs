@@ -91,8 +91,14 @@ impl Options {
 
 /// A qlog stream into a new file at `path` (`transport::qlog_file`), its event times
 /// relative to now.
-pub fn qlog_file(path: &Path, title: &str) -> anyhow::Result<QlogStream> {
-    agent::transport::qlog_file(path, title, std::time::Instant::now()).map_err(|e| anyhow::anyhow!("--qlog {e}"))
+pub fn qlog_file(path: &Path, end: &str) -> anyhow::Result<QlogStream> {
+    agent::transport::qlog_file(
+        path,
+        agent::transport::QlogWriter::Agent,
+        end,
+        std::time::Instant::now(),
+    )
+    .map_err(|e| anyhow::anyhow!("--qlog {e}"))
 }
 
 #[derive(Serialize)]

@@ -169,10 +169,7 @@ async fn run(a: QuicServerArgs, opts: Options) -> anyhow::Result<()> {
         let probe = Arc::new(Probe::new(&opts.cc));
         let mut cfg = ServerConfig::with_crypto(crypto.clone());
         let qlog = match c.qlog.as_deref() {
-            Some(p) => Some(super::qlog_file(
-                &agent::transport::qlog_path(p, conn_index),
-                "transportlab quic-server",
-            )?),
+            Some(p) => Some(super::qlog_file(&agent::transport::qlog_path(p, conn_index), "server")?),
             None => None,
         };
         cfg.transport_config(Arc::new(opts.transport(probe.clone(), qlog)));

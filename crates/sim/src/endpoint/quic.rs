@@ -77,7 +77,7 @@ fn qlog(setup: &QuicSetup, end: &str) -> Result<Option<QlogStream>, String> {
         return Ok(None);
     }
     let path = setup.raw.join(format!("{}-{end}.sqlog", setup.name));
-    agent::transport::qlog_file(&path, &format!("tlab-sim quic-{end}"), setup.clock.base).map(Some)
+    agent::transport::qlog_file(&path, agent::transport::QlogWriter::Simulator, end, setup.clock.base).map(Some)
 }
 
 /// What one end of a flow needs to build its stack.

@@ -15,14 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
+from transportlab import contract
 from transportlab.artefacts.qlog import QlogError, read_traces
 from transportlab.artefacts.rundir import RunDir
 from transportlab.metrics.quic_losses import loss_causes
 from transportlab.report.tables.common import TableError, flows, markdown, runs_in
-
-# Titles of the qlogs quinn-proto writes for the lab (the agent's and the simulator's): it
-# gives RTTs in seconds, where qlog 0.3 and the other stacks give ms.
-QUINN_TITLES = ("transportlab quic-", "tlab-sim quic-")
 
 
 def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
@@ -34,7 +31,8 @@ def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
         sender, receiver = (read_traces(p)[0] for p in paths)
     except (QlogError, IndexError) as e:
         raise TableError(f"{run.raw}: {e}") from None
-    scale = 1000.0 if (sender.title or "").startswith(QUINN_TITLES) else 1.0
+    # quinn-proto gives RTTs in seconds, where qlog 0.3 and the other stacks give ms.
+    scale = 1000.0 if (sender.title or "").startswith(contract.quinn_qlog_title_prefixes()) else 1.0
     c = loss_causes(sender.events, receiver.events, scale)
     late = np.percentile(c.overshoot_ms, [50, 90]) if c.overshoot_ms else None
     point = f"{run.dir.parent.name}/{run.dir.name}"
