@@ -4,6 +4,7 @@ Markdown they print."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,6 +31,16 @@ def run_dirs(folder: Path, pattern: str = "*/rep-*/metrics.json") -> list[RunDir
 def runs_in(folder: Path) -> list[RunDir]:
     """`folder` itself when it is one run, else every run below it (`run_dirs`)."""
     return [RunDir(folder)] if (folder / "metrics.json").is_file() else run_dirs(folder)
+
+
+def run_label(run: RunDir) -> str:
+    """A run as a table's first column names it: its sweep point and repetition."""
+    return f"{run.dir.parent.name}/{run.dir.name}"
+
+
+def cell(v: float | None, fmt: str) -> str:
+    """A number formatted for a table, "–" where there is none (None, NaN, infinite)."""
+    return "–" if v is None or not math.isfinite(v) else format(v, fmt)
 
 
 def arm(run: RunDir) -> str:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir
-from transportlab.report.tables.common import TableError, markdown, run_dirs
+from transportlab.report.tables.common import TableError, markdown, run_dirs, run_label
 
 DEFAULT_BIN_S = 1.0
 
@@ -90,7 +90,7 @@ def table(folders: list[Path], bin_s: float | None = None) -> str:
     for folder in folders:
         for run in run_dirs(Path(folder)):
             at, sent = crossings(run.records, run.t0_ns, two_flows(run), bin_ns)
-            rows.append([f"{Path(folder).name}/{run.dir.parent.name}/{run.dir.name}", _cell(at), _cell(sent)])
+            rows.append([f"{Path(folder).name}/{run_label(run)}", _cell(at), _cell(sent)])
     caption = (
         f"Convergence after the join: seconds from the later flow's start to the first crossing of the two "
         f"flows' throughput lines, in **{bin_s:g} s bins**; at the bottleneck (the lab's definition) and of "

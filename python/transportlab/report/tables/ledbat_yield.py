@@ -32,7 +32,7 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import RunDir
-from transportlab.report.tables.common import TableError, arm, markdown, run_dirs
+from transportlab.report.tables.common import TableError, arm, cell, markdown, run_dirs
 from transportlab.utp_agent.parameters import IMPLEMENTATIONS
 
 DEFAULT_BASE_RTT_MS = 100.0
@@ -144,10 +144,6 @@ def run_rows(run: RunDir, base_rtt_s: float) -> tuple[dict, Ledbat, list[tuple[B
     return long, cc, rows
 
 
-def _cell(v: float, fmt: str) -> str:
-    return format(v, fmt) if np.isfinite(v) else "–"
-
-
 HEAD = [
     "arm",
     "run",
@@ -181,13 +177,13 @@ def table(folder: Path, base_rtt_ms: float | None = None) -> str:
                     long["implementation"],
                     f"{cc.gain_bytes:g}",
                     f"{b.start_s:g}–{b.end_s:g} s",
-                    _cell(b.before_bps / 1e6, ".2f"),
-                    _cell(b.during_bps / 1e6, ".2f"),
-                    _cell(b.rtt_before_s * 1e3, ".0f"),
-                    _cell(exit_pkts, ".0f"),
-                    _cell(b.fall_bps_per_s / 1e6, ".2f"),
-                    _cell(b.rtt_s * 1e3, ".0f"),
-                    _cell(b.rule_fall_bps_per_s / 1e6, ".2f"),
+                    cell(b.before_bps / 1e6, ".2f"),
+                    cell(b.during_bps / 1e6, ".2f"),
+                    cell(b.rtt_before_s * 1e3, ".0f"),
+                    cell(exit_pkts, ".0f"),
+                    cell(b.fall_bps_per_s / 1e6, ".2f"),
+                    cell(b.rtt_s * 1e3, ".0f"),
+                    cell(b.rule_fall_bps_per_s / 1e6, ".2f"),
                 ]
             )
     caption = (

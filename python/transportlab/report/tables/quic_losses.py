@@ -19,7 +19,7 @@ from transportlab import contract
 from transportlab.artefacts.qlog import QlogError, read_traces
 from transportlab.artefacts.rundir import RunDir
 from transportlab.metrics.quic_losses import loss_causes
-from transportlab.report.tables.common import TableError, flows, markdown, runs_in
+from transportlab.report.tables.common import TableError, flows, markdown, run_label, runs_in
 
 
 def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
@@ -35,8 +35,7 @@ def _row(run: RunDir, name: str, flow: dict) -> list[str] | None:
     scale = 1000.0 if (sender.title or "").startswith(contract.quinn_qlog_title_prefixes()) else 1.0
     c = loss_causes(sender.events, receiver.events, scale)
     late = np.percentile(c.overshoot_ms, [50, 90]) if c.overshoot_ms else None
-    point = f"{run.dir.parent.name}/{run.dir.name}"
-    return [point, name, str(c.declared), str(c.packet_threshold), str(c.time_threshold), str(c.never_arrived),
+    return [run_label(run), name, str(c.declared), str(c.packet_threshold), str(c.time_threshold), str(c.never_arrived),
             f"{round(late[0], 3) + 0.0:.3f} / {round(late[1], 3) + 0.0:.3f}" if late is not None else "–"]  # fmt: skip
 
 

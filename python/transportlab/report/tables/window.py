@@ -13,18 +13,14 @@ from pathlib import Path
 
 from transportlab.metrics.window import WindowCourse, window_course
 from transportlab.report.rundata import RunData
-from transportlab.report.tables.common import TableError, markdown, runs_in
-
-
-def _cell(v: float | None, fmt: str) -> str:
-    return "–" if v is None else format(v, fmt)
+from transportlab.report.tables.common import TableError, cell, markdown, run_label, runs_in
 
 
 def _row(point: str, name: str, c: WindowCourse) -> list[str]:
     rate = c.window_rate_bps
-    return [point, name, _cell(c.min_rtt_ms, ".1f"), f"{c.before_first_cut_bytes / 1e3:.0f}",
-            _cell(c.first_cut_s, ".2f"), str(c.cuts), _cell(c.median_window_bytes and c.median_window_bytes / 1e3, ".0f"),
-            _cell(c.median_srtt_ms, ".1f"), _cell(rate and rate / 1e6, ".2f")]  # fmt: skip
+    return [point, name, cell(c.min_rtt_ms, ".1f"), f"{c.before_first_cut_bytes / 1e3:.0f}",
+            cell(c.first_cut_s, ".2f"), str(c.cuts), cell(c.median_window_bytes and c.median_window_bytes / 1e3, ".0f"),
+            cell(c.median_srtt_ms, ".1f"), cell(rate and rate / 1e6, ".2f")]  # fmt: skip
 
 
 def table(folder: Path, settle_s: float) -> str:
@@ -40,7 +36,7 @@ def table(folder: Path, settle_s: float) -> str:
             if "conn" in series:
                 series = series[series["conn"] == 0]
             if len(series) and (course := window_course(series, settle_s)) is not None:
-                rows.append(_row(f"{run.dir.parent.name}/{run.dir.name}", name, course))
+                rows.append(_row(run_label(run), name, course))
     if not rows:
         raise TableError(f"{folder}: no TCP or QUIC flow whose sender wrote a window series")
     head = ["run", "flow", "min RTT (ms)", "window before the first cut (KB)", "first cut (s)", "cuts",
