@@ -10,18 +10,7 @@ import pandas as pd
 import pytest
 
 from transportlab import metrics as M
-from transportlab.artefacts.packetlog import (
-    ARRIVAL,
-    DEPARTURE,
-    DROP,
-    FLAG_CE_MARKED,
-    FLAG_COPY,
-    NO_DIRECTION,
-    RECORD,
-    read_frame,
-    read_records,
-    write_records,
-)
+from transportlab.artefacts import packetlog as PL
 from transportlab.metrics import Flow
 
 MS = 1_000_000  # ns
@@ -55,11 +44,11 @@ def r(t_ns, pid, event, direction=0, size=1500, flow=DATA, reason=0, flags=0, se
 
 
 def log(tmp_path, rows, name="packets.tlog"):
-    """Writes the rows with write_records and reads them back (memory-mapped), so every
+    """Writes the rows with PL.write_records and reads them back (memory-mapped), so every
     test goes through the real file format."""
     path = tmp_path / name
-    write_records(path, np.array([tuple(r) + (0,) * (len(RECORD.names) - len(r)) for r in rows], dtype=RECORD))
-    return read_records(path)
+    PL.write_records(path, np.array([tuple(r) + (0,) * (len(PL.RECORD.names) - len(r)) for r in rows], dtype=PL.RECORD))
+    return PL.read_records(path)
 
 
 # --- flows -------------------------------------------------------------------------
@@ -68,15 +57,15 @@ def log(tmp_path, rows, name="packets.tlog"):
 def test_flow_identity_reverse_and_path(tmp_path):
     rows = [
         # packet 1 of DATA crosses direction 2 then direction 0 (path order ≠ index order)
-        r(0, 1, ARRIVAL, 2),
-        r(1 * MS, 1, DEPARTURE, 2),
-        r(1 * MS, 1, ARRIVAL, 0),
-        r(2 * MS, 1, DEPARTURE, 0),
+        r(0, 1, PL.ARRIVAL, 2),
+        r(1 * MS, 1, PL.DEPARTURE, 2),
+        r(1 * MS, 1, PL.ARRIVAL, 0),
+        r(2 * MS, 1, PL.DEPARTURE, 0),
         # its ack goes back over direction 1 then 3
-        r(3 * MS, 2, ARRIVAL, 1, 52, ACK),
-        r(4 * MS, 2, DEPARTURE, 1, 52, ACK),
-        r(4 * MS, 2, ARRIVAL, 3, 52, ACK),
-        r(5 * MS, 2, DEPARTURE, 3, 52, ACK),
+        r(3 * MS, 2, PL.ARRIVAL, 1, 52, ACK),
+        r(4 * MS, 2, PL.DEPARTURE, 1, 52, ACK),
+        r(4 * MS, 2, PL.ARRIVAL, 3, 52, ACK),
+        r(5 * MS, 2, PL.DEPARTURE, 3, 52, ACK),
     ]
     recs = log(tmp_path, rows)
     assert str(DATA) == "10.0.0.1:40000>10.0.0.2:5001/tcp"
@@ -87,7 +76,7 @@ def test_flow_identity_reverse_and_path(tmp_path):
     assert list(table["first_ns"]) == [0, 3 * MS] and list(table["last_ns"]) == [2 * MS, 5 * MS]
     assert M.flow_path(recs, DATA) == (2, 0)
     assert M.flow_path(recs, ACK) == (1, 3)
-    sel = M.select(recs, ACK, direction=3, event=DEPARTURE)
+    sel = M.select(recs, ACK, direction=3, event=PL.DEPARTURE)
     assert len(sel) == 1 and int(np.asarray(sel["t_ns"])[0]) == 5 * MS
     assert len(M.select(recs, direction=0)) == 2
 
@@ -97,17 +86,17 @@ def test_flow_identity_reverse_and_path(tmp_path):
 
 def test_throughput_bins_aligned_to_origin(tmp_path):
     rows = [
-        r(4 * MS, 1, DEPARTURE),  # before the origin (5 ms): ignored
+        r(4 * MS, 1, PL.DEPARTURE),  # before the origin (5 ms): ignored
         # bin 0 = [5, 15) ms: 3 packets of 1500 B → 3·1500·8 bit / 0.010 s = 3 600 000 bit/s
-        r(5 * MS, 2, DEPARTURE),
-        r(9 * MS, 3, DEPARTURE),
-        r(15 * MS - 1, 4, DEPARTURE),
+        r(5 * MS, 2, PL.DEPARTURE),
+        r(9 * MS, 3, PL.DEPARTURE),
+        r(15 * MS - 1, 4, PL.DEPARTURE),
         # bin 1 = [15, 25) ms: empty → 0
         # bin 2 = [25, 35) ms: one 1000 B packet → 1000·8 / 0.010 = 800 000 bit/s
-        r(25 * MS, 5, DEPARTURE, size=1000),
-        r(26 * MS, 6, ARRIVAL),  # an arrival: not counted
-        r(27 * MS, 7, DEPARTURE, direction=1),  # another direction: not counted
-        r(28 * MS, 8, DEPARTURE, flow=OTHER),  # another flow
+        r(25 * MS, 5, PL.DEPARTURE, size=1000),
+        r(26 * MS, 6, PL.ARRIVAL),  # an arrival: not counted
+        r(27 * MS, 7, PL.DEPARTURE, direction=1),  # another direction: not counted
+        r(28 * MS, 8, PL.DEPARTURE, flow=OTHER),  # another flow
     ]
     recs = log(tmp_path, rows)
     tp = M.throughput(recs, DATA, direction=0, bin_ns=10 * MS, origin_ns=5 * MS)
@@ -123,7 +112,7 @@ def test_throughput_bins_aligned_to_origin(tmp_path):
     assert list(wide["a"]) == [3_600_000.0, 0.0, 800_000.0]
     assert list(wide["b"]) == [0.0, 0.0, 1_200_000.0]  # 1500·8/0.010
     assert list(wide["u"]) == [0.0, 0.0, 0.0]
-    auto = M.throughput_by_flow(read_frame(tmp_path / "packets.tlog"), 0, 10 * MS, 5 * MS)
+    auto = M.throughput_by_flow(PL.read_frame(tmp_path / "packets.tlog"), 0, 10 * MS, 5 * MS)
     assert list(auto.columns) == [str(DATA), str(OTHER)]
     assert list(auto[str(DATA)]) == list(wide["a"])
 
@@ -136,13 +125,13 @@ def test_bytes_delivered_goodput_utilisation_and_byte_difference(tmp_path):
     # DATA: path 0 → 1; 4 packets of 1500 B leave direction 1 at 1, 2, 3, 12 ms
     for i, t in enumerate([1, 2, 3, 12]):
         rows += [
-            r(t * MS - 500_000, i, ARRIVAL, 0),
-            r(t * MS - 400_000, i, DEPARTURE, 0),
-            r(t * MS - 400_000, i, ARRIVAL, 1),
-            r(t * MS, i, DEPARTURE, 1),
+            r(t * MS - 500_000, i, PL.ARRIVAL, 0),
+            r(t * MS - 400_000, i, PL.DEPARTURE, 0),
+            r(t * MS - 400_000, i, PL.ARRIVAL, 1),
+            r(t * MS, i, PL.DEPARTURE, 1),
         ]
     # OTHER: one 1000 B packet leaves direction 1 at 5 ms
-    rows += [r(5 * MS - 1, 10, ARRIVAL, 1, 1000, OTHER), r(5 * MS, 10, DEPARTURE, 1, 1000, OTHER)]
+    rows += [r(5 * MS - 1, 10, PL.ARRIVAL, 1, 1000, OTHER), r(5 * MS, 10, PL.DEPARTURE, 1, 1000, OTHER)]
     recs = log(tmp_path, rows)
     # window [0, 10) ms at the last direction (1): 3 × 1500 = 4500 B
     assert M.bytes_delivered(recs, DATA, 0, 10 * MS) == 4500
@@ -168,25 +157,25 @@ def test_bytes_delivered_goodput_utilisation_and_byte_difference(tmp_path):
 def test_sojourn_one_way_and_queueing_delay_with_a_duplicate(tmp_path):
     rows = [
         # packet 1: dir 0 arrival 0, departs 6.2 ms; duplicated at dir 0: copy departs 7.4 ms
-        r(0, 1, ARRIVAL, 0),
-        r(6_200_000, 1, DEPARTURE, 0),
-        r(7_400_000, 1, DEPARTURE, 0, flags=1),
+        r(0, 1, PL.ARRIVAL, 0),
+        r(6_200_000, 1, PL.DEPARTURE, 0),
+        r(7_400_000, 1, PL.DEPARTURE, 0, flags=1),
         # dir 1: the original and the copy arrive, depart 1 ms later
-        r(6_200_000, 1, ARRIVAL, 1),
-        r(7_400_000, 1, ARRIVAL, 1, flags=1),
-        r(7_200_000, 1, DEPARTURE, 1),
-        r(8_400_000, 1, DEPARTURE, 1, flags=1),
+        r(6_200_000, 1, PL.ARRIVAL, 1),
+        r(7_400_000, 1, PL.ARRIVAL, 1, flags=1),
+        r(7_200_000, 1, PL.DEPARTURE, 1),
+        r(8_400_000, 1, PL.DEPARTURE, 1, flags=1),
         # packet 2 arrives at 1 ms, departs dir 0 at 10 ms (queued behind), dir 1 at 11 ms
-        r(1 * MS, 2, ARRIVAL, 0),
-        r(10 * MS, 2, DEPARTURE, 0),
-        r(10 * MS, 2, ARRIVAL, 1),
-        r(11 * MS, 2, DEPARTURE, 1),
+        r(1 * MS, 2, PL.ARRIVAL, 0),
+        r(10 * MS, 2, PL.DEPARTURE, 0),
+        r(10 * MS, 2, PL.ARRIVAL, 1),
+        r(11 * MS, 2, PL.DEPARTURE, 1),
         # packet 3 dropped at dir 0: no delay
-        r(2 * MS, 3, ARRIVAL, 0),
-        r(2 * MS, 3, DROP, 0, reason=1),
+        r(2 * MS, 3, PL.ARRIVAL, 0),
+        r(2 * MS, 3, PL.DROP, 0, reason=1),
         # packet 4 of another flow, 500 B: 0.4 ms serialisation + 5 ms at dir 0
-        r(3 * MS, 4, ARRIVAL, 0, 500, OTHER),
-        r(8_400_000, 4, DEPARTURE, 0, 500, OTHER),
+        r(3 * MS, 4, PL.ARRIVAL, 0, 500, OTHER),
+        r(8_400_000, 4, PL.DEPARTURE, 0, 500, OTHER),
     ]
     recs = log(tmp_path, rows)
     s = M.sojourn(recs, 0, DATA)
@@ -256,21 +245,21 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
     rows = []
     # DATA, path 0 → 1: 10 packets offered at direction 0
     for i in range(10):
-        rows.append(r(i * MS, i, ARRIVAL, 0))
+        rows.append(r(i * MS, i, PL.ARRIVAL, 0))
     rows += [
-        r(0, 0, DROP, 0, reason=1),
-        r(MS, 1, DROP, 0, reason=1),
-        r(2 * MS, 2, DROP, 0, reason=2),
+        r(0, 0, PL.DROP, 0, reason=1),
+        r(MS, 1, PL.DROP, 0, reason=1),
+        r(2 * MS, 2, PL.DROP, 0, reason=2),
     ]  # 2 queue full, 1 random
     for i in range(3, 10):
-        rows += [r(i * MS + 1, i, DEPARTURE, 0), r(i * MS + 1, i, ARRIVAL, 1)]
-    rows.append(r(3 * MS + 2, 3, DROP, 1, reason=2))  # random loss on dir 1
-    rows += [r(i * MS + 2, i, DEPARTURE, 1) for i in range(4, 10)]
-    rows.append(r(9 * MS + 3, 9, DROP, NO_DIRECTION, reason=11))  # write to the host failed
-    rows.append(r(10 * MS, 20, DROP, NO_DIRECTION, reason=10))  # no route (pre-link)
-    rows.append(r(10 * MS, 21, DROP, NO_DIRECTION, 60, Flow(0, 0, 0, 0, 0), reason=12))  # not IPv4
-    rows.append(r(11 * MS, 22, ARRIVAL, 0, flow=OTHER))
-    rows.append(r(11 * MS, 22, DEPARTURE, 0, flow=OTHER))
+        rows += [r(i * MS + 1, i, PL.DEPARTURE, 0), r(i * MS + 1, i, PL.ARRIVAL, 1)]
+    rows.append(r(3 * MS + 2, 3, PL.DROP, 1, reason=2))  # random loss on dir 1
+    rows += [r(i * MS + 2, i, PL.DEPARTURE, 1) for i in range(4, 10)]
+    rows.append(r(9 * MS + 3, 9, PL.DROP, PL.NO_DIRECTION, reason=11))  # write to the host failed
+    rows.append(r(10 * MS, 20, PL.DROP, PL.NO_DIRECTION, reason=10))  # no route (pre-link)
+    rows.append(r(10 * MS, 21, PL.DROP, PL.NO_DIRECTION, 60, Flow(0, 0, 0, 0, 0), reason=12))  # not IPv4
+    rows.append(r(11 * MS, 22, PL.ARRIVAL, 0, flow=OTHER))
+    rows.append(r(11 * MS, 22, PL.DEPARTURE, 0, flow=OTHER))
     recs = log(tmp_path, rows)
 
     # unintended: reasons 11, 10, 12 → 3
@@ -285,8 +274,8 @@ def test_loss_per_flow_per_direction_by_reason_and_unintended(tmp_path):
         [0, 1, "queue_full", 2],
         [0, 2, "random_loss", 1],
         [1, 2, "random_loss", 1],
-        [NO_DIRECTION, 10, "no_route", 1],
-        [NO_DIRECTION, 11, "host_write_failed", 1],
+        [PL.NO_DIRECTION, 10, "no_route", 1],
+        [PL.NO_DIRECTION, 11, "host_write_failed", 1],
     ]
     links = M.link_loss(recs)
     assert list(links.index) == [0, 1]
@@ -304,13 +293,13 @@ def test_marks_per_flow_and_per_direction_count_ce_marked_departures(tmp_path):
     direction 1 marks packet 3 (and a duplicate copy of packet 3, marked on its own);
     OTHER: one unmarked packet. Marks: DATA 4 (1, 2, 3, copy of 3), OTHER 0; direction 0
     has 2, direction 1 has 2. A plain duplicate-copy flag (1) alone is not a mark."""
-    ce, copy = FLAG_CE_MARKED, FLAG_COPY
+    ce, copy = PL.FLAG_CE_MARKED, PL.FLAG_COPY
     rows = []
     for i in range(4):
-        rows += [r(i * MS, i, ARRIVAL, 0), r(i * MS + 1, i, DEPARTURE, 0, flags=ce if i in (1, 2) else 0)]
-        rows += [r(i * MS + 1, i, ARRIVAL, 1), r(i * MS + 2, i, DEPARTURE, 1, flags=ce if i == 3 else 0)]
-    rows += [r(3 * MS + 1, 3, ARRIVAL, 1, flags=copy), r(3 * MS + 3, 3, DEPARTURE, 1, flags=copy | ce)]
-    rows += [r(5 * MS, 9, ARRIVAL, 0, flow=OTHER), r(5 * MS + 1, 9, DEPARTURE, 0, flow=OTHER, flags=copy)]
+        rows += [r(i * MS, i, PL.ARRIVAL, 0), r(i * MS + 1, i, PL.DEPARTURE, 0, flags=ce if i in (1, 2) else 0)]
+        rows += [r(i * MS + 1, i, PL.ARRIVAL, 1), r(i * MS + 2, i, PL.DEPARTURE, 1, flags=ce if i == 3 else 0)]
+    rows += [r(3 * MS + 1, 3, PL.ARRIVAL, 1, flags=copy), r(3 * MS + 3, 3, PL.DEPARTURE, 1, flags=copy | ce)]
+    rows += [r(5 * MS, 9, PL.ARRIVAL, 0, flow=OTHER), r(5 * MS + 1, 9, PL.DEPARTURE, 0, flow=OTHER, flags=copy)]
     recs = log(tmp_path, rows)
     assert M.flow_loss(recs, DATA)["marks"] == 4
     assert M.flow_loss(recs, OTHER)["marks"] == 0
@@ -324,17 +313,17 @@ def test_retransmission_detected_from_sequence_numbers(tmp_path):
     # data segments of 1500 B (1448 B payload + 52 B headers) at direction 0, and one of
     # 64 B whose 44-byte header (SACK blocks) leaves 20 B of payload
     rows = [
-        r(0, 1, ARRIVAL, 0, 1500, seq=1000),
-        r(1 * MS, 2, ARRIVAL, 0, 52, ACK, seq=7),  # ack flow: other flow anyway
-        r(1 * MS, 3, ARRIVAL, 0, 52, seq=2448),  # pure ack of DATA (no payload): ignored
-        r(2 * MS, 4, ARRIVAL, 0, 1500, seq=2448),
-        r(3 * MS, 5, ARRIVAL, 0, 1500, seq=3896),
-        r(3 * MS, 5, ARRIVAL, 0, 1500, seq=3896, flags=1),  # a duplicate copy: not a retransmission
-        r(4 * MS, 6, ARRIVAL, 0, 1500, seq=2448),  # ← retransmission of the 2nd segment
-        r(5 * MS, 7, ARRIVAL, 0, 1500, seq=5344),
-        r(5 * MS, 9, ARRIVAL, 0, 64, seq=6772, payload=20),  # ← resends the last 20 B of the one before
-        r(5 * MS, 10, ARRIVAL, 0, 64, seq=6792, payload=0),  # a pure ACK with SACK blocks: ignored
-        r(6 * MS, 8, DEPARTURE, 0, 1500, seq=1000),  # a departure, other event: ignored
+        r(0, 1, PL.ARRIVAL, 0, 1500, seq=1000),
+        r(1 * MS, 2, PL.ARRIVAL, 0, 52, ACK, seq=7),  # ack flow: other flow anyway
+        r(1 * MS, 3, PL.ARRIVAL, 0, 52, seq=2448),  # pure ack of DATA (no payload): ignored
+        r(2 * MS, 4, PL.ARRIVAL, 0, 1500, seq=2448),
+        r(3 * MS, 5, PL.ARRIVAL, 0, 1500, seq=3896),
+        r(3 * MS, 5, PL.ARRIVAL, 0, 1500, seq=3896, flags=1),  # a duplicate copy: not a retransmission
+        r(4 * MS, 6, PL.ARRIVAL, 0, 1500, seq=2448),  # ← retransmission of the 2nd segment
+        r(5 * MS, 7, PL.ARRIVAL, 0, 1500, seq=5344),
+        r(5 * MS, 9, PL.ARRIVAL, 0, 64, seq=6772, payload=20),  # ← resends the last 20 B of the one before
+        r(5 * MS, 10, PL.ARRIVAL, 0, 64, seq=6792, payload=0),  # a pure ACK with SACK blocks: ignored
+        r(6 * MS, 8, PL.DEPARTURE, 0, 1500, seq=1000),  # a departure, other event: ignored
     ]
     recs = log(tmp_path, rows)
     retx = M.retransmissions_from_log(recs, DATA, 0)
@@ -346,9 +335,9 @@ def test_retransmission_detected_from_sequence_numbers(tmp_path):
 def test_retransmission_across_sequence_wraparound(tmp_path):
     top = 2**32 - 1000
     rows = [
-        r(0, 1, ARRIVAL, seq=top),  # covers top .. top+1447 (wraps)
-        r(1, 2, ARRIVAL, seq=(top + 1448) % 2**32),  # = 448
-        r(2, 3, ARRIVAL, seq=top),  # retransmission across the wrap
+        r(0, 1, PL.ARRIVAL, seq=top),  # covers top .. top+1447 (wraps)
+        r(1, 2, PL.ARRIVAL, seq=(top + 1448) % 2**32),  # = 448
+        r(2, 3, PL.ARRIVAL, seq=top),  # retransmission across the wrap
     ]
     recs = log(tmp_path, rows)
     assert M.unwrap_seq([top, 448]).tolist() == [top, 2**32 + 448]
@@ -449,19 +438,22 @@ def test_ten_million_records(tmp_path):
     """5 million packets of two flows, each an arrival and a departure at direction 0:
     10 million records through the file, throughput, bytes delivered, sojourn and loss."""
     n_pkt = 5_000_000
-    recs = np.zeros(2 * n_pkt, dtype=RECORD)
+    recs = np.zeros(2 * n_pkt, dtype=PL.RECORD)
     pid = np.arange(n_pkt, dtype=np.uint64)
     t_arr = pid * 2_000  # one packet every 2 µs
     size = (1000 + (pid % 2) * 500).astype(np.uint16)  # DATA 1000 B (even ids), OTHER 1500 B (odd)
-    for half, event, t in ((slice(0, None, 2), ARRIVAL, t_arr), (slice(1, None, 2), DEPARTURE, t_arr + 1_000_000)):
+    for half, event, t in (
+        (slice(0, None, 2), PL.ARRIVAL, t_arr),
+        (slice(1, None, 2), PL.DEPARTURE, t_arr + 1_000_000),
+    ):
         v = recs[half]
         v["t_ns"], v["packet_id"], v["size"], v["event"], v["proto"] = t, pid, size, event, 6
         v["src"] = np.where(pid % 2 == 0, DATA.src, OTHER.src)
         v["dst"], v["sport"], v["dport"] = DATA.dst, np.where(pid % 2 == 0, DATA.sport, OTHER.sport), DATA.dport
     path = tmp_path / "big.tlog"
-    write_records(path, recs)
+    PL.write_records(path, recs)
     del recs
-    big = read_records(path)
+    big = PL.read_records(path)
     assert len(big) == 10_000_000
     wide = M.throughput_by_flow(big, 0, 100 * MS, 0)
     # each flow: 2.5e6 packets; DATA 2.5e9 B, OTHER 3.75e9 B; bits = Σ bps × 0.1 s
@@ -483,7 +475,7 @@ def test_probe_hops_split_each_one_way_trip(tmp_path):
     medians computed by hand."""
     probe = Flow.of("10.0.0.1", "10.0.0.2", 40000, 7000, "udp")
     echo = probe.reverse()
-    ACTUAL = RECORD.names.index("t_actual_ns")
+    ACTUAL = PL.RECORD.names.index("t_actual_ns")
 
     def rec(t, pid, event, direction, flow, actual):
         row = list(r(t, pid, event, direction, 64, flow))
@@ -498,18 +490,18 @@ def test_probe_hops_split_each_one_way_trip(tmp_path):
         arr = s + (20 + k) * 1000
         due = arr + 10 * MS
         handed = due + (3 + k) * 1000
-        rows += [rec(arr, 2 * k, ARRIVAL, 0, probe, arr), rec(due, 2 * k, DEPARTURE, 0, probe, handed)]
+        rows += [rec(arr, 2 * k, PL.ARRIVAL, 0, probe, arr), rec(due, 2 * k, PL.DEPARTURE, 0, probe, handed)]
         echo_read = handed + (40 + 2 * k) * 1000
         back = echo_read + 25_000
         back_due = back + 10 * MS
         back_handed = back_due + (3 + k) * 1000
         rows += [
-            rec(back, 2 * k + 1, ARRIVAL, 1, echo, back),
-            rec(back_due, 2 * k + 1, DEPARTURE, 1, echo, back_handed),
+            rec(back, 2 * k + 1, PL.ARRIVAL, 1, echo, back),
+            rec(back_due, 2 * k + 1, PL.DEPARTURE, 1, echo, back_handed),
         ]
     path = tmp_path / "p.tlog"
-    write_records(path, np.array(rows, dtype=RECORD))
-    recs = read_records(path)
+    PL.write_records(path, np.array(rows, dtype=PL.RECORD))
+    recs = PL.read_records(path)
     handed_back = [rows[3][ACTUAL], rows[7][ACTUAL]]
     series = pd.DataFrame(
         {

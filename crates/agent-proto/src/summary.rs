@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::one_way;
 use crate::stats::{self, Scaled};
 use crate::transfer::secs;
+use crate::wire::request::{Mode, Request, Transport};
 
 /// Every summary file: what wrote it, its parameters, when it ran and its `results`.
 #[derive(Serialize)]
@@ -185,11 +186,16 @@ impl ProbeDelays {
     }
 }
 
-/// How a served connection's transfer ended and what it moved: the same fields, in this
-/// order, in every server's `results.connections` (tcp, quic and utp), the agent's and the simulator's.
-/// `stopped`: the end was signalled before the transfer ended (never in the simulator).
+/// What a served connection's transfer was, how it ended and what it moved: the same
+/// fields, in this order, in every server's `results.connections` (tcp, quic and utp), the
+/// agent's and the simulator's. `stopped`: the end was signalled before the transfer ended
+/// (never in the simulator).
 #[derive(Serialize, Default, Debug)]
-pub struct ServedOutcome {
+pub struct ServedTransfer {
+    /// The request's mode; none until a request was read.
+    pub mode: Option<&'static str>,
+    /// Which end sent the payload (`client` in an upload, `server` otherwise).
+    pub sender: Option<&'static str>,
     pub complete: bool,
     pub stopped: bool,
     pub error: Option<String>,
@@ -197,6 +203,55 @@ pub struct ServedOutcome {
     pub bytes: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+}
+
+impl ServedTransfer {
+    /// The transfer a request in `mode` asked for (`sender_is_server`: the server sends its
+    /// payload), its outcome still to fill in; no mode and no sender before a request was read.
+    pub fn requested(mode: Option<Mode>, sender_is_server: bool) -> ServedTransfer {
+        ServedTransfer {
+            mode: mode.map(Mode::name),
+            sender: mode.map(|_| if sender_is_server { "server" } else { "client" }),
+            ..Default::default()
+        }
+    }
+}
+
+/// The decoded request as a server's `results.connections[].request` gives it: the
+/// amounts, and over QUIC also the messages and streams.
+#[derive(Serialize)]
+pub struct RequestSummary {
+    pub bytes: u64,
+    pub duration_ns: u64,
+    pub object_size: u64,
+    pub object_count: u64,
+    #[serde(flatten)]
+    pub quic: Option<QuicRequestSummary>,
+}
+
+/// The QUIC request's fields beyond TCP's.
+#[derive(Serialize)]
+pub struct QuicRequestSummary {
+    pub message_size: u64,
+    pub message_interval_ns: u64,
+    pub streams: u64,
+}
+
+impl RequestSummary {
+    /// What `r`, received over `transport`, asked for.
+    pub fn of(r: &Request, transport: Transport) -> RequestSummary {
+        RequestSummary {
+            bytes: r.bytes,
+            duration_ns: r.duration_ns,
+            object_size: r.object_size,
+            object_count: r.object_count,
+            quic: (transport == Transport::Quic).then_some(QuicRequestSummary {
+                message_size: r.message_size,
+                message_interval_ns: r.message_interval_ns,
+                streams: r.streams,
+            }),
+        }
+    }
 }
 
 /// The `results` keys of a QUIC client's summary that the agent and the simulator both

@@ -44,7 +44,7 @@ pub fn write_server_summary(
 
 pub use agent::series::write_series;
 
-pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary, ServedOutcome};
+pub use agent_proto::summary::{Envelope, ObjectSummary, ObjectsSummary, RequestSummary, ServedTransfer};
 
 /// The agent's summary envelope (`agent_proto::summary::Envelope`).
 pub fn envelope<'a, P: Serialize, R: Serialize>(

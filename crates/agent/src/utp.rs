@@ -24,7 +24,7 @@ use libutp_rs2::{options, CcState, UtpCcProbe, UtpOpts, UtpUdpContext, UtpUdpStr
 use serde::Serialize;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::output::ServedOutcome;
+use crate::output::ServedTransfer;
 use crate::{output, sys, usage, Direction, UtpClientArgs, UtpServerArgs};
 
 const CHUNK: usize = 16 * 1024;
@@ -536,11 +536,9 @@ struct ServerResults {
 #[derive(Serialize, Default)]
 struct Connection {
     conn: u32,
-    mode: &'static str,
-    sender: &'static str,
     request: Option<RequestSummary>,
     #[serde(flatten)]
-    outcome: ServedOutcome,
+    transfer: ServedTransfer,
     accepted_ns: u64,
     header_ns: Option<u64>,
     first_byte_ns: Option<u64>,
@@ -578,7 +576,7 @@ pub fn server(a: UtpServerArgs) -> anyhow::Result<()> {
         None => 0,
     };
     let (sent, received) = conns.iter().fold((0, 0), |(s, r), c: &Connection| {
-        (s + c.outcome.bytes_sent, r + c.outcome.bytes_received)
+        (s + c.transfer.bytes_sent, r + c.transfer.bytes_received)
     });
     let results = ServerResults {
         port: a.bind.port(),
@@ -623,27 +621,27 @@ async fn run_server(
     sampler.abort();
     c.end_ns = sys::now_ns();
     let moved = p.get();
-    c.outcome.bytes = moved;
-    if c.mode == "upload" {
-        c.outcome.bytes_received = moved;
+    c.transfer.bytes = moved;
+    if c.transfer.mode == Some("upload") {
+        c.transfer.bytes_received = moved;
     } else {
-        c.outcome.bytes_sent = moved;
+        c.transfer.bytes_sent = moved;
     }
     let span = c.end_ns - c.header_ns.unwrap_or(c.accepted_ns);
     c.duration_s = Some(output::secs(span));
     c.throughput_bps = output::bps(moved, span);
     let stopped_by = match result {
         Ok(End::Signal) => {
-            c.outcome.stopped = true;
+            c.transfer.stopped = true;
             "signal"
         }
         Ok(End::Deadline) => {
-            c.outcome.stopped = deadline.is_some_and(|d| sys::now_ns() >= d);
+            c.transfer.stopped = deadline.is_some_and(|d| sys::now_ns() >= d);
             "duration"
         }
         Ok(_) => "once",
         Err(e) => {
-            c.outcome.error = Some(format!("{e:#}"));
+            c.transfer.error = Some(format!("{e:#}"));
             conns.push(c);
             return Err(e);
         }
@@ -683,8 +681,8 @@ async fn serve(
     };
     match request.mode {
         Mode::Download => {
-            c.mode = "download";
-            c.sender = "server";
+            c.transfer.mode = Some("download");
+            c.transfer.sender = Some("server");
             if bytes.is_none() && request.duration_ns == 0 {
                 bail!("a download request needs bytes or duration_ns");
             }
@@ -699,7 +697,7 @@ async fn serve(
                     None if sys::stop_requested() => End::Signal,
                     None => End::Deadline,
                     Some(_) => {
-                        c.outcome.complete = true;
+                        c.transfer.complete = true;
                         End::Done
                     }
                 });
@@ -707,15 +705,15 @@ async fn serve(
             Ok(end)
         }
         Mode::Upload => {
-            c.mode = "upload";
-            c.sender = "client";
+            c.transfer.mode = Some("upload");
+            c.transfer.sender = Some("client");
             let end = receive(stream, bytes, deadline, p, &mut c.first_byte_ns).await?;
             if end == End::Done {
                 stream
                     .write_all(&p.get().to_be_bytes())
                     .await
                     .context("cannot confirm the upload")?;
-                c.outcome.complete = true;
+                c.transfer.complete = true;
                 let mut one = [0u8; 1];
                 let _ = until_stopped(stream.read(&mut one), deadline).await;
             }

@@ -13,19 +13,8 @@ from typing import Any
 from transportlab import contract
 from transportlab import metrics as M
 from transportlab.artefacts.qlog import ensure_series, last_values
-from transportlab.kinds.base import (
-    AGENT_TRANSFER_FIELDS,
-    Endpoints,
-    Files,
-    FlowKind,
-    bulk_argv,
-    check_cc_params,
-    client_argv,
-    duration_arg,
-    sender_results,
-    server_argv,
-    srtt_stats,
-)
+from transportlab.kinds import base
+from transportlab.kinds.base import Endpoints, Files, FlowKind
 from transportlab.kinds.records import check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue, refuse_given
@@ -45,7 +34,7 @@ GIVE_UP_MARGIN_S = 2.5
 class Quic(FlowKind):
     name = "quic"
     ip_proto = 17
-    fields = AGENT_TRANSFER_FIELDS | {"streams", "rcvbuf", "qlog", "rate", "pacing"}
+    fields = base.AGENT_TRANSFER_FIELDS | {"streams", "rcvbuf", "qlog", "rate", "pacing"}
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
@@ -150,14 +139,14 @@ class Quic(FlowKind):
         known = contract.controllers("quic")
         if cc not in known:
             raise FieldIssue(f"unknown QUIC congestion control; expected one of {', '.join(known)}", ("cc",))
-        check_cc_params("quic", cc, spec.cc_params, cc)
+        base.check_cc_params("quic", cc, spec.cc_params, cc)
         return cc
 
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         if flow.implementation in STACKS:
             return _stack_endpoints(flow, server_addr, files, serve_for_s)
-        server = server_argv("quic-server", flow.port, files, serve_for_s)
-        client = client_argv("quic-client", server_addr, flow.port, files)
+        server = base.server_argv("quic-server", flow.port, files, serve_for_s)
+        client = base.client_argv("quic-client", server_addr, flow.port, files)
         if flow.qlog:
             server += ["--qlog", str(files.server_qlog)]
             client += ["--qlog", str(files.client_qlog)]
@@ -192,18 +181,18 @@ class Quic(FlowKind):
                 "--message-rate",
                 f"{per_s:.9g}",
                 "--duration",
-                duration_arg(flow.end - flow.start),
+                base.duration_arg(flow.end - flow.start),
                 "--direction",
                 flow.direction,
             ]
         else:
-            client += bulk_argv(flow)
+            client += base.bulk_argv(flow)
             if flow.streams > 1:
                 client += ["--streams", str(flow.streams)]
         return Endpoints(server, client)
 
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
-        sender, side = sender_results(client, server)
+        sender, side = base.sender_results(client, server)
         stack = flow.get("implementation") in STACKS
         if stack:
             # A stack's series (and so its counters) come from its qlogs, made now.
@@ -219,7 +208,7 @@ class Quic(FlowKind):
             "congestion_events": quic.get("congestion_events"),
             "retransmission_rate": M.retransmission_rate(quic.get("lost_packets"), quic.get("packets_sent")),
             "cpu_s": cpu_seconds(client, server),
-            "rtt_ms": srtt_stats(series),
+            "rtt_ms": base.srtt_stats(series),
         }
         if client.get("mode") == "records":
             out.update(records_flow_metrics(run, flow, client, sender, min_rtt_us=quic.get("min_rtt_us")))

@@ -10,20 +10,8 @@ from typing import Any
 
 from transportlab import contract
 from transportlab import metrics as M
-from transportlab.kinds.base import (
-    AGENT_TRANSFER_FIELDS,
-    COMMON_FIELDS,
-    Endpoints,
-    Files,
-    FlowKind,
-    bulk_argv,
-    check_cc_params,
-    client_argv,
-    duration_arg,
-    sender_results,
-    server_argv,
-    srtt_stats,
-)
+from transportlab.kinds import base
+from transportlab.kinds.base import Endpoints, Files, FlowKind
 from transportlab.kinds.records import RECORD_RANGE, check_record_size, records_argv, records_flow_metrics
 from transportlab.kinds.workloads import check_playout, cpu_seconds
 from transportlab.scenario.errors import FieldIssue, refuse_given
@@ -58,7 +46,7 @@ DELIVERIES = ("ordered", "unordered")
 class Tcp(FlowKind):
     name = "tcp"
     ip_proto = 6
-    fields = AGENT_TRANSFER_FIELDS | {"tls", "tcp_info_interval", "page", "http_server"}
+    fields = base.AGENT_TRANSFER_FIELDS | {"tls", "tcp_info_interval", "page", "http_server"}
     default_cc = "cubic"
 
     def check(self, spec, given) -> None:
@@ -139,7 +127,7 @@ class Tcp(FlowKind):
                 raise FieldIssue(f"the kernel calls NewReno 'reno'; kernel TCP offers {avail}", ("cc",))
             hint = ' (it runs with protocol = "quic")' if cc in contract.controllers("quic") else ""
             raise FieldIssue(f"unknown TCP congestion control; kernel TCP offers {avail}{hint}", ("cc",))
-        check_cc_params("tcp", cc, spec.cc_params, f"TCP {cc}")
+        base.check_cc_params("tcp", cc, spec.cc_params, f"TCP {cc}")
         if contract.implementation("tcp", cc) == "bpf" and spec.application != AGENT:
             raise FieldIssue(
                 f"TCP {cc} is the lab's BPF program; {spec.http_server} and curl run the kernel's "
@@ -165,13 +153,13 @@ class Tcp(FlowKind):
     def endpoints(self, flow, server_addr: str, files: Files, serve_for_s: float) -> Endpoints:
         if flow.application != AGENT:
             return _http_endpoints(flow, server_addr, files, serve_for_s)
-        server = server_argv("tcp-server", flow.port, files, serve_for_s)
-        client = client_argv("tcp-client", server_addr, flow.port, files)
+        server = base.server_argv("tcp-server", flow.port, files, serve_for_s)
+        client = base.client_argv("tcp-client", server_addr, flow.port, files)
         for argv in (server, client):
             if flow.cc:
                 argv += ["--cc", flow.cc]
             if flow.tcp_info_interval:
-                argv += ["--tcp-info-interval", duration_arg(flow.tcp_info_interval)]
+                argv += ["--tcp-info-interval", base.duration_arg(flow.tcp_info_interval)]
             if flow.tls:
                 argv.append("--tls")
         if flow.mss:
@@ -186,7 +174,7 @@ class Tcp(FlowKind):
                 "--page-framing",
                 flow.page.framing,
                 "--duration",
-                duration_arg(flow.end - flow.start),
+                base.duration_arg(flow.end - flow.start),
                 "--delivery",
                 flow.delivery or "ordered",
                 "--page-series",
@@ -195,11 +183,11 @@ class Tcp(FlowKind):
         elif flow.delivery is not None:
             client += records_argv(flow, files)
         else:
-            client += bulk_argv(flow)
+            client += base.bulk_argv(flow)
         return Endpoints(server, client)
 
     def metrics(self, run, flow, client, server) -> dict[str, Any]:
-        sender, side = sender_results(client, server)
+        sender, side = base.sender_results(client, server)
         # The kernel's own account of time spent limited by the receive window or the
         # send buffer: over 1 % of the flow's time means the host, not the network,
         # capped it, and the run says so.
@@ -210,7 +198,7 @@ class Tcp(FlowKind):
             "retransmissions": sender.get("retransmits"),
             "retransmission_rate": M.retransmission_rate(info.get("total_retrans"), info.get("segs_out")),
             "cpu_s": cpu_seconds(client, server),
-            "rtt_ms": srtt_stats(series),
+            "rtt_ms": base.srtt_stats(series),
             "window_limited": limited_us > 0.01 * 1e6 * (flow["end_s"] - flow["start_s"]),
             "impossible_window": impossible_window(series, run.t0_ns),
         }
@@ -301,7 +289,7 @@ def _check_http(spec, given) -> None:
         raise FieldIssue(f"the HTTP server is {' or '.join(SERVERS)}", ("http_server",), spec.http_server)
     # A field at its default says nothing (a sweep arm of the agent's may set tls = false).
     defaults = type(spec).model_fields
-    for k in sorted(given - HTTP_FIELDS - COMMON_FIELDS):
+    for k in sorted(given - HTTP_FIELDS - base.COMMON_FIELDS):
         if getattr(spec, k) == defaults[k].default or (k == "cc_params" and not spec.cc_params):
             continue
         why = " (https and http2 are over TLS)" if k == "tls" else ""

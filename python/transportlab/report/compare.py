@@ -206,7 +206,7 @@ class Overlay:
 
 
 def _overlay(key: str, title: str, per_run: Callable, ylabel: str, caption: str, missing: str) -> Overlay:
-    return Overlay(PlotFunction(key, title, SOURCES, plot_overlaid), per_run, ylabel, caption, missing)
+    return Overlay(PlotFunction(key, title, SOURCES, "", plot_overlaid), per_run, ylabel, caption, missing)
 
 
 def plot_overlaid(spec: PlotSpec, sources: Sequence[Source], out: Path, overlay: Overlay) -> Plot:

@@ -46,19 +46,26 @@ class Plot:
 @dataclass(frozen=True)
 class PlotSpec:
     """One plot as the reports know it: its file stem, its title (the figure's, the
-    caption's and the "not drawn" line's) and what it is drawn from (RUN, PACKET_LOG,
-    SWEEP or SOURCES)."""
+    caption's and the "not drawn" line's), what it is drawn from (RUN, PACKET_LOG,
+    SWEEP or SOURCES) and its fixed caption, if it has one (its function's docstring)."""
 
     key: str
     title: str
     needs: str
+    caption: str
 
-    def skip(self, caption: str, why: str) -> Plot:
-        """The plot's data is missing: the report lists it under "Plots not drawn"."""
+    def skip(self, caption: str, why: str, fig=None) -> Plot:
+        """The plot's data is missing: the report lists it under "Plots not drawn" (`fig`,
+        a figure begun for it, is closed)."""
+        if fig is not None:
+            close(fig)
         return Plot(self.key, self.title, caption, None, why)
 
-    def not_applicable(self, caption: str, why: str) -> Plot:
-        """The run or sweep has nothing this plot is about: the report leaves it out."""
+    def not_applicable(self, caption: str, why: str, fig=None) -> Plot:
+        """The run or sweep has nothing this plot is about: the report leaves it out (`fig`,
+        a figure begun for it, is closed)."""
+        if fig is not None:
+            close(fig)
         return Plot(self.key, self.title, caption, None, why, applies=False)
 
     def saved(self, fig, out: Path, caption: str) -> Plot:
@@ -105,7 +112,8 @@ REGISTRY: dict[str, PlotFunction] = {}
 
 
 def registered(key: str, title: str, needs: str) -> Callable[[Callable[..., Plot]], PlotFunction]:
-    """Declares the decorated plot function under `key` and `title` and registers it."""
+    """Declares the decorated plot function under `key` and `title` and registers it; its
+    docstring, if it has one, is the plot's caption (what it shows and how it was computed)."""
 
     def register(draw: Callable[..., Plot]) -> PlotFunction:
         if key in REGISTRY:
@@ -114,7 +122,8 @@ def registered(key: str, title: str, needs: str) -> Callable[[Callable[..., Plot
                 f"plot key {key!r} registered twice: {first.__module__}.{first.__qualname__}, "
                 f"{draw.__module__}.{draw.__qualname__}"
             )
-        plot = REGISTRY[key] = PlotFunction(key, title, needs, draw)
+        caption = " ".join((draw.__doc__ or "").split())
+        plot = REGISTRY[key] = PlotFunction(key, title, needs, caption, draw)
         return plot
 
     return register

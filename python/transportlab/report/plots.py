@@ -30,7 +30,6 @@ from transportlab.report.figures import (
     Plot,
     PlotFunction,
     PlotSpec,
-    close,
     registered,
     safe,
     spans_decades,
@@ -116,13 +115,11 @@ def flow_queueing(rd: RunData, name: str, f: dict) -> tuple[pd.DataFrame | None,
 
 @registered("queueing_delay", "Queueing delay at the bottleneck", PACKET_LOG)
 def plot_queueing_delay(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Per-packet queueing delay of each flow's data packets at its bottleneck link direction, "
-        "plotted at the packet's departure time: sojourn (departure − arrival in the engine log) minus "
-        "the minimum possible sojourn (serialisation at the configured rate + configured delay; for "
-        "trace-driven links the smallest sojourn seen per packet size). Includes jitter draws if the "
-        "link has jitter."
-    )
+    """Per-packet queueing delay of each flow's data packets at its bottleneck link direction, plotted at
+    the packet's departure time: sojourn (departure − arrival in the engine log) minus the minimum possible
+    sojourn (serialisation at the configured rate + configured delay; for trace-driven links the smallest
+    sojourn seen per packet size). Includes jitter draws if the link has jitter."""
+    caption = spec.caption
     data = {}
     for name, f in rd.flows.items():
         q, how = flow_queueing(rd, name, f)
@@ -159,11 +156,10 @@ def by_connection(series: pd.DataFrame) -> Iterator[tuple[str, pd.DataFrame]]:
 
 @registered("rtt", "Round-trip time over time", RUN)
 def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) "
-        "and the smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics). The RTT axis is "
-        "logarithmic when the values span more than 1.5 decades."
-    )
+    """RTT of each probe (answered probes at their send time; lost probes marked × on the time axis) and the
+    smoothed RTT (srtt) the sender reports (TCP_INFO, or QUIC path statistics). The RTT axis is logarithmic
+    when the values span more than 1.5 decades."""
+    caption = spec.caption
     fig, ax = figure()
     drawn = 0
     for name in rd.probes:
@@ -191,8 +187,7 @@ def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
             ax.plot(rd.seconds(g["t_ns"].to_numpy())[keep], srtt[keep] / 1e3, color=colors[name], lw=1.2, label=label)
             drawn += 1
     if not drawn:
-        close(fig)
-        return spec.skip(caption, "no probe series and no TCP_INFO series with srtt")
+        return spec.skip(caption, "no probe series and no TCP_INFO series with srtt", fig)
     ax.set_ylabel("RTT (ms)")
     if spans_decades([y for line in ax.get_lines() for y in line.get_ydata()]):
         ax.set_yscale("log")
@@ -203,10 +198,9 @@ def plot_rtt(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
 
 @registered("delay_cdf", "One-way delay distribution", PACKET_LOG)
 def plot_delay_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Empirical CDF of each flow's per-packet one-way delay across its path "
-        "(departure from the last link direction − arrival at the first, engine log); dropped packets excluded."
-    )
+    """Empirical CDF of each flow's per-packet one-way delay across its path (departure from the last link
+    direction − arrival at the first, engine log); dropped packets excluded."""
+    caption = spec.caption
     fig, ax = figure()
     drawn = 0
     for name, f in rd.flows.items():
@@ -228,8 +222,7 @@ def plot_delay_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Pl
         ax.plot(d, y, color=colors[name], label=f"{name} (p50 {p50:.2f} ms, p99 {p99:.2f} ms)", drawstyle="steps-post")
         drawn += 1
     if not drawn:
-        close(fig)
-        return spec.skip(caption, "no flow's packets crossed their path in the packet log")
+        return spec.skip(caption, "no flow's packets crossed their path in the packet log", fig)
     ax.set_xlabel("one-way delay (ms)")
     ax.set_ylabel("fraction of packets ≤ x")
     ax.set_ylim(0, 1.01)
@@ -238,10 +231,9 @@ def plot_delay_cdf(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Pl
 
 @registered("cwnd", "Congestion window over time", RUN)
 def plot_cwnd(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the "
-        "connection's path statistics."
-    )
+    """Congestion window of each flow's sender: TCP cwnd × MSS from TCP_INFO samples, QUIC cwnd from the
+    connection's path statistics."""
+    caption = spec.caption
     fig, ax = figure()
     drawn = 0
     for name in rd.flows:
@@ -266,8 +258,7 @@ def plot_cwnd(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
             )
             drawn += 1
     if not drawn:
-        close(fig)
-        return spec.skip(caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)")
+        return spec.skip(caption, "no sender series (raw/<flow>-client.arrow / -server.arrow)", fig)
     ax.set_ylabel("cwnd (kB)")
     ax.set_ylim(bottom=0)
     return spec.finish(fig, ax, out, caption, rd=rd)
@@ -354,12 +345,12 @@ def y_scale(values: pd.Series, scale, ylabel: str) -> tuple[float, str]:
 
 def sweep_metric_plot(m: Metric) -> PlotFunction:
     """The plot of metric `m` against the swept value (titled as the registry says)."""
-    return PlotFunction(f"sweep_{m.name}", m.plot_title or m.label, SWEEP, plot_sweep_metric)
+    return PlotFunction(f"sweep_{m.name}", m.plot_title or m.label, SWEEP, "", plot_sweep_metric)
 
 
 def sweep_boxes_plot(m: Metric) -> PlotFunction:
     """The box plot of metric `m` across repetitions."""
-    return PlotFunction(f"box_{m.name}", f"{m.plot_title or m.label} (box plot)", SWEEP, plot_sweep_boxes)
+    return PlotFunction(f"box_{m.name}", f"{m.plot_title or m.label} (box plot)", SWEEP, "", plot_sweep_boxes)
 
 
 def plot_sweep_metric(

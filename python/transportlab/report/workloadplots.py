@@ -13,7 +13,7 @@ import pandas as pd
 
 from transportlab import metrics as M
 from transportlab.artefacts.rundir import receiver_records
-from transportlab.report.figures import RUN, Plot, PlotSpec, close, registered, spans_decades
+from transportlab.report.figures import RUN, Plot, PlotSpec, registered, spans_decades
 from transportlab.report.rundata import RunData
 from transportlab.report.style import Colors, figure
 
@@ -28,11 +28,10 @@ def records_series(rd: RunData) -> Iterator[tuple[str, pd.DataFrame]]:
 
 @registered("loss_bursts", "VoIP loss bursts", RUN)
 def plot_loss_bursts(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Empirical CDF of the loss-burst lengths (runs of consecutive frames missing playout) of each flow "
-        "with `playout`, one line per jitter buffer (solid: the first buffer listed, dashed: the next); "
-        "the legend gives the frames missing and the longest burst."
-    )
+    """Empirical CDF of the loss-burst lengths (runs of consecutive frames missing playout) of each flow
+    with `playout`, one line per jitter buffer (solid: the first buffer listed, dashed: the next); the
+    legend gives the frames missing and the longest burst."""
+    caption = spec.caption
     flows = {n: f["voip"] for n, f in rd.flows.items() if f.get("voip")}
     if not flows:
         return spec.not_applicable(caption, "no flow with playout (VoIP frames)")
@@ -56,12 +55,10 @@ def plot_loss_bursts(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> 
 
 @registered("delivered_bytes", "Bytes delivered to the application over time", RUN)
 def plot_delivered_bytes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Bytes of the records each records flow handed to the receiving application by each time "
-        "(distinct records, framing included; `metrics.delivered_over_time`, 100 ms bins). An unordered "
-        "receiver's dashed line is what its socket's stream alone completed from the same packets (an "
-        "ordered receiver's view)."
-    )
+    """Bytes of the records each records flow handed to the receiving application by each time (distinct
+    records, framing included; `metrics.delivered_over_time`, 100 ms bins). An unordered receiver's dashed
+    line is what its socket's stream alone completed from the same packets (an ordered receiver's view)."""
+    caption = spec.caption
     drawn = 0
     fig, ax = figure()
     for name, series in records_series(rd):
@@ -74,8 +71,7 @@ def plot_delivered_bytes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors)
             ax.step(d["t_s"], d["bytes"] / 1e6, "--", where="post", color=colors[name], label=f"{name} (stream alone)")
         drawn += 1
     if not drawn:
-        close(fig)
-        return spec.not_applicable(caption, "no records flow")
+        return spec.not_applicable(caption, "no records flow", fig)
     ax.set_ylabel("delivered (MB)")
     ax.set_ylim(bottom=0)
     return spec.finish(fig, ax, out, caption, rd=rd, legend_at="upper left")
@@ -83,11 +79,10 @@ def plot_delivered_bytes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors)
 
 @registered("record_latency_boxes", "Record latency per records flow", RUN)
 def plot_record_latency_boxes(spec: PlotSpec, rd: RunData, out: Path, colors: Colors) -> Plot:
-    caption = (
-        "Box plot of each records flow's per-record latency (deliver − send of each distinct record, the "
-        "receiver's per-record series): median line, box = quartiles, whiskers = 1.5 × IQR, outliers as dots; "
-        "log axis when the values span more than 1.5 decades. One box per session in S2's streaming scenario."
-    )
+    """Box plot of each records flow's per-record latency (deliver − send of each distinct record, the
+    receiver's per-record series): median line, box = quartiles, whiskers = 1.5 × IQR, outliers as dots; log
+    axis when the values span more than 1.5 decades. One box per session in S2's streaming scenario."""
+    caption = spec.caption
     names, data = [], []
     for name, series in records_series(rd):
         names.append(name)

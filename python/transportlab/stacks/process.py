@@ -50,6 +50,14 @@ def stop(proc: subprocess.Popen) -> None:
     terminate(proc, STOP_WAIT_S)
 
 
+def did_not_start(proc: subprocess.Popen, what: str, err_path: Path) -> int:
+    """Stops a server that never became ready and says so with the end of its stderr; the
+    end's exit status."""
+    stop(proc)
+    print(f"error: {what} did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
+    return 1
+
+
 def bound(port: int, pid: int, proto: str) -> bool:
     """Whether a socket of this namespace (`proto` "udp", or "tcp" listening) is bound to
     `port`: /proc/<pid>/net is the stack's namespace, which is ours."""

@@ -11,25 +11,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 from transportlab.artefacts import qlog as Q
-from transportlab.stacks.process import (
-    BULK_BYTES,
-    STALL_S,
-    Stopper,
-    exit_status,
-    run_server,
-    stack_cpu,
-    stop,
-    tail,
-    wait_client,
-    wait_listening,
-    write_summary,
-)
+from transportlab.stacks import process
 from transportlab.stacks.quic import Stack, _Ngtcp2, version
 
 
@@ -119,7 +106,7 @@ def client_argv(stack: Stack, args, url: str, qdir: Path, work: Path) -> list[st
         return argv + [host, port, url]
     argv = stack.executable() + ["client", "--url", url] + _datagram(args.datagram_size)
     if args.direction == "upload":
-        argv += ["--upload", str(args.bytes if args.bytes is not None else BULK_BYTES)]
+        argv += ["--upload", str(args.bytes if args.bytes is not None else process.BULK_BYTES)]
     if args.duration:
         argv += ["--duration", f"{args.duration}s" if stack.name == "quic-go" else str(args.duration)]
     return argv + _aioquic_args(stack, own, args, qdir)
@@ -164,12 +151,12 @@ class Launched:
         self.clock = FileClock(qdir) if stack.qlog_clock == "file" else None
         self.offset_ns = time.time_ns() - time.monotonic_ns()
         self.start_ns = time.monotonic_ns()
-        self.cpu_start = stack_cpu()
+        self.cpu_start = process.stack_cpu()
         with open(err_path, "wb") as err:
             self.proc = subprocess.Popen(argv, stdout=stdout, stderr=err, cwd=work, env=stack_env(stack, qdir))
 
     def cpu(self) -> dict[str, float]:
-        return stack_cpu(self.cpu_start)
+        return process.stack_cpu(self.cpu_start)
 
     def finish(self, dest: Path | None) -> list[Path]:
         if self.clock:
@@ -178,7 +165,7 @@ class Launched:
 
 
 def serve(args, stack: Stack, work: Path) -> int:
-    stopper = Stopper()
+    stopper = process.Stopper()
     host, port = args.bind.rsplit(":", 1)
     from transportlab.stacks.tls import self_signed
 
@@ -189,13 +176,11 @@ def serve(args, stack: Stack, work: Path) -> int:
     argv = server_argv(args, stack, host, int(port), cert, key, qdir)
     launched = Launched(stack, argv, work, qdir, err_path, subprocess.DEVNULL)
     proc = launched.proc
-    if not wait_listening(proc, int(port), "udp", stopper):
-        stop(proc)
-        print(f"error: {stack.name} server did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
-        return 1
-    crashed = run_server(proc, port, args.duration, stopper)
+    if not process.wait_listening(proc, int(port), "udp", stopper):
+        return process.did_not_start(proc, f"{stack.name} server", err_path)
+    crashed = process.run_server(proc, port, args.duration, stopper)
     cpu = launched.cpu()
-    error = f"{stack.name} server exited {proc.returncode}: {tail(err_path)}" if crashed else None
+    error = f"{stack.name} server exited {proc.returncode}: {process.tail(err_path)}" if crashed else None
     kept = launched.finish(args.qlog)
     connections = [{"conn": n, "qlog": str(path)} for n, path in enumerate(kept)]
     summary = {
@@ -215,25 +200,25 @@ def serve(args, stack: Stack, work: Path) -> int:
             **cpu,
         },
     }
-    write_summary(args.summary, summary)
-    return exit_status(error)
+    process.write_summary(args.summary, summary)
+    return process.exit_status(error)
 
 
 def fetch(args, stack: Stack, work: Path) -> int:
-    stopper = Stopper()
+    stopper = process.Stopper()
     qdir = work / "qlog"
     qdir.mkdir()
     (work / "download").mkdir()
     err_path = work / "stderr"
     # Bulk: a GET of more than the link can carry in the time, stopped by the client.
-    n = args.bytes if args.bytes is not None else BULK_BYTES
+    n = args.bytes if args.bytes is not None else process.BULK_BYTES
     url = f"https://{args.connect}/{n if args.direction == 'download' else 0}"
     argv = client_argv(stack, args, url, qdir, work)
     launched = Launched(stack, argv, work, qdir, err_path, subprocess.PIPE)
     proc, spawn_ns = launched.proc, launched.start_ns
     # ngtcp2's client has no duration: the bulk transfer ends when this end stops it.
     own_timer = isinstance(stack, _Ngtcp2) and args.duration
-    ended_by = wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
+    ended_by = process.wait_client(proc, args.give_up, args.duration if own_timer else None, stopper)
     exit_ns = time.monotonic_ns()
     cpu = launched.cpu()
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
@@ -244,11 +229,9 @@ def fetch(args, stack: Stack, work: Path) -> int:
                 reported = json.loads(line)
     error = None
     if ended_by == "stalled":
-        error = (
-            f"{stack.name} client hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
-        )
+        error = f"{stack.name} client hung (no CPU and no I/O for {process.STALL_S:g} s at {args.give_up:g} s): {process.tail(err_path)}"
     elif ended_by is None and proc.returncode != 0:
-        error = f"{stack.name} client exited {proc.returncode}: {tail(err_path)}"
+        error = f"{stack.name} client exited {proc.returncode}: {process.tail(err_path)}"
     if isinstance(stack, _Ngtcp2):
         got = work / "download" / str(n)
         moved = (
@@ -303,5 +286,5 @@ def fetch(args, stack: Stack, work: Path) -> int:
         "stopped_by": ended_by or "bytes",
         "results": results,
     }
-    write_summary(args.summary, summary)
-    return exit_status(error)
+    process.write_summary(args.summary, summary)
+    return process.exit_status(error)

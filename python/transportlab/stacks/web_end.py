@@ -13,20 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from transportlab.stacks import web
-from transportlab.stacks.process import (
-    BULK_BYTES,
-    READY_TIMEOUT_S,
-    STALL_S,
-    Stopper,
-    exit_status,
-    run_server,
-    stack_cpu,
-    stop,
-    tail,
-    wait_client,
-    write_summary,
-)
+from transportlab.stacks import process, web
 
 CURL_TIMED_OUT = 28  # curl's exit status when --max-time ended the transfer
 
@@ -47,9 +34,9 @@ def listener(port: int, cc: str, mss: int | None) -> socket.socket:
     return s
 
 
-def wait_ready(proc: subprocess.Popen, err_path: Path, line: str, stopper: Stopper) -> bool:
+def wait_ready(proc: subprocess.Popen, err_path: Path, line: str, stopper: process.Stopper) -> bool:
     """Waits until the server says it serves (`line` in its stderr)."""
-    deadline = time.monotonic() + READY_TIMEOUT_S
+    deadline = time.monotonic() + process.READY_TIMEOUT_S
     while line not in err_path.read_text(errors="replace"):
         if proc.poll() is not None or time.monotonic() > deadline or stopper.requested:
             return False
@@ -58,7 +45,7 @@ def wait_ready(proc: subprocess.Popen, err_path: Path, line: str, stopper: Stopp
 
 
 def serve(args, work: Path) -> int:
-    stopper = Stopper()
+    stopper = process.Stopper()
     host, port = args.bind.rsplit(":", 1)
     from transportlab.stacks.tls import self_signed
 
@@ -67,8 +54,8 @@ def serve(args, work: Path) -> int:
     for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (work / "tmp" / k).mkdir(parents=True)
     # The content: a sparse file of zeros (nginx serves files; Hypercorn's app makes it).
-    with open(work / "www" / str(args.bytes or BULK_BYTES), "wb") as f:
-        f.truncate(args.bytes or BULK_BYTES)
+    with open(work / "www" / str(args.bytes or process.BULK_BYTES), "wb") as f:
+        f.truncate(args.bytes or process.BULK_BYTES)
     try:
         sock = listener(int(port), args.cc, args.mss)
     except OSError as e:
@@ -77,20 +64,18 @@ def serve(args, work: Path) -> int:
     argv, env = web.server_argv(args.http_server, args.application, work, sock.fileno(), int(port), cert, key)
     err_path = work / "stderr"
     start_ns = time.monotonic_ns()
-    cpu_start = stack_cpu()
+    cpu_start = process.stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(
             argv, stdout=subprocess.DEVNULL, stderr=err, cwd=work, env={**os.environ, **env}, pass_fds=(sock.fileno(),)
         )
     sock.close()
     if not wait_ready(proc, err_path, web.READY_LINE[args.http_server], stopper):
-        stop(proc)
-        print(f"error: {args.http_server} did not start (exit {proc.returncode}): {tail(err_path)}", file=sys.stderr)
-        return 1
-    crashed = run_server(proc, port, args.duration, stopper)
-    cpu = stack_cpu(cpu_start)
-    error = f"{args.http_server} exited {proc.returncode}: {tail(err_path)}" if crashed else None
-    write_summary(
+        return process.did_not_start(proc, args.http_server, err_path)
+    crashed = process.run_server(proc, port, args.duration, stopper)
+    cpu = process.stack_cpu(cpu_start)
+    error = f"{args.http_server} exited {proc.returncode}: {process.tail(err_path)}" if crashed else None
+    process.write_summary(
         args.summary,
         {
             "subcommand": "web-server",
@@ -102,22 +87,22 @@ def serve(args, work: Path) -> int:
             "results": {"port": int(port), "cc": args.cc, "http_server": args.http_server, "error": error, **cpu},
         },
     )
-    return exit_status(error)
+    return process.exit_status(error)
 
 
 def fetch(args, work: Path) -> int:
-    stopper = Stopper()
+    stopper = process.Stopper()
     bulk = args.bytes is None
-    n = BULK_BYTES if bulk else args.bytes
+    n = process.BULK_BYTES if bulk else args.bytes
     argv = web.client_argv(args.application, args.connect, n, args.duration, args.objects)
     err_path = work / "stderr"
     spawn_ns = time.monotonic_ns()
-    cpu_start = stack_cpu()
+    cpu_start = process.stack_cpu()
     with open(err_path, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err)
-    ended_by = wait_client(proc, args.give_up, None, stopper)
+    ended_by = process.wait_client(proc, args.give_up, None, stopper)
     exit_ns = time.monotonic_ns()
-    cpu = stack_cpu(cpu_start)
+    cpu = process.stack_cpu(cpu_start)
     out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
     transfers = []
     for line in out.splitlines():
@@ -129,9 +114,11 @@ def fetch(args, work: Path) -> int:
         ended_by = "duration"
     error = None
     if ended_by == "stalled":
-        error = f"curl hung (no CPU and no I/O for {STALL_S:g} s at {args.give_up:g} s): {tail(err_path)}"
+        error = (
+            f"curl hung (no CPU and no I/O for {process.STALL_S:g} s at {args.give_up:g} s): {process.tail(err_path)}"
+        )
     elif ended_by is None and proc.returncode != 0:
-        error = f"curl exited {proc.returncode}: {tail(err_path)}"
+        error = f"curl exited {proc.returncode}: {process.tail(err_path)}"
     moved = sum(int(t.get("size_download") or 0) for t in transfers)
     statuses = sorted({t.get("response_code") for t in transfers}, key=str)
     status = statuses[0] if len(statuses) == 1 else statuses
@@ -171,7 +158,7 @@ def fetch(args, work: Path) -> int:
         "throughput_bps": moved * 8 / span_s if span_s > 0 else None,
         **cpu,
     }
-    write_summary(
+    process.write_summary(
         args.summary,
         {
             "subcommand": "web-client",
@@ -183,4 +170,4 @@ def fetch(args, work: Path) -> int:
             "results": results,
         },
     )
-    return exit_status(error)
+    return process.exit_status(error)

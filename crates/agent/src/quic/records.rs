@@ -105,47 +105,44 @@ fn counted(t: &Transfer, n: usize) {
     t.messages_sent.fetch_add(1, Relaxed);
 }
 
-/// Sends the records on `control` for `duration_ns`, then finishes it (ordered and
-/// unordered: one stream).
-pub async fn send_on_stream(
-    control: &mut SendStream,
-    req: RecordsRequest,
-    duration_ns: u64,
-    t: &Transfer,
-) -> anyhow::Result<()> {
-    let mut ticks = pacer("record-pacer", req.interval_ns, duration_ns);
-    while let Some((id, deadline)) = ticks.recv().await {
-        let frame = next_record(req, id, deadline, t)?;
-        control.write_all(&frame).await?;
-        counted(t, frame.len());
-    }
-    let _ = control.finish();
-    Ok(())
-}
-
-/// Sends each record on a new unidirectional stream (finished after it) for
-/// `duration_ns`, then the number sent on `control`, and finishes it.
-pub async fn send_per_stream(
+/// Sends the records for `duration_ns`, then finishes `control`: on `control` itself
+/// (ordered and unordered delivery), or each on a new unidirectional stream finished after
+/// it, and then their number on `control` (per-stream delivery).
+pub async fn send(
     conn: &quinn::Connection,
     control: &mut SendStream,
     req: RecordsRequest,
     duration_ns: u64,
+    per_stream: bool,
     t: &Transfer,
 ) -> anyhow::Result<()> {
     let mut ticks = pacer("record-pacer", req.interval_ns, duration_ns);
     let mut sent = 0u64;
     while let Some((id, deadline)) = ticks.recv().await {
-        let mut s = conn.open_uni().await.context("cannot open a record stream")?;
+        // A record's own stream is opened before the record is stamped: a wait for the
+        // peer's stream credit counts as the sender's lateness, not as network latency.
+        let own = if per_stream {
+            Some(conn.open_uni().await.context("cannot open a record stream")?)
+        } else {
+            None
+        };
         let frame = next_record(req, id, deadline, t)?;
-        s.write_all(&frame).await?;
-        // Finished, not reset: quinn keeps sending (and repairing) its data after the
-        // handle is dropped.
-        let _ = s.finish();
+        match own {
+            Some(mut s) => {
+                s.write_all(&frame).await?;
+                // Finished, not reset: quinn keeps sending (and repairing) its data after
+                // the handle is dropped.
+                let _ = s.finish();
+            }
+            None => control.write_all(&frame).await?,
+        }
         counted(t, frame.len());
         sent += 1;
     }
-    control.write_all(&sent.to_be_bytes()).await?;
-    t.bytes_sent.fetch_add(8, Relaxed);
+    if per_stream {
+        control.write_all(&sent.to_be_bytes()).await?;
+        t.bytes_sent.fetch_add(8, Relaxed);
+    }
     let _ = control.finish();
     Ok(())
 }

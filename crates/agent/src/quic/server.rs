@@ -18,7 +18,7 @@ use super::records;
 use super::series::{self, Sample, Sampler, Sources};
 use super::transfer::{self, MessageRecord, MessagesSummary, RecvEnd, SendEnd, Transfer};
 use super::{EndpointSocket, Options, OptionsParams, QuicStats, SocketSummary, Stop};
-use crate::output::{self, bps, secs, ServedOutcome};
+use crate::output::{self, bps, secs, RequestSummary, ServedTransfer};
 use crate::{sys, tls, QuicServerArgs};
 
 pub fn server(a: QuicServerArgs) -> anyhow::Result<()> {
@@ -60,14 +60,14 @@ enum ConnSummary {
 impl ConnSummary {
     fn bytes_sent(&self) -> u64 {
         match self {
-            ConnSummary::Served(c) => c.outcome.bytes_sent,
+            ConnSummary::Served(c) => c.transfer.bytes_sent,
             ConnSummary::HandshakeFailed(c) => c.bytes_sent,
         }
     }
 
     fn bytes_received(&self) -> u64 {
         match self {
-            ConnSummary::Served(c) => c.outcome.bytes_received,
+            ConnSummary::Served(c) => c.transfer.bytes_received,
             ConnSummary::HandshakeFailed(c) => c.bytes_received,
         }
     }
@@ -77,11 +77,9 @@ impl ConnSummary {
 struct ServedConn {
     conn: u32,
     peer: String,
-    mode: Option<&'static str>,
     request: Option<RequestSummary>,
-    sender: Option<&'static str>,
     #[serde(flatten)]
-    outcome: ServedOutcome,
+    transfer: ServedTransfer,
     ended_by_duration: bool,
     stream_bytes: Option<Vec<u64>>,
     objects_served: u64,
@@ -112,18 +110,6 @@ struct FailedConn {
     accepted_ns: u64,
     bytes_sent: u64,
     bytes_received: u64,
-}
-
-/// The decoded request.
-#[derive(Serialize)]
-struct RequestSummary {
-    bytes: u64,
-    duration_ns: u64,
-    object_size: u64,
-    object_count: u64,
-    message_size: u64,
-    message_interval_ns: u64,
-    streams: u64,
 }
 
 struct ConnOutcome {
@@ -347,24 +333,15 @@ async fn serve_connection(
     let summary = ServedConn {
         conn: conn_index,
         peer: peer.to_string(),
-        mode: mode.map(|m| m.name()),
-        request: req.map(|r| RequestSummary {
-            bytes: r.bytes,
-            duration_ns: r.duration_ns,
-            object_size: r.object_size,
-            object_count: r.object_count,
-            message_size: r.message_size,
-            message_interval_ns: r.message_interval_ns,
-            streams: r.streams,
-        }),
-        sender: req.map(|_| if sender_is_server { "server" } else { "client" }),
-        outcome: ServedOutcome {
+        request: req.map(|r| RequestSummary::of(&r, Transport::Quic)),
+        transfer: ServedTransfer {
             complete,
             stopped,
             error: error.clone(),
             bytes,
             bytes_sent: t.bytes_sent.load(Relaxed),
             bytes_received: t.bytes_received.load(Relaxed),
+            ..ServedTransfer::requested(mode, sender_is_server)
         },
         ended_by_duration: served.duration_over,
         stream_bytes: t.stream_bytes(),
@@ -449,11 +426,8 @@ async fn serve_request(
         Mode::Page => anyhow::bail!("page mode is TCP only"),
         Mode::Records => {
             let r = records::records_request(&req);
-            if req.streams == 0 {
-                records::send_per_stream(conn, &mut send, r, req.duration_ns, t).await?;
-            } else {
-                records::send_on_stream(&mut send, r, req.duration_ns, t).await?;
-            }
+            // Zero request streams asks for one stream per record.
+            records::send(conn, &mut send, r, req.duration_ns, req.streams == 0, t).await?;
             served.transfer_done = true;
         }
         Mode::Upload => {

@@ -19,7 +19,7 @@ use super::records::{send_records, SentRecords};
 use super::sampler::{Progress, Sample, Sampler};
 use super::transfer::{close_after_sending, prepare, read_full, read_some, send_bulk, Filled};
 use super::{series, BUF_LEN, POLL};
-use crate::output::{self, bps, secs, ServedOutcome};
+use crate::output::{self, bps, secs, RequestSummary, ServedTransfer};
 use crate::sys::Cpu;
 use crate::tcpinfo::{self, TcpInfoSummary};
 use crate::tcpstream::{Stopped, Stream};
@@ -56,11 +56,9 @@ struct ConnSummary {
     peer: String,
     cc: Option<String>,
     tls: bool,
-    mode: Option<&'static str>,
     request: Option<RequestSummary>,
-    sender: Option<&'static str>,
     #[serde(flatten)]
-    outcome: ServedOutcome,
+    transfer: ServedTransfer,
     objects_served: u64,
     accepted_ns: u64,
     tls_handshake_s: Option<f64>,
@@ -77,15 +75,6 @@ struct ConnSummary {
     records: Option<SentRecords>,
     /// Page mode: what was served.
     page: Option<ServedPages>,
-}
-
-/// The decoded request header, as far as TCP carries it.
-#[derive(Serialize)]
-struct RequestSummary {
-    bytes: u64,
-    duration_ns: u64,
-    object_size: u64,
-    object_count: u64,
 }
 
 pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
@@ -174,8 +163,8 @@ pub fn server(a: TcpServerArgs) -> anyhow::Result<()> {
     }
     let results = Results {
         port,
-        bytes_received: conns.iter().map(|c| c.outcome.bytes_received).sum(),
-        bytes_sent: conns.iter().map(|c| c.outcome.bytes_sent).sum(),
+        bytes_received: conns.iter().map(|c| c.transfer.bytes_received).sum(),
+        bytes_sent: conns.iter().map(|c| c.transfer.bytes_sent).sum(),
         connections: conns,
         samples: samples.len(),
         cpu: Cpu::now(),
@@ -263,21 +252,15 @@ fn serve_connection(
         peer: peer.to_string(),
         cc,
         tls: tls_done_ns.is_some(),
-        mode: mode.map(|m| m.name()),
-        request: t.header.map(|h| RequestSummary {
-            bytes: h.bytes,
-            duration_ns: h.duration_ns,
-            object_size: h.object_size,
-            object_count: h.object_count,
-        }),
-        sender: mode.map(|_| if sender_is_server { "server" } else { "client" }),
-        outcome: ServedOutcome {
+        request: t.header.map(|h| RequestSummary::of(&h, Transport::Tcp)),
+        transfer: ServedTransfer {
             complete: t.complete,
             stopped: t.stopped,
             error: error.clone(),
             bytes,
             bytes_sent: t.bytes_sent,
             bytes_received: t.bytes_received,
+            ..ServedTransfer::requested(mode, sender_is_server)
         },
         objects_served: t.objects_served,
         accepted_ns,

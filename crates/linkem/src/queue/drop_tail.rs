@@ -45,11 +45,5 @@ impl<P: Send> Discipline<P> for DropTail<P> {
         self.fifo.push_within(self.limit, cx.on_wire, packet, now)
     }
 
-    fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
-        self.fifo.pop_packet()
-    }
-
-    fn backlog(&self) -> Backlog {
-        self.fifo.backlog()
-    }
+    served_in_arrival_order!();
 }

@@ -31,6 +31,20 @@ use std::collections::VecDeque;
 use crate::rng::StageRng;
 use crate::{DropReason, Dropped, Mark, Nanos, Notice, Packet};
 
+/// `dequeue` and `backlog` of a discipline that decides everything at enqueue and serves
+/// its `fifo` in arrival order (drop-tail, drop-head, RED).
+macro_rules! served_in_arrival_order {
+    () => {
+        fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
+            self.fifo.pop_packet()
+        }
+
+        fn backlog(&self) -> Backlog {
+            self.fifo.backlog()
+        }
+    };
+}
+
 pub mod codel;
 pub mod drop_head;
 pub mod drop_tail;

@@ -204,11 +204,5 @@ impl<P: Send> Discipline<P> for Red<P> {
         Ok(())
     }
 
-    fn dequeue(&mut self, _now: Nanos, _cx: &mut Context<'_, P>) -> Option<Packet<P>> {
-        self.fifo.pop_packet()
-    }
-
-    fn backlog(&self) -> Backlog {
-        self.fifo.backlog()
-    }
+    served_in_arrival_order!();
 }

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use linkem::Nanos;
 use serde::Serialize;
 
-use agent_proto::summary::{ServedOutcome, TcpClientResults};
+use agent_proto::summary::{ServedTransfer, TcpClientResults};
 use agent_proto::transfer::{goodput_bps, secs};
 use agent_proto::wire::request::{Mode, Request, Transport::Tcp as TCP};
 
@@ -222,14 +222,11 @@ struct ClientResults<'a> {
     stack: &'static str,
 }
 
-/// A connection in the agent's tcp-server `results.connections`, the fields the simulator
-/// has.
+/// A connection in the agent's tcp-server `results.connections`, the fields the simulator has.
 #[derive(Serialize)]
 struct ServerConnection {
-    mode: &'static str,
-    sender: &'static str,
     #[serde(flatten)]
-    outcome: ServedOutcome,
+    transfer: ServedTransfer,
     retransmits: Option<u64>,
 }
 
@@ -286,10 +283,10 @@ impl SummaryOf {
         retransmits: Option<u64>,
     ) -> std::io::Result<()> {
         let connection = ServerConnection {
-            mode: mode(p.upload),
-            sender: sender(p.upload),
             // `stopped` stays false: no simulated end is signalled before its end.
-            outcome: ServedOutcome {
+            transfer: ServedTransfer {
+                mode: Some(mode(p.upload)),
+                sender: Some(sender(p.upload)),
                 complete: p.complete,
                 error: p.error.clone(),
                 bytes: if p.upload { p.received } else { p.sent },

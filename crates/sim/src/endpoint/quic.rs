@@ -34,7 +34,7 @@ use serde::Serialize;
 use wire::ipv4::Ecn;
 
 use agent_proto::summary::{
-    MessagesSummary, ObjectSummary, ObjectsSummary, QuicClientResults, QuicStats, ServedOutcome,
+    MessagesSummary, ObjectSummary, ObjectsSummary, QuicClientResults, QuicStats, ServedTransfer,
 };
 use agent_proto::transfer::{goodput_bps, secs, share};
 use agent_proto::wire::object;
@@ -1120,14 +1120,11 @@ impl QuicServer {
     }
 }
 
-/// A connection in the agent's quic-server `results.connections`, the fields the
-/// simulator has.
+/// A connection in the agent's quic-server `results.connections`, the fields the simulator has.
 #[derive(Serialize)]
 struct ServerConnection {
-    mode: &'static str,
-    sender: &'static str,
     #[serde(flatten)]
-    outcome: ServedOutcome,
+    transfer: ServedTransfer,
     stream_bytes: Option<Vec<u64>>,
     objects_served: u64,
     quic: Option<QuicStats>,
@@ -1239,10 +1236,10 @@ impl Endpoint for QuicServer {
                 None => (t.bytes, 0),
             };
             vec![ServerConnection {
-                mode: mode_name(t),
-                sender: if t.upload { "client" } else { "server" },
                 // `stopped` stays false: no simulated end is signalled before its end.
-                outcome: ServedOutcome {
+                transfer: ServedTransfer {
+                    mode: Some(mode_name(t)),
+                    sender: Some(if t.upload { "client" } else { "server" }),
                     complete: t.complete,
                     error: t
                         .error
