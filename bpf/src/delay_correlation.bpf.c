@@ -73,7 +73,6 @@ extern void cubictcp_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern void cubictcp_state(struct sock *sk, __u8 new_state) __ksym;
 extern void cubictcp_cwnd_event(struct sock *sk, enum tcp_ca_event event) __ksym;
 extern void cubictcp_acked(struct sock *sk, const struct ack_sample *sample) __ksym;
-extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 static __always_inline struct dc_state *state_of(struct sock *sk)
 {
@@ -294,27 +293,4 @@ void BPF_PROG(tlab_dc_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 	cubictcp_cwnd_event(sk, event);
 }
 
-SEC("struct_ops/tlab_dc_ssthresh")
-__u32 BPF_PROG(tlab_dc_ssthresh, struct sock *sk)
-{
-	return cubictcp_recalc_ssthresh(sk);
-}
-
-SEC("struct_ops/tlab_dc_undo_cwnd")
-__u32 BPF_PROG(tlab_dc_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
-SEC(".struct_ops")
-struct tcp_congestion_ops tlab_delay_corr = {
-	.init = (void *)tlab_dc_init,
-	.ssthresh = (void *)tlab_dc_ssthresh,
-	.cong_avoid = (void *)tlab_dc_cong_avoid,
-	.set_state = (void *)tlab_dc_state,
-	.cwnd_event = (void *)tlab_dc_cwnd_event,
-	.pkts_acked = (void *)tlab_dc_pkts_acked,
-	.undo_cwnd = (void *)tlab_dc_undo_cwnd,
-	/* Replaced per instance by the loader (same length, unique pattern). */
-	.name = "tlab_dc_@@@@@@@",
-};
+TLAB_CC_OPS(tlab_delay_corr, tlab_dc, cubictcp_recalc_ssthresh, "tlab_dc_@@@@@@@");

@@ -25,7 +25,6 @@ const volatile struct vegas_params params = {
 
 extern void tcp_reno_cong_avoid(struct sock *sk, __u32 ack, __u32 acked) __ksym;
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
-extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
 
 /* Per connection, in icsk_ca_priv (104 bytes). */
@@ -154,27 +153,4 @@ void BPF_PROG(tlab_vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	v->min_rtt = 0x7fffffff;
 }
 
-SEC("struct_ops/tlab_vegas_ssthresh")
-__u32 BPF_PROG(tlab_vegas_ssthresh, struct sock *sk)
-{
-	return tcp_reno_ssthresh(sk);
-}
-
-SEC("struct_ops/tlab_vegas_undo_cwnd")
-__u32 BPF_PROG(tlab_vegas_undo_cwnd, struct sock *sk)
-{
-	return tcp_reno_undo_cwnd(sk);
-}
-
-SEC(".struct_ops")
-struct tcp_congestion_ops tlab_vegas = {
-	.init = (void *)tlab_vegas_init,
-	.ssthresh = (void *)tlab_vegas_ssthresh,
-	.cong_avoid = (void *)tlab_vegas_cong_avoid,
-	.set_state = (void *)tlab_vegas_state,
-	.cwnd_event = (void *)tlab_vegas_cwnd_event,
-	.pkts_acked = (void *)tlab_vegas_pkts_acked,
-	.undo_cwnd = (void *)tlab_vegas_undo_cwnd,
-	/* Replaced per instance by the loader (same length, unique pattern). */
-	.name = "tlab_veg_@@@@@@",
-};
+TLAB_CC_OPS(tlab_vegas, tlab_vegas, tcp_reno_ssthresh, "tlab_veg_@@@@@@");
