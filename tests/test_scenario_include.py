@@ -188,3 +188,24 @@ def test_the_s1_files_are_built_on_their_bases():
     dup = load_scenario(s1 / "fairness" / "duplication_loss.toml")
     assert dup.links[3].forward.split.mode == "duplicate"
     assert load_scenario(s1 / "delay_ratio_200ms.toml").links[0].forward.legs[1].delay == 0.100
+
+
+def test_a_base_gives_its_trace_paths_relative_to_its_own_folder(tmp_path):
+    trace = write(tmp_path, "common/link.trace", "1\n2\n3\n4\n")
+    write(
+        tmp_path,
+        "common/base.toml",
+        BASE.replace(
+            'forward = { rate = "10Mbit", delay = "50ms", queue = { packets = 100 } }',
+            'forward = { trace = "link.trace" }',
+        )
+        + '\n[sweep]\n"links.bottleneck.reverse.trace" = ["link.trace"]\n',
+    )
+    write(
+        tmp_path, "common/mid.toml", 'include = "base.toml"\n[set]\n"links.bottleneck.forward.trace" = "link.trace"\n'
+    )
+    f = write(tmp_path, "elsewhere/run.toml", 'include = "../common/mid.toml"\nname = "t"\n')
+    s = load_scenario(f)
+    assert Path(s.links[0].forward.trace).resolve() == trace.resolve()
+    (point,) = {p.label: p for p in load_points(f) if "reno" in p.label}.values()
+    assert Path(point.scenario.links[0].reverse.trace).resolve() == trace.resolve()

@@ -10,7 +10,8 @@ a table merges key by key, any other value (a string, a number, an array, an arr
 tables such as `[[links]]`) replaces the base's whole. `[set]` then changes single
 values by field path, as `--set` does, so one link, flow or leg of the base can be
 changed without writing it all again. Problems name the file they are in, and the file
-that included it.
+that included it. A relative file path a base gives (a link's `trace`) is relative to the
+base's folder, wherever the including file is.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from transportlab.scenario.schema import Scenario
 
 INCLUDE = "include"
 SET = "set"
+# The scenario fields that name a file, relative to the folder of the file that gives them
+# (the schema's PathSpec.trace).
+FILE_FIELDS = frozenset({"trace"})
 
 
 def resolve_includes(raw: dict, file: str | os.PathLike, read: Callable[[str], dict]) -> tuple[dict, dict[tuple, str]]:
@@ -61,7 +65,7 @@ def _resolve(
         base, base_notes = _resolve(base_raw, base_file, read, chain + (base_file,))
     except ScenarioError as e:
         raise ScenarioError(e.file, [_included_by(i, file) for i in e.issues]) from None
-    merged, from_base = _merge(base, raw, ())
+    merged, from_base = _merge(_anchored(base, Path(base_file).parent), raw, ())
     notes = {path: f"(from {base_file})" for path in from_base}
     # A value a base took from its own base names that file (the longer path wins).
     notes.update({p: n for p, n in base_notes.items() if any(p[: len(b)] == b for b in from_base)})
@@ -86,6 +90,19 @@ def _merge(base: dict, over: dict, at: tuple) -> tuple[dict, list[tuple]]:
             out[key] = value
     from_base += [at + (key,) for key in base if key not in over]
     return out, from_base
+
+
+def _anchored(value, folder: Path, field: str = ""):
+    """`value` with every relative path it gives a FILE_FIELDS field made absolute from
+    `folder`: a field's own value, or, under a sweep's field path ("links.x.forward.trace"),
+    each value listed."""
+    if isinstance(value, dict):
+        return {k: _anchored(v, folder, k.rsplit(".", 1)[-1]) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_anchored(v, folder, field) for v in value]
+    if field in FILE_FIELDS and isinstance(value, str) and not Path(value).is_absolute():
+        return str((folder / value).absolute())
+    return value
 
 
 def _included_by(issue: Issue, file: str) -> Issue:
