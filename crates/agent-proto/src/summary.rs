@@ -194,7 +194,7 @@ impl ProbeDelays {
 pub struct ServedTransfer {
     /// The request's mode; none until a request was read.
     pub mode: Option<&'static str>,
-    /// Which end sent the payload (`client` in an upload, `server` otherwise).
+    /// Which end sends the payload: `client` or `server`; none until a request was read.
     pub sender: Option<&'static str>,
     pub complete: bool,
     pub stopped: bool,
