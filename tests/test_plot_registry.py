@@ -110,3 +110,12 @@ def test_a_key_registered_twice_is_refused():
 
         @registered("rtt", "Another RTT plot", RUN)
         def other(spec, rd, out, colors): ...
+
+
+def test_a_plot_functions_docstring_is_its_caption_on_one_line(tmp_path):
+    plots = {p.key: p for p in run_plots(RunData.load(make_run(tmp_path)))}
+    caption = REGISTRY["delay_cdf"].caption
+    assert caption.startswith("Empirical CDF of each flow's per-packet one-way delay across its path (departure")
+    assert caption.endswith("dropped packets excluded.") and "\n" not in caption and "  " not in caption
+    assert plots["delay_cdf"].path is not None and plots["delay_cdf"].caption == caption
+    assert REGISTRY["throughput"].caption == ""  # its caption depends on the run's bin width
