@@ -63,11 +63,11 @@ pub fn serve_request(request: &[u8]) -> Result<(bool, u64), String> {
     }
 }
 
-fn mode(upload: bool) -> &'static str {
+fn mode(upload: bool) -> Mode {
     if upload {
-        "upload"
+        Mode::Upload
     } else {
-        "download"
+        Mode::Download
     }
 }
 
@@ -253,7 +253,7 @@ impl SummaryOf {
         let delivered = self.delivered.get();
         let results = ClientResults {
             common: TcpClientResults {
-                mode: mode(p.upload),
+                mode: mode(p.upload).name(),
                 sender: sender(p.upload),
                 cc: Some(&self.cc),
                 complete: p.complete,
@@ -285,14 +285,12 @@ impl SummaryOf {
         let connection = ServerConnection {
             // `stopped` stays false: no simulated end is signalled before its end.
             transfer: ServedTransfer {
-                mode: Some(mode(p.upload)),
-                sender: Some(sender(p.upload)),
                 complete: p.complete,
                 error: p.error.clone(),
                 bytes: if p.upload { p.received } else { p.sent },
                 bytes_sent: p.sent,
                 bytes_received: p.received,
-                ..Default::default()
+                ..ServedTransfer::requested(Some(mode(p.upload)), !p.upload)
             },
             retransmits,
         };

@@ -470,6 +470,16 @@ struct Transfer {
 }
 
 impl Transfer {
+    /// The request's mode: objects, messages, or bulk in the flow's direction.
+    fn mode(&self) -> Mode {
+        match (self.objects, self.messages, self.upload) {
+            (Some(_), _, _) => Mode::Objects,
+            (None, Some(_), _) => Mode::Messages,
+            (None, None, true) => Mode::Upload,
+            (None, None, false) => Mode::Download,
+        }
+    }
+
     fn streams(&self) -> u64 {
         u64::from(self.streams.max(1))
     }
@@ -478,12 +488,7 @@ impl Transfer {
     /// same flow: bulk with `bytes` or else until the flow's end, messages for
     /// `messages_duration`, objects `streams` at a time.
     fn as_request(&self) -> Request {
-        let mode = match (self.objects, self.messages, self.upload) {
-            (Some(_), _, _) => Mode::Objects,
-            (None, Some(_), _) => Mode::Messages,
-            (None, None, true) => Mode::Upload,
-            (None, None, false) => Mode::Download,
-        };
+        let mode = self.mode();
         let (message_size, message_interval_ns) = self.messages.map_or((0, 0), |(s, i)| (u64::from(s), i));
         let (object_count, object_size) = self.objects.unwrap_or((0, 0));
         let bulk_bytes = (self.limit != u64::MAX).then_some(self.limit);
@@ -948,16 +953,6 @@ impl QuicClient {
     }
 }
 
-/// The agent's name of the transfer's mode.
-fn mode_name(t: &Transfer) -> &'static str {
-    match (t.objects.is_some(), t.messages.is_some(), t.upload) {
-        (true, _, _) => "objects",
-        (false, true, _) => "messages",
-        (false, false, true) => "upload",
-        (false, false, false) => "download",
-    }
-}
-
 impl Transfer {
     /// Messages mode: what this end sent and received (no lateness: the simulated sender
     /// writes each message at its deadline).
@@ -1047,7 +1042,7 @@ impl Endpoint for QuicClient {
             0
         };
         let results = QuicClientResults {
-            mode: mode_name(t),
+            mode: t.mode().name(),
             sender: if t.upload { "client" } else { "server" },
             cc: self.cc.clone(),
             complete: t.complete,
@@ -1238,8 +1233,6 @@ impl Endpoint for QuicServer {
             vec![ServerConnection {
                 // `stopped` stays false: no simulated end is signalled before its end.
                 transfer: ServedTransfer {
-                    mode: Some(mode_name(t)),
-                    sender: Some(if t.upload { "client" } else { "server" }),
                     complete: t.complete,
                     error: t
                         .error
@@ -1248,7 +1241,7 @@ impl Endpoint for QuicServer {
                     bytes: t.bytes,
                     bytes_sent: sent,
                     bytes_received: received,
-                    ..Default::default()
+                    ..ServedTransfer::requested(Some(t.mode()), !t.upload)
                 },
                 stream_bytes: (t.messages.is_none() && t.objects.is_none()).then(|| t.stream_bytes.clone()),
                 objects_served: t.objects_served,
